@@ -1,0 +1,2 @@
+environment = "demo"
+replicas    = 2

@@ -1,0 +1,361 @@
+// Package cli is the captf command line: plan, apply and fingerprint on one
+// root module, with no cluster.
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/captf/captf/internal/planstore"
+	"github.com/captf/captf/internal/runner"
+	"github.com/captf/captf/internal/tfexec"
+	"github.com/captf/captf/pkg/fingerprint"
+)
+
+const exitCodesHelp = `Exit codes:
+  0  planned, applied, or nothing to apply
+  1  any other failure (terraform failed, an apply failed)
+  2  bad usage or bad input: a missing or short plan key, a malformed plan
+     document, a malformed --expect-plan value
+  3  the plan moved: the fresh plan does not hash to the approved one (or
+     nothing was approved); nothing was applied`
+
+// Run runs the captf command line with args and returns its exit code.
+func Run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	cmd := newRoot(stdout, stderr)
+	cmd.SetArgs(args)
+	err := cmd.ExecuteContext(ctx)
+	if err != nil {
+		fmt.Fprintf(stderr, "captf: %v\n", err)
+	}
+	return runner.ExitCode(err)
+}
+
+// options are the flags shared by plan and apply.
+type options struct {
+	binary   string
+	keyFile  string
+	varFiles []string
+	json     bool
+}
+
+func newRoot(stdout, stderr io.Writer) *cobra.Command {
+	root := &cobra.Command{
+		Use:   "captf",
+		Short: "Apply exactly the terraform plan that was approved",
+		Long: `captf plans a terraform or OpenTofu root module, fingerprints the plan with
+a keyed hash (p2:) that binds what it will do but reveals no value, and
+applies only when a fresh plan hashes to the approved value.
+
+  captf plan DIR                         plan and print the hash to approve
+  captf apply DIR --expect-plan p2:...   plan again; apply only if it hashes the same
+
+` + exitCodesHelp,
+		SilenceUsage:  true,
+		SilenceErrors: true,
+	}
+	root.SetOut(stdout)
+	root.SetErr(stderr)
+	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error {
+		return fmt.Errorf("%w: %w", runner.ErrBadInput, err)
+	})
+	root.AddCommand(newPlan(stdout, stderr), newApply(stdout, stderr), newFingerprint(stdout))
+	return root
+}
+
+func (o *options) register(cmd *cobra.Command) {
+	f := cmd.Flags()
+	f.StringVar(&o.binary, "binary", "", "terraform, tofu or a path to either (default: terraform, else tofu, from PATH)")
+	f.StringVar(&o.keyFile, "plan-key-file", "", "file holding the plan key, at least 32 bytes (default: DIR/.captf/plan-key, created on first use)")
+	f.StringArrayVar(&o.varFiles, "var-file", nil, "a variables file passed to terraform plan (repeatable)")
+	f.BoolVar(&o.json, "json", false, "print the report as JSON on stdout; terraform's output goes to stderr")
+}
+
+// dirArg takes the optional DIR argument.
+func dirArg(_ *cobra.Command, args []string) error {
+	if len(args) > 1 {
+		return fmt.Errorf("%w: expected at most one DIR, got %d arguments", runner.ErrBadInput, len(args))
+	}
+	return nil
+}
+
+// session is everything one plan or apply needs, set up in the order that
+// refuses bad input before anything runs.
+type session struct {
+	dir     string
+	runner  *runner.Runner
+	store   planstore.Store
+	cleanup func()
+}
+
+func (o *options) open(args []string, stdout, stderr io.Writer) (*session, error) {
+	dir := "."
+	if len(args) == 1 {
+		dir = args[0]
+	}
+	info, err := os.Stat(dir)
+	if err != nil || !info.IsDir() {
+		return nil, fmt.Errorf("%w: %s is not a directory", runner.ErrBadInput, dir)
+	}
+	var key []byte
+	if o.keyFile != "" {
+		key, err = runner.ReadKey(o.keyFile)
+	} else {
+		key, err = runner.RootKey(dir)
+	}
+	if err != nil {
+		return nil, err
+	}
+	hasher, err := fingerprint.New(key)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", runner.ErrBadInput, err)
+	}
+	hasher.Detail = true
+	bin, err := tfexec.Find(o.binary)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", runner.ErrBadInput, err)
+	}
+	for _, f := range o.varFiles {
+		if _, err := os.Stat(f); err != nil {
+			return nil, fmt.Errorf("%w: var file: %w", runner.ErrBadInput, err)
+		}
+	}
+	env, cleanup, err := cliConfig()
+	if err != nil {
+		return nil, err
+	}
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		cleanup()
+		return nil, err
+	}
+	varFiles := make([]string, len(o.varFiles))
+	for i, f := range o.varFiles {
+		if varFiles[i], err = filepath.Abs(f); err != nil {
+			cleanup()
+			return nil, err
+		}
+	}
+	tfOut := stdout
+	if o.json {
+		tfOut = stderr
+	}
+	return &session{
+		dir: dir,
+		runner: &runner.Runner{
+			TF:       &tfexec.Terraform{Bin: bin, Dir: abs, Env: env, Stdout: tfOut, Stderr: stderr},
+			Hasher:   hasher,
+			VarFiles: varFiles,
+			Progress: stderr,
+		},
+		store:   planstore.Store{Dir: filepath.Join(dir, runner.StateDir, "plans")},
+		cleanup: cleanup,
+	}, nil
+}
+
+// cliConfig keeps a TF_CLI_CONFIG_FILE that names an existing file (it may
+// carry provider mirrors the user needs) and otherwise gives terraform a
+// config of captf's own that disables the checkpoint call.
+func cliConfig() ([]string, func(), error) {
+	if p := os.Getenv("TF_CLI_CONFIG_FILE"); p != "" {
+		if _, err := os.Stat(p); err == nil {
+			return nil, func() {}, nil
+		}
+	}
+	dir, err := os.MkdirTemp("", "captf-cli-*")
+	if err != nil {
+		return nil, nil, fmt.Errorf("terraform CLI config: %w", err)
+	}
+	path := filepath.Join(dir, "terraform.rc")
+	if err := os.WriteFile(path, []byte("disable_checkpoint = true\n"), 0o600); err != nil {
+		os.RemoveAll(dir)
+		return nil, nil, fmt.Errorf("terraform CLI config: %w", err)
+	}
+	return []string{"TF_CLI_CONFIG_FILE=" + path}, func() { os.RemoveAll(dir) }, nil
+}
+
+// saveRecord keeps the value-free record of a plan; failing to is worth a
+// warning, not a failed plan.
+func (s *session) saveRecord(r *fingerprint.Result, stderr io.Writer) {
+	if err := runner.EnsureStateDir(s.dir); err == nil {
+		err = s.store.Save(r, time.Now())
+		if err == nil {
+			return
+		}
+		fmt.Fprintf(stderr, "captf: warning: %v\n", err)
+	}
+}
+
+func newPlan(stdout, stderr io.Writer) *cobra.Command {
+	var o options
+	cmd := &cobra.Command{
+		Use:   "plan [DIR]",
+		Short: "Plan a root module and print the hash that approves it",
+		Long: `Runs init, validate and plan -out, reads show -json in memory only, and
+prints terraform's plan, the counts, the changed resources, the p2: hash and
+the exact command that applies this plan.
+
+` + exitCodesHelp,
+		Args: dirArg,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			s, err := o.open(args, stdout, stderr)
+			if err != nil {
+				return err
+			}
+			defer s.cleanup()
+			p, err := s.runner.Plan(cmd.Context())
+			if err != nil {
+				return err
+			}
+			defer p.Close()
+			s.saveRecord(p.Result, stderr)
+			if o.json {
+				return printJSON(stdout, p.Report)
+			}
+			printReport(stdout, &p.Report, o.applyCommand(s.dir, p.Report.PlanHash))
+			return nil
+		},
+	}
+	o.register(cmd)
+	return cmd
+}
+
+func newApply(stdout, stderr io.Writer) *cobra.Command {
+	var o options
+	var expect string
+	cmd := &cobra.Command{
+		Use:   "apply [DIR] --expect-plan p2:...",
+		Short: "Plan again and apply only if the plan hashes to the approved value",
+		Long: `Plans again, with refresh, and fingerprints the fresh plan. When it hashes to
+the --expect-plan value, exactly that saved plan is applied. Otherwise nothing
+is applied: captf says what moved relative to the approved plan (addresses
+and attribute paths, never values), prints the new plan and its approve
+command, and exits 3. An empty plan needs no approval and applies nothing.
+
+` + exitCodesHelp,
+		Args: dirArg,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := runner.CheckHash(expect); err != nil {
+				return err
+			}
+			s, err := o.open(args, stdout, stderr)
+			if err != nil {
+				return err
+			}
+			defer s.cleanup()
+			out, err := s.runner.Apply(cmd.Context(), expect)
+			if out == nil {
+				return err
+			}
+			report := &out.Fresh.Report
+			switch {
+			case errors.Is(err, runner.ErrPlanChanged):
+				s.saveRecord(out.Fresh, stderr)
+				if o.json {
+					printJSON(stdout, refusal{Applied: false, Approved: expect, Moved: s.moved(expect, out.Fresh), Plan: *report})
+					return err
+				}
+				printRefusal(stdout, expect, s.moved(expect, out.Fresh), report, o.applyCommand(s.dir, report.PlanHash))
+				return err
+			case err != nil:
+				return err
+			case o.json:
+				return printJSON(stdout, refusal{Applied: out.Applied, Approved: expect, Plan: *report})
+			case out.Applied:
+				fmt.Fprintf(stdout, "\ncaptf: applied the approved plan %s.\n", report.PlanHash)
+			default:
+				fmt.Fprintf(stdout, "\ncaptf: no changes; nothing to apply (%s).\n", report.PlanHash)
+			}
+			return nil
+		},
+	}
+	o.register(cmd)
+	cmd.Flags().StringVar(&expect, "expect-plan", "", "the approved p2: plan hash")
+	return cmd
+}
+
+// moved compares the fresh plan with the record of the approved one, when
+// this root has it.
+func (s *session) moved(approved string, fresh *fingerprint.Result) *movedReport {
+	if approved == "" {
+		return nil
+	}
+	rec, err := s.store.Load(approved)
+	if err != nil {
+		return &movedReport{Unknown: "no record of the approved plan in " + s.store.Dir + " (was it planned on another machine?)"}
+	}
+	return &movedReport{Differences: fingerprint.Compare(rec.Changes, fresh.Changes)}
+}
+
+func newFingerprint(stdout io.Writer) *cobra.Command {
+	var keyFile string
+	var asJSON bool
+	cmd := &cobra.Command{
+		Use:   "fingerprint --plan-key-file FILE [PLAN.json|-]",
+		Short: "Print the p2: hash of a plan document (terraform show -json)",
+		Long: `Reads the JSON of terraform show -json from a file or stdin and prints the p2:
+hash alone on the first line of stdout, or with --json the whole report.
+
+` + exitCodesHelp,
+		Args: func(_ *cobra.Command, args []string) error {
+			if len(args) > 1 {
+				return fmt.Errorf("%w: expected at most one plan file, got %d arguments", runner.ErrBadInput, len(args))
+			}
+			return nil
+		},
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if keyFile == "" {
+				return fmt.Errorf("%w: --plan-key-file is required", runner.ErrBadInput)
+			}
+			key, err := runner.ReadKey(keyFile)
+			if err != nil {
+				return err
+			}
+			in := cmd.InOrStdin()
+			if len(args) == 1 && args[0] != "-" {
+				f, err := os.Open(args[0])
+				if err != nil {
+					return fmt.Errorf("%w: %w", runner.ErrBadInput, err)
+				}
+				defer f.Close()
+				in = f
+			}
+			res, err := fingerprint.Compute(key, in)
+			if err != nil {
+				return err
+			}
+			if asJSON {
+				return printJSON(stdout, res.Report)
+			}
+			_, err = fmt.Fprintln(stdout, res.Report.PlanHash)
+			return err
+		},
+	}
+	cmd.Flags().StringVar(&keyFile, "plan-key-file", "", "file holding the plan key, at least 32 bytes (required)")
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print the whole report as JSON")
+	return cmd
+}
+
+// applyCommand is the exact command that applies hash in dir with the same
+// flags this run had.
+func (o *options) applyCommand(dir, hash string) string {
+	args := []string{"captf", "apply", dir}
+	if o.binary != "" {
+		args = append(args, "--binary", o.binary)
+	}
+	if o.keyFile != "" {
+		args = append(args, "--plan-key-file", o.keyFile)
+	}
+	for _, f := range o.varFiles {
+		args = append(args, "--var-file", f)
+	}
+	args = append(args, "--expect-plan", hash)
+	return shellJoin(args)
+}

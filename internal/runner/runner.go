@@ -1,0 +1,143 @@
+// Package runner is the plan and approved-apply pipeline that the captf CLI
+// and the runner Job share: the key check, terraform's init, validate, plan
+// and show, the fingerprint, the comparison with an approved hash, and the
+// apply of exactly the plan that was compared.
+package runner
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"regexp"
+
+	"github.com/captf/captf/internal/tfexec"
+	"github.com/captf/captf/pkg/fingerprint"
+)
+
+// Runner runs one root module under one plan key.
+type Runner struct {
+	TF     *tfexec.Terraform
+	Hasher *fingerprint.Hasher
+	// VarFiles are passed to plan as -var-file. Values come from files so a
+	// command line never carries one.
+	VarFiles []string
+	// Progress receives the output of init and validate when they fail.
+	Progress io.Writer
+}
+
+// Planned is a fingerprinted plan and its saved plan file. Close removes the
+// file; the plan file and the plan JSON never stay in the root module.
+type Planned struct {
+	*fingerprint.Result
+	dir  string
+	file string
+}
+
+// Close removes the saved plan file.
+func (p *Planned) Close() error { return os.RemoveAll(p.dir) }
+
+// Plan runs init, validate and plan into a private temporary file, then
+// show -json streamed into the fingerprint.
+func (r *Runner) Plan(ctx context.Context) (*Planned, error) {
+	if err := r.prepare(ctx); err != nil {
+		return nil, err
+	}
+	dir, err := os.MkdirTemp("", "captf-plan-*")
+	if err != nil {
+		return nil, fmt.Errorf("plan: %w", err)
+	}
+	p := &Planned{dir: dir, file: filepath.Join(dir, "plan.tfplan")}
+	args := make([]string, 0, len(r.VarFiles))
+	for _, f := range r.VarFiles {
+		args = append(args, "-var-file="+f)
+	}
+	if err := r.TF.Plan(ctx, p.file, args...); err != nil {
+		p.Close()
+		return nil, err
+	}
+	err = r.TF.Show(ctx, p.file, func(plan io.Reader) error {
+		var err error
+		p.Result, err = r.Hasher.Compute(plan)
+		return err
+	})
+	if err != nil {
+		p.Close()
+		return nil, fmt.Errorf("fingerprint: %w", err)
+	}
+	return p, nil
+}
+
+// prepare runs init and validate, showing their output only on failure.
+func (r *Runner) prepare(ctx context.Context) error {
+	var out bytes.Buffer
+	tf := *r.TF
+	tf.Stdout = &out
+	if err := tf.Init(ctx); err != nil {
+		r.progress(out.Bytes())
+		return err
+	}
+	if err := tf.Validate(ctx); err != nil {
+		r.progress(out.Bytes())
+		return err
+	}
+	return nil
+}
+
+func (r *Runner) progress(b []byte) {
+	if r.Progress != nil {
+		r.Progress.Write(b)
+	}
+}
+
+// hashPattern is the shape of a plan hash of any scheme: p<n>: and 64 hex
+// digits. Only p2: ever matches; p1: is recognised to explain that.
+var hashPattern = regexp.MustCompile(`^p[0-9]+:[0-9a-f]{64}$`)
+
+// CheckHash refuses an --expect-plan value that is not a plan hash at all.
+func CheckHash(h string) error {
+	if h != "" && !hashPattern.MatchString(h) {
+		return fmt.Errorf("%w: %q is not a plan hash (expected p2: and 64 hex digits)", ErrBadInput, h)
+	}
+	return nil
+}
+
+// Outcome says what an apply did. Fresh is the plan made for it.
+type Outcome struct {
+	Fresh   *fingerprint.Result
+	Applied bool
+}
+
+// Apply plans again, with refresh, and fingerprints the fresh plan. When it
+// hashes to approved, exactly that saved plan file is applied. Otherwise
+// nothing is applied and the error wraps ErrPlanChanged; Outcome.Fresh then
+// holds the new plan to approve. An empty fresh plan needs no approval and
+// applies nothing, unless a non-empty plan was approved: then it too is a
+// changed plan.
+func (r *Runner) Apply(ctx context.Context, approved string) (*Outcome, error) {
+	if err := CheckHash(approved); err != nil {
+		return nil, err
+	}
+	p, err := r.Plan(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer p.Close()
+	out := &Outcome{Fresh: p.Result}
+	fresh := p.Report.PlanHash
+	switch {
+	case p.Report.Empty() && (approved == "" || approved == fingerprint.EmptyPlanHash):
+		return out, nil
+	case approved == "":
+		return out, fmt.Errorf("%w: the plan %s was not approved; nothing was applied", ErrPlanChanged, fresh)
+	case !fingerprint.Matches(approved, fresh):
+		return out, fmt.Errorf("%w: the fresh plan hashes to %s, not to the approved %s; nothing was applied", ErrPlanChanged, fresh, approved)
+	}
+	if err := r.TF.Apply(ctx, p.file); err != nil {
+		return out, err
+	}
+	out.Applied = true
+	return out, nil
+}

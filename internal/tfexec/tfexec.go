@@ -1,0 +1,160 @@
+// Package tfexec drives a terraform or tofu binary for captf: init,
+// validate, plan to a file, show -json streamed into a reader, and apply of
+// a saved plan file.
+//
+// It runs the binary directly rather than through hashicorp/terraform-exec
+// because that library's ShowPlanFile unmarshals the whole plan into
+// tfjson.Plan (all of it in memory, numbers as float64), where captf needs
+// the JSON as a stream with numbers as written. The plan JSON never reaches
+// a file or a log: Show hands the live stdout pipe to the caller.
+package tfexec
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"time"
+)
+
+// ErrStalePlan is returned by Apply when terraform refuses a saved plan
+// because the state changed after it was made; nothing was applied.
+var ErrStalePlan = errors.New("saved plan is stale: the state changed after the plan was made")
+
+// ErrNotFound is returned by Find when no binary is found.
+var ErrNotFound = errors.New("neither terraform nor tofu found in PATH")
+
+// Terraform runs one binary in one root module directory.
+type Terraform struct {
+	// Bin is the path of the terraform or tofu binary.
+	Bin string
+	// Dir is the root module.
+	Dir string
+	// Env is added to the environment of every command, after captf's own
+	// settings, so it can override them.
+	Env []string
+	// Stdout receives the human-readable output of init, plan and apply.
+	Stdout io.Writer
+	// Stderr receives terraform's diagnostics.
+	Stderr io.Writer
+}
+
+// Find resolves a binary by name or path: "terraform", "tofu", a path, or
+// "" to take terraform and then tofu from PATH.
+func Find(name string) (string, error) {
+	if name == "" {
+		for _, n := range []string{"terraform", "tofu"} {
+			if p, err := exec.LookPath(n); err == nil {
+				return p, nil
+			}
+		}
+		return "", ErrNotFound
+	}
+	p, err := exec.LookPath(name)
+	if err != nil {
+		return "", fmt.Errorf("binary %q: %w", name, err)
+	}
+	return filepath.Abs(p)
+}
+
+// Init runs init without input.
+func (t *Terraform) Init(ctx context.Context) error {
+	return t.run(ctx, t.Stdout, "init", "-input=false", "-no-color")
+}
+
+// Validate checks the configuration.
+func (t *Terraform) Validate(ctx context.Context) error {
+	return t.run(ctx, t.Stdout, "validate", "-no-color")
+}
+
+// Plan writes a plan to the file out (an absolute path). Extra arguments
+// (-var, -var-file, -refresh=false …) are passed through.
+func (t *Terraform) Plan(ctx context.Context, out string, extra ...string) error {
+	args := append([]string{"plan", "-input=false", "-no-color", "-out=" + out}, extra...)
+	return t.run(ctx, t.Stdout, args...)
+}
+
+// Show runs show -json on a saved plan and passes its stdout, as it is
+// produced, to read. Nothing of it is stored or logged.
+func (t *Terraform) Show(ctx context.Context, planFile string, read func(io.Reader) error) error {
+	cmd := t.command(ctx, "show", "-json", "-no-color", planFile)
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		return fmt.Errorf("show: %w", err)
+	}
+	if err := cmd.Start(); err != nil {
+		return fmt.Errorf("show: %w", err)
+	}
+	readErr := read(out)
+	// Drain what read left so the process can finish, then reap it.
+	_, _ = io.Copy(io.Discard, out)
+	waitErr := cmd.Wait()
+	if waitErr != nil {
+		return t.failed("show", waitErr, stderr.Bytes())
+	}
+	return readErr
+}
+
+// Apply applies exactly the saved plan file.
+func (t *Terraform) Apply(ctx context.Context, planFile string) error {
+	var stderr bytes.Buffer
+	err := t.runTo(ctx, t.Stdout, io.MultiWriter(t.stderr(), &stderr), "apply", "-input=false", "-no-color", "-auto-approve", planFile)
+	if err != nil && bytes.Contains(stderr.Bytes(), []byte("Saved plan is stale")) {
+		return ErrStalePlan
+	}
+	return err
+}
+
+func (t *Terraform) run(ctx context.Context, stdout io.Writer, args ...string) error {
+	return t.runTo(ctx, stdout, t.stderr(), args...)
+}
+
+func (t *Terraform) runTo(ctx context.Context, stdout, stderr io.Writer, args ...string) error {
+	cmd := t.command(ctx, args...)
+	cmd.Stdout = orDiscard(stdout)
+	cmd.Stderr = stderr
+	if err := cmd.Run(); err != nil {
+		return fmt.Errorf("%s %s: %w", filepath.Base(t.Bin), args[0], err)
+	}
+	return nil
+}
+
+func (t *Terraform) failed(step string, err error, stderr []byte) error {
+	msg := strings.TrimSpace(string(stderr))
+	if msg == "" {
+		return fmt.Errorf("%s %s: %w", filepath.Base(t.Bin), step, err)
+	}
+	return fmt.Errorf("%s %s: %w: %s", filepath.Base(t.Bin), step, err, msg)
+}
+
+func (t *Terraform) command(ctx context.Context, args ...string) *exec.Cmd {
+	cmd := exec.CommandContext(ctx, t.Bin, args...)
+	// On cancel, interrupt terraform so it can stop cleanly and release the
+	// state lock; kill it only if it has not stopped a minute later.
+	cmd.Cancel = func() error { return cmd.Process.Signal(os.Interrupt) }
+	cmd.WaitDelay = time.Minute
+	cmd.Dir = t.Dir
+	cmd.Env = append(os.Environ(),
+		"CHECKPOINT_DISABLE=1",
+		"TF_IN_AUTOMATION=1",
+		"TF_INPUT=0",
+	)
+	cmd.Env = append(cmd.Env, t.Env...)
+	return cmd
+}
+
+func (t *Terraform) stderr() io.Writer { return orDiscard(t.Stderr) }
+
+func orDiscard(w io.Writer) io.Writer {
+	if w == nil {
+		return io.Discard
+	}
+	return w
+}

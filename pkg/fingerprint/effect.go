@@ -1,0 +1,346 @@
+package fingerprint
+
+import (
+	"strconv"
+	"strings"
+)
+
+// class is how spec 000 treats a change's actions.
+type class uint8
+
+const (
+	classNone    class = iota // no-op: only an import or a move can make it a change
+	classPlanned              // create, read: the planned object
+	classDiff                 // update, replace: the leaf paths that differ
+	classGone                 // delete, forget: address and action only
+)
+
+// change is one resource or output change as read from the plan, pointing
+// into the tree it was parsed into.
+type change struct {
+	address string
+	output  bool
+	actions []string
+	class   class
+	label   string // create, update, delete, replace, read, forget or ""
+
+	before, after, unknown, beforeSensitive, afterSensitive int32
+	importing                                               int32 // change.importing, or none
+	movedFrom                                               string
+}
+
+// leaf is one differing path of an update, written into effect.leaves.
+type leaf struct {
+	path       string // for people: input.tags["env"], cut at a sensitive container
+	start, end int    // its bytes in effect.leaves
+}
+
+// effect builds the canonical JSON of one change's effect.
+type effect struct {
+	t      *tree
+	out    []byte
+	leaves []byte
+	list   []leaf
+	detail bool
+
+	steps     []step
+	sensCut   int // len(steps) where the first sensitive container began, or -1
+	attrStart int // for creates: index into list of the current attribute
+}
+
+type step struct {
+	name  []byte
+	index int // -1 for an object member
+}
+
+// build writes the effect of c into e.out and returns it.
+func (e *effect) build(c *change) []byte {
+	e.out, e.leaves, e.list = e.out[:0], e.leaves[:0], e.list[:0]
+	e.out = append(e.out, '{')
+	first := true
+	t := e.t
+	switch c.class {
+	case classPlanned:
+		if c.after != none {
+			e.out = appendKey(e.out, first, "after")
+			e.out = t.appendValue(e.out, c.after)
+			first = false
+		}
+		if !t.markEmpty(c.afterSensitive) {
+			e.out = appendKey(e.out, first, "afterSensitive")
+			e.out = t.appendMarker(e.out, c.afterSensitive)
+			first = false
+		}
+		if !t.markEmpty(c.unknown) {
+			e.out = appendKey(e.out, first, "afterUnknown")
+			e.out = t.appendMarker(e.out, c.unknown)
+			first = false
+		}
+		if e.detail {
+			e.plannedDetail(c)
+		}
+	case classDiff:
+		e.steps, e.sensCut = e.steps[:0], -1
+		e.walk(c.before, c.after, c.unknown, c.beforeSensitive, c.afterSensitive, false, false)
+		if len(e.list) > 0 {
+			e.out = appendKey(e.out, first, "changes")
+			e.out = append(e.out, '[')
+			for j, l := range e.list {
+				if j > 0 {
+					e.out = append(e.out, ',')
+				}
+				e.out = append(e.out, e.leaves[l.start:l.end]...)
+			}
+			e.out = append(e.out, ']')
+			first = false
+		}
+	}
+	if c.importing != none {
+		e.out = appendKey(e.out, first, "import")
+		e.out = t.appendValue(e.out, c.importing)
+		first = false
+	}
+	if c.movedFrom != "" {
+		e.out = appendKey(e.out, first, "movedFrom")
+		e.out = appendString(e.out, []byte(c.movedFrom))
+	}
+	return append(e.out, '}')
+}
+
+// walk visits the union of before, after and their markers, and writes a
+// leaf for every path whose value, presence, unknownness or sensitivity
+// differs. bs and as say whether an enclosing container is wholly sensitive.
+func (e *effect) walk(b, a, u, sb, sa int32, bs, as bool) {
+	t := e.t
+	if t.isTrue(u) {
+		e.emit(b, a, u, sb, sa, bs, as)
+		return
+	}
+	bs = bs || t.isTrue(sb)
+	as = as || t.isTrue(sa)
+	kb, ka := t.kindOf(b), t.kindOf(a)
+	if b != none && a != none && kb == ka && (kb == kindObject || kb == kindArray) &&
+		(t.nodes[b].n > 0 || t.nodes[a].n > 0) {
+		cut := e.sensCut
+		if cut < 0 && (bs || as) {
+			e.sensCut = len(e.steps)
+		}
+		if kb == kindObject {
+			e.walkObject(b, a, u, sb, sa, bs, as)
+		} else {
+			e.walkArray(b, a, u, sb, sa, bs, as)
+		}
+		e.sensCut = cut
+		return
+	}
+	if !t.equalValue(b, a) || !t.markEmpty(u) ||
+		!t.equalMarker(sb, bs, sa, as) {
+		e.emit(b, a, u, sb, sa, bs, as)
+	}
+}
+
+// walkObject merges the sorted members of the five trees.
+func (e *effect) walkObject(b, a, u, sb, sa int32, bs, as bool) {
+	t := e.t
+	lists := [5][]int32{t.children(b), t.children(a), t.objectKids(u), t.objectKids(sb), t.objectKids(sa)}
+	for {
+		var name []byte
+		found := false
+		for _, l := range lists {
+			if len(l) > 0 && (!found || string(t.nodes[l[0]].name) < string(name)) {
+				name, found = t.nodes[l[0]].name, true
+			}
+		}
+		if !found {
+			return
+		}
+		var at [5]int32
+		for j := range lists {
+			at[j] = none
+			if l := lists[j]; len(l) > 0 && string(t.nodes[l[0]].name) == string(name) {
+				at[j], lists[j] = l[0], l[1:]
+			}
+		}
+		e.steps = append(e.steps, step{name: name, index: -1})
+		e.walk(at[0], at[1], at[2], at[3], at[4], bs, as)
+		e.steps = e.steps[:len(e.steps)-1]
+	}
+}
+
+func (e *effect) walkArray(b, a, u, sb, sa int32, bs, as bool) {
+	t := e.t
+	lists := [5][]int32{t.children(b), t.children(a), t.arrayKids(u), t.arrayKids(sb), t.arrayKids(sa)}
+	n := 0
+	for _, l := range lists {
+		n = max(n, len(l))
+	}
+	for i := range n {
+		var at [5]int32
+		for j, l := range lists {
+			at[j] = none
+			if i < len(l) {
+				at[j] = l[i]
+			}
+		}
+		e.steps = append(e.steps, step{index: i})
+		e.walk(at[0], at[1], at[2], at[3], at[4], bs, as)
+		e.steps = e.steps[:len(e.steps)-1]
+	}
+}
+
+func (t *tree) objectKids(i int32) []int32 {
+	if t.kindOf(i) != kindObject {
+		return nil
+	}
+	return t.children(i)
+}
+
+func (t *tree) arrayKids(i int32) []int32 {
+	if t.kindOf(i) != kindArray {
+		return nil
+	}
+	return t.children(i)
+}
+
+// emit writes one leaf: its path, its values where present, its markers.
+func (e *effect) emit(b, a, u, sb, sa int32, bs, as bool) {
+	t := e.t
+	start := len(e.leaves)
+	out := append(e.leaves, '{')
+	first := true
+	if a != none {
+		out = appendKey(out, first, "after")
+		out = t.appendValue(out, a)
+		first = false
+	}
+	if as || !t.markEmpty(sa) {
+		out = appendKey(out, first, "afterSensitive")
+		if as || t.isTrue(sa) {
+			out = append(out, "true"...)
+		} else {
+			out = t.appendMarker(out, sa)
+		}
+		first = false
+	}
+	if !t.markEmpty(u) {
+		out = appendKey(out, first, "afterUnknown")
+		out = t.appendMarker(out, u)
+		first = false
+	}
+	if b != none {
+		out = appendKey(out, first, "before")
+		out = t.appendValue(out, b)
+		first = false
+	}
+	if bs || !t.markEmpty(sb) {
+		out = appendKey(out, first, "beforeSensitive")
+		if bs || t.isTrue(sb) {
+			out = append(out, "true"...)
+		} else {
+			out = t.appendMarker(out, sb)
+		}
+		first = false
+	}
+	out = appendKey(out, first, "path")
+	out = append(out, '[')
+	for j, s := range e.steps {
+		if j > 0 {
+			out = append(out, ',')
+		}
+		if s.index >= 0 {
+			out = appendIndex(out, s.index)
+		} else {
+			out = appendString(out, s.name)
+		}
+	}
+	out = append(out, ']', '}')
+	e.leaves = out
+	l := leaf{start: start, end: len(out)}
+	if e.detail {
+		cut := len(e.steps)
+		if e.sensCut >= 0 {
+			cut = e.sensCut
+		}
+		if bs || as {
+			cut = min(cut, len(e.steps))
+		}
+		l.path = pathString(e.steps[:cut])
+	}
+	e.list = append(e.list, l)
+}
+
+// plannedDetail records one leaf per top-level attribute of a planned
+// object, so a changed create can say which attributes moved.
+func (e *effect) plannedDetail(c *change) {
+	t := e.t
+	e.steps, e.sensCut = e.steps[:0], -1
+	lists := [3][]int32{t.objectKids(c.after), t.objectKids(c.unknown), t.objectKids(c.afterSensitive)}
+	if t.kindOf(c.after) != kindObject {
+		// An output or a scalar: the whole value is one leaf.
+		e.emit(none, c.after, c.unknown, none, c.afterSensitive, false, false)
+		return
+	}
+	for {
+		var name []byte
+		found := false
+		for _, l := range lists {
+			if len(l) > 0 && (!found || string(t.nodes[l[0]].name) < string(name)) {
+				name, found = t.nodes[l[0]].name, true
+			}
+		}
+		if !found {
+			return
+		}
+		var at [3]int32
+		for j := range lists {
+			at[j] = none
+			if l := lists[j]; len(l) > 0 && string(t.nodes[l[0]].name) == string(name) {
+				at[j], lists[j] = l[0], l[1:]
+			}
+		}
+		e.steps = append(e.steps, step{name: name, index: -1})
+		e.emit(none, at[0], at[1], none, at[2], false, t.isTrue(at[2]))
+		e.steps = e.steps[:0]
+	}
+}
+
+// pathString renders steps the way Terraform prints attribute paths:
+// name.sub, map["key"], list[0].
+func pathString(steps []step) string {
+	var b strings.Builder
+	for i, s := range steps {
+		switch {
+		case s.index >= 0:
+			b.WriteByte('[')
+			b.WriteString(strconv.Itoa(s.index))
+			b.WriteByte(']')
+		case isIdentifier(s.name):
+			if i > 0 {
+				b.WriteByte('.')
+			}
+			b.Write(s.name)
+		default:
+			b.WriteByte('[')
+			b.WriteString(strconv.Quote(string(s.name)))
+			b.WriteByte(']')
+		}
+	}
+	if b.Len() == 0 {
+		return "(value)"
+	}
+	return b.String()
+}
+
+func isIdentifier(s []byte) bool {
+	if len(s) == 0 {
+		return false
+	}
+	for i, c := range s {
+		letter := c == '_' || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z')
+		digit := c >= '0' && c <= '9' || c == '-'
+		if !letter && (i == 0 || !digit) {
+			return false
+		}
+	}
+	return true
+}

@@ -1,0 +1,421 @@
+package fingerprint
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"slices"
+	"strconv"
+	"unicode/utf16"
+	"unicode/utf8"
+)
+
+// kind is the JSON type of a node.
+type kind uint8
+
+const (
+	kindNull kind = iota
+	kindFalse
+	kindTrue
+	kindNumber
+	kindString
+	kindObject
+	kindArray
+)
+
+// none is the index of an absent node.
+const none int32 = -1
+
+// node is one JSON value of a parsed resource change. Strings and names are
+// held decoded; numbers keep the literal text as written.
+type node struct {
+	kind kind
+	text []byte // number literal or decoded string
+	name []byte // decoded member name, for members of an object
+	kids int32  // first index into tree.kids
+	n    int32  // number of children
+}
+
+// tree is one resource change parsed into nodes. Object members are sorted
+// by name when the container closes, so every walk visits them in canonical
+// order. A tree is reused from change to change; its slices only grow.
+type tree struct {
+	src   []byte
+	pos   int
+	nodes []node
+	kids  []int32 // children of containers, contiguous per container
+	stack []int32 // children of the containers still open
+	text  []byte  // decoded strings that needed unescaping
+	depth int
+}
+
+const maxDepth = 512
+
+var errDepth = errors.New("nesting deeper than 512 levels")
+
+// parse reads src, one complete JSON value, into t and returns its root.
+func (t *tree) parse(src []byte) (int32, error) {
+	t.src, t.pos = src, 0
+	t.nodes, t.kids, t.stack, t.text = t.nodes[:0], t.kids[:0], t.stack[:0], t.text[:0]
+	t.depth = 0
+	root, err := t.value()
+	if err != nil {
+		return none, err
+	}
+	t.space()
+	if t.pos != len(t.src) {
+		return none, t.errorf("unexpected %q after value", t.src[t.pos])
+	}
+	return root, nil
+}
+
+func (t *tree) errorf(format string, args ...any) error {
+	return fmt.Errorf("invalid JSON at byte %d of the change: %s", t.pos, fmt.Sprintf(format, args...))
+}
+
+func (t *tree) space() {
+	for t.pos < len(t.src) {
+		switch t.src[t.pos] {
+		case ' ', '\n', '\r', '\t':
+			t.pos++
+		default:
+			return
+		}
+	}
+}
+
+func (t *tree) add(n node) int32 {
+	t.nodes = append(t.nodes, n)
+	return int32(len(t.nodes) - 1)
+}
+
+func (t *tree) value() (int32, error) {
+	t.space()
+	if t.pos >= len(t.src) {
+		return none, t.errorf("unexpected end of value")
+	}
+	switch c := t.src[t.pos]; c {
+	case '{':
+		return t.object()
+	case '[':
+		return t.array()
+	case '"':
+		s, err := t.str()
+		if err != nil {
+			return none, err
+		}
+		return t.add(node{kind: kindString, text: s}), nil
+	default:
+		start := t.pos
+		for t.pos < len(t.src) && byteClass[t.src[t.pos]] == clsOther {
+			t.pos++
+		}
+		lit := t.src[start:t.pos]
+		switch {
+		case string(lit) == "null":
+			return t.add(node{kind: kindNull}), nil
+		case string(lit) == "true":
+			return t.add(node{kind: kindTrue}), nil
+		case string(lit) == "false":
+			return t.add(node{kind: kindFalse}), nil
+		case validNumber(lit):
+			return t.add(node{kind: kindNumber, text: lit}), nil
+		}
+		t.pos = start
+		if len(lit) == 0 {
+			return none, t.errorf("unexpected %q", c)
+		}
+		return none, t.errorf("invalid literal %q", truncate(lit))
+	}
+}
+
+// str reads a string at pos and returns it decoded.
+func (t *tree) str() ([]byte, error) {
+	start := t.pos + 1
+	i := bytes.IndexByte(t.src[start:], '"')
+	if i < 0 {
+		return nil, t.errorf("unterminated string")
+	}
+	raw := t.src[start : start+i]
+	if bytes.IndexByte(raw, '\\') < 0 {
+		t.pos = start + i + 1
+		return raw, nil
+	}
+	// Find the real closing quote, then decode the escapes.
+	end := start
+	for {
+		if end >= len(t.src) {
+			return nil, t.errorf("unterminated string")
+		}
+		c := t.src[end]
+		if c == '"' {
+			break
+		}
+		if c == '\\' {
+			end++
+		}
+		end++
+	}
+	raw = t.src[start:end]
+	off := len(t.text)
+	var err error
+	t.text, err = appendUnescaped(t.text, raw)
+	if err != nil {
+		return nil, t.errorf("%v", err)
+	}
+	t.pos = end + 1
+	return t.text[off:len(t.text):len(t.text)], nil
+}
+
+func (t *tree) object() (int32, error) {
+	if t.depth++; t.depth > maxDepth {
+		return none, errDepth
+	}
+	t.pos++
+	base := len(t.stack)
+	t.space()
+	if t.pos < len(t.src) && t.src[t.pos] == '}' {
+		t.pos++
+	} else {
+		for {
+			t.space()
+			if t.pos >= len(t.src) || t.src[t.pos] != '"' {
+				return none, t.errorf("expected member name")
+			}
+			name, err := t.str()
+			if err != nil {
+				return none, err
+			}
+			t.space()
+			if t.pos >= len(t.src) || t.src[t.pos] != ':' {
+				return none, t.errorf("expected ':' after member name")
+			}
+			t.pos++
+			v, err := t.value()
+			if err != nil {
+				return none, err
+			}
+			t.nodes[v].name = name
+			t.stack = append(t.stack, v)
+			t.space()
+			if t.pos < len(t.src) && t.src[t.pos] == ',' {
+				t.pos++
+				continue
+			}
+			if t.pos < len(t.src) && t.src[t.pos] == '}' {
+				t.pos++
+				break
+			}
+			return none, t.errorf("expected ',' or '}' in object")
+		}
+	}
+	t.depth--
+	members := t.stack[base:]
+	if !slices.IsSortedFunc(members, t.byName) {
+		slices.SortStableFunc(members, t.byName)
+	}
+	return t.close(kindObject, base), nil
+}
+
+func (t *tree) byName(a, b int32) int {
+	return bytes.Compare(t.nodes[a].name, t.nodes[b].name)
+}
+
+func (t *tree) array() (int32, error) {
+	if t.depth++; t.depth > maxDepth {
+		return none, errDepth
+	}
+	t.pos++
+	base := len(t.stack)
+	t.space()
+	if t.pos < len(t.src) && t.src[t.pos] == ']' {
+		t.pos++
+	} else {
+		for {
+			v, err := t.value()
+			if err != nil {
+				return none, err
+			}
+			t.stack = append(t.stack, v)
+			t.space()
+			if t.pos < len(t.src) && t.src[t.pos] == ',' {
+				t.pos++
+				continue
+			}
+			if t.pos < len(t.src) && t.src[t.pos] == ']' {
+				t.pos++
+				break
+			}
+			return none, t.errorf("expected ',' or ']' in array")
+		}
+	}
+	t.depth--
+	return t.close(kindArray, base), nil
+}
+
+// close moves the children on the stack above base into kids and adds the
+// container node.
+func (t *tree) close(k kind, base int) int32 {
+	first := int32(len(t.kids))
+	t.kids = append(t.kids, t.stack[base:]...)
+	n := int32(len(t.stack) - base)
+	t.stack = t.stack[:base]
+	return t.add(node{kind: k, kids: first, n: n})
+}
+
+// children returns the children of a container node, or nil.
+func (t *tree) children(i int32) []int32 {
+	if i == none {
+		return nil
+	}
+	nd := &t.nodes[i]
+	if nd.kind != kindObject && nd.kind != kindArray {
+		return nil
+	}
+	return t.kids[nd.kids : nd.kids+nd.n]
+}
+
+// member returns the member of object i with the given name, or none.
+func (t *tree) member(i int32, name string) int32 {
+	if i == none || t.nodes[i].kind != kindObject {
+		return none
+	}
+	ms := t.children(i)
+	j, ok := slices.BinarySearchFunc(ms, name, func(m int32, name string) int {
+		return bytes.Compare(t.nodes[m].name, []byte(name))
+	})
+	if !ok {
+		return none
+	}
+	return ms[j]
+}
+
+func (t *tree) kindOf(i int32) kind {
+	if i == none {
+		return kindNull
+	}
+	return t.nodes[i].kind
+}
+
+func (t *tree) isTrue(i int32) bool { return i != none && t.nodes[i].kind == kindTrue }
+
+// stringOf returns the string value of node i and whether it is a string.
+func (t *tree) stringOf(i int32) (string, bool) {
+	if i == none || t.nodes[i].kind != kindString {
+		return "", false
+	}
+	return string(t.nodes[i].text), true
+}
+
+// appendUnescaped decodes the JSON string body raw onto dst.
+func appendUnescaped(dst, raw []byte) ([]byte, error) {
+	for i := 0; i < len(raw); i++ {
+		c := raw[i]
+		if c != '\\' {
+			dst = append(dst, c)
+			continue
+		}
+		i++
+		if i >= len(raw) {
+			return dst, errors.New("string ends in a backslash")
+		}
+		switch raw[i] {
+		case '"', '\\', '/':
+			dst = append(dst, raw[i])
+		case 'b':
+			dst = append(dst, '\b')
+		case 'f':
+			dst = append(dst, '\f')
+		case 'n':
+			dst = append(dst, '\n')
+		case 'r':
+			dst = append(dst, '\r')
+		case 't':
+			dst = append(dst, '\t')
+		case 'u':
+			r, ok := hex4(raw[i+1:])
+			if !ok {
+				return dst, errors.New(`invalid \u escape`)
+			}
+			i += 4
+			if utf16.IsSurrogate(r) {
+				if r2, ok := hex4(raw[min(i+3, len(raw)):]); ok && i+2 < len(raw) && raw[i+1] == '\\' && raw[i+2] == 'u' {
+					if dec := utf16.DecodeRune(r, r2); dec != utf8.RuneError {
+						dst = utf8.AppendRune(dst, dec)
+						i += 6
+						continue
+					}
+				}
+				r = utf8.RuneError
+			}
+			dst = utf8.AppendRune(dst, r)
+		default:
+			return dst, fmt.Errorf("invalid escape %q", raw[i-1:i+1])
+		}
+	}
+	return dst, nil
+}
+
+func unescape(dst, raw []byte) []byte {
+	out, _ := appendUnescaped(dst, raw)
+	return out
+}
+
+func hex4(b []byte) (rune, bool) {
+	if len(b) < 4 {
+		return 0, false
+	}
+	v, err := strconv.ParseUint(string(b[:4]), 16, 16)
+	return rune(v), err == nil
+}
+
+// validScalar reports whether b is a JSON number, true, false or null.
+func validScalar(b []byte) bool {
+	switch string(b) {
+	case "true", "false", "null":
+		return true
+	}
+	return validNumber(b)
+}
+
+// validNumber reports whether b is a number in JSON's grammar.
+func validNumber(b []byte) bool {
+	i := 0
+	if i < len(b) && b[i] == '-' {
+		i++
+	}
+	switch {
+	case i < len(b) && b[i] == '0':
+		i++
+	case i < len(b) && b[i] >= '1' && b[i] <= '9':
+		for i < len(b) && b[i] >= '0' && b[i] <= '9' {
+			i++
+		}
+	default:
+		return false
+	}
+	if i < len(b) && b[i] == '.' {
+		i++
+		d := i
+		for i < len(b) && b[i] >= '0' && b[i] <= '9' {
+			i++
+		}
+		if i == d {
+			return false
+		}
+	}
+	if i < len(b) && (b[i] == 'e' || b[i] == 'E') {
+		i++
+		if i < len(b) && (b[i] == '+' || b[i] == '-') {
+			i++
+		}
+		d := i
+		for i < len(b) && b[i] >= '0' && b[i] <= '9' {
+			i++
+		}
+		if i == d {
+			return false
+		}
+	}
+	return i == len(b)
+}
