@@ -21,16 +21,16 @@ func (t *tree) appendValue(dst []byte, i int32) []byte {
 	case kindFalse:
 		return append(dst, "false"...)
 	case kindNumber:
-		return append(dst, nd.text...)
+		return append(dst, t.bytes(nd.text)...)
 	case kindString:
-		return appendString(dst, nd.text)
+		return appendString(dst, t.bytes(nd.text))
 	case kindObject:
 		dst = append(dst, '{')
 		for j, m := range t.children(i) {
 			if j > 0 {
 				dst = append(dst, ',')
 			}
-			dst = appendString(dst, t.nodes[m].name)
+			dst = appendString(dst, t.nameOf(m))
 			dst = append(dst, ':')
 			dst = t.appendValue(dst, m)
 		}
@@ -100,14 +100,14 @@ func (t *tree) equalValue(a, b int32) bool {
 	}
 	switch na.kind {
 	case kindNumber, kindString:
-		return bytes.Equal(na.text, nb.text)
+		return bytes.Equal(t.bytes(na.text), t.bytes(nb.text))
 	case kindObject, kindArray:
 		ka, kb := t.children(a), t.children(b)
 		if len(ka) != len(kb) {
 			return false
 		}
 		for j := range ka {
-			if na.kind == kindObject && !bytes.Equal(t.nodes[ka[j]].name, t.nodes[kb[j]].name) {
+			if na.kind == kindObject && !bytes.Equal(t.nameOf(ka[j]), t.nameOf(kb[j])) {
 				return false
 			}
 			if !t.equalValue(ka[j], kb[j]) {
@@ -158,7 +158,7 @@ func (t *tree) appendMarker(dst []byte, i int32) []byte {
 				dst = append(dst, ',')
 			}
 			first = false
-			dst = appendString(dst, t.nodes[m].name)
+			dst = appendString(dst, t.nameOf(m))
 			dst = append(dst, ':')
 			dst = t.appendMarker(dst, m)
 		}

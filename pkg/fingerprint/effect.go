@@ -18,9 +18,9 @@ const (
 // change is one resource or output change as read from the plan, pointing
 // into the tree it was parsed into.
 type change struct {
-	address string
+	address []byte
 	output  bool
-	actions []string
+	kind    uint8 // index into kindList
 	class   class
 	label   string // create, update, delete, replace, read, forget or ""
 
@@ -147,8 +147,8 @@ func (e *effect) walkObject(b, a, u, sb, sa int32, bs, as bool) {
 		var name []byte
 		found := false
 		for _, l := range lists {
-			if len(l) > 0 && (!found || string(t.nodes[l[0]].name) < string(name)) {
-				name, found = t.nodes[l[0]].name, true
+			if len(l) > 0 && (!found || string(t.nameOf(l[0])) < string(name)) {
+				name, found = t.nameOf(l[0]), true
 			}
 		}
 		if !found {
@@ -157,7 +157,7 @@ func (e *effect) walkObject(b, a, u, sb, sa int32, bs, as bool) {
 		var at [5]int32
 		for j := range lists {
 			at[j] = none
-			if l := lists[j]; len(l) > 0 && string(t.nodes[l[0]].name) == string(name) {
+			if l := lists[j]; len(l) > 0 && string(t.nameOf(l[0])) == string(name) {
 				at[j], lists[j] = l[0], l[1:]
 			}
 		}
@@ -284,8 +284,8 @@ func (e *effect) plannedDetail(c *change) {
 		var name []byte
 		found := false
 		for _, l := range lists {
-			if len(l) > 0 && (!found || string(t.nodes[l[0]].name) < string(name)) {
-				name, found = t.nodes[l[0]].name, true
+			if len(l) > 0 && (!found || string(t.nameOf(l[0])) < string(name)) {
+				name, found = t.nameOf(l[0]), true
 			}
 		}
 		if !found {
@@ -294,7 +294,7 @@ func (e *effect) plannedDetail(c *change) {
 		var at [3]int32
 		for j := range lists {
 			at[j] = none
-			if l := lists[j]; len(l) > 0 && string(t.nodes[l[0]].name) == string(name) {
+			if l := lists[j]; len(l) > 0 && string(t.nameOf(l[0])) == string(name) {
 				at[j], lists[j] = l[0], l[1:]
 			}
 		}

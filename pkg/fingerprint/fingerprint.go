@@ -15,6 +15,8 @@
 package fingerprint
 
 import (
+	"bytes"
+	"cmp"
 	"crypto/hmac"
 	"crypto/sha256"
 	"encoding/hex"
@@ -79,7 +81,8 @@ type Change struct {
 // Line is the change's line in the hashed text.
 func (c *Change) Line() string { return c.Address + " " + c.Actions + " " + c.Digest }
 
-// Result is a report and the changes behind its hash, sorted by address.
+// Result is a report and, when the Hasher has Detail, the changes behind
+// its hash sorted by address.
 type Result struct {
 	Report  Report
 	Changes []Change
@@ -144,9 +147,10 @@ type computation struct {
 	s       *scanner
 	t       tree
 	e       effect
-	changes []Change
-	report  Report
-	isPlan  bool
+	lines  lines
+	report Report
+	isPlan bool
+	joined []byte
 }
 
 func (c *computation) document() error {
@@ -231,11 +235,11 @@ func (c *computation) resourceChanges() error {
 		return fmt.Errorf("resource_changes: %w", err)
 	}
 	for i := 0; more; i++ {
-		raw, err := s.capture()
+		root, err := s.parseInto(&c.t)
 		if err != nil {
 			return fmt.Errorf("resource_changes[%d]: %w", i, err)
 		}
-		if err := c.resource(raw); err != nil {
+		if err := c.resource(root); err != nil {
 			return fmt.Errorf("resource_changes[%d]: %w", i, err)
 		}
 		if more, err = s.more(']'); err != nil {
@@ -270,20 +274,18 @@ func (c *computation) outputChanges() error {
 	return nil
 }
 
-func (c *computation) resource(raw []byte) error {
+func (c *computation) resource(root int32) error {
 	t := &c.t
-	root, err := t.parse(raw)
-	if err != nil {
-		return err
-	}
 	if t.kindOf(root) != kindObject {
 		return errors.New("not an object")
 	}
-	addr, ok := t.stringOf(t.member(root, "address"))
-	if !ok || addr == "" {
+	an := t.member(root, "address")
+	if t.kindOf(an) != kindString || len(t.textOf(an)) == 0 {
 		return errors.New("address: missing or not a string")
 	}
+	addr := t.textOf(an)
 	ch := change{address: addr}
+	var ok bool
 	if p := t.member(root, "previous_address"); p != none {
 		if ch.movedFrom, ok = t.stringOf(p); !ok {
 			return fmt.Errorf("%s: previous_address: not a string", addr)
@@ -316,7 +318,7 @@ func (c *computation) output(name string, raw []byte) error {
 	if err != nil {
 		return err
 	}
-	ch := change{address: "output." + name, output: true}
+	ch := change{address: []byte("output." + name), output: true}
 	if err := c.read(&ch, root); err != nil {
 		return err
 	}
@@ -340,17 +342,21 @@ func (c *computation) read(ch *change, obj int32) error {
 	if t.kindOf(acts) != kindArray || t.nodes[acts].n == 0 {
 		return errors.New("change.actions: missing, empty or not an array")
 	}
-	for _, a := range t.children(acts) {
-		s, ok := t.stringOf(a)
-		if !ok {
-			return errors.New("change.actions: not a list of strings")
+	c.joined = c.joined[:0]
+	for j, a := range t.children(acts) {
+		if t.kindOf(a) != kindString || bytes.IndexByte(t.textOf(a), ',') >= 0 {
+			return errors.New("change.actions: not a list of action names")
 		}
-		ch.actions = append(ch.actions, s)
+		if j > 0 {
+			c.joined = append(c.joined, ',')
+		}
+		c.joined = append(c.joined, t.textOf(a)...)
 	}
-	var err error
-	if ch.class, ch.label, err = classify(ch.actions); err != nil {
-		return fmt.Errorf("change.actions: %w", err)
+	k, ok := kinds[string(c.joined)]
+	if !ok {
+		return fmt.Errorf("change.actions: unsupported actions %q", c.joined)
 	}
+	ch.kind, ch.class, ch.label = k, kindList[k].class, kindList[k].label
 	ch.before = t.member(obj, "before")
 	ch.after = t.member(obj, "after")
 	ch.unknown = t.member(obj, "after_unknown")
@@ -372,110 +378,141 @@ func (c *computation) read(ch *change, obj int32) error {
 	return nil
 }
 
-// classify maps a plan's actions to how their effect is hashed and to the
-// label people read.
-func classify(actions []string) (class, string, error) {
-	switch strings.Join(actions, ",") {
-	case "no-op":
-		return classNone, "", nil
-	case "create":
-		return classPlanned, "create", nil
-	case "read":
-		return classPlanned, "read", nil
-	case "update":
-		return classDiff, "update", nil
-	case "delete,create", "create,delete":
-		return classDiff, "replace", nil
-	case "delete":
-		return classGone, "delete", nil
-	case "forget":
-		return classGone, "forget", nil
-	}
-	return 0, "", fmt.Errorf("unsupported actions %q", actions)
+// actionKind is how a plan's comma-joined actions are hashed and labelled.
+type actionKind struct {
+	actions string
+	class   class
+	label   string
 }
+
+// kindList is every action list Terraform writes. Any other list is
+// refused: a new kind of change must be understood before it is hashed.
+var kindList = []actionKind{
+	{"no-op", classNone, ""},
+	{"create", classPlanned, "create"},
+	{"read", classPlanned, "read"},
+	{"update", classDiff, "update"},
+	{"delete,create", classDiff, "replace"},
+	{"create,delete", classDiff, "replace"},
+	{"delete", classGone, "delete"},
+	{"forget", classGone, "forget"},
+}
+
+// kinds indexes kindList by the comma-joined actions.
+var kinds = func() map[string]uint8 {
+	m := map[string]uint8{}
+	for i, k := range kindList {
+		m[k.actions] = uint8(i)
+	}
+	return m
+}()
 
 // add computes the keyed digest of ch and keeps its line.
 func (c *computation) add(ch *change) {
 	effect := c.e.build(ch)
-	out := Change{
-		Address: ch.address,
-		Actions: strings.Join(ch.actions, ","),
-		Labels:  labels(ch),
-		Digest:  c.digest(effect),
-		Output:  ch.output,
+	var flags uint8
+	if ch.importing != none {
+		flags |= flagImport
 	}
+	if ch.movedFrom != "" {
+		flags |= flagMove
+	}
+	if ch.output {
+		flags |= flagOutput
+	}
+	var paths map[string]string
 	if c.e.detail {
-		out.Paths = make(map[string]string, len(c.e.list)+2)
+		paths = make(map[string]string, len(c.e.list)+2)
 		for _, l := range c.e.list {
 			// Two leaves can share a path string once it is cut at a
 			// sensitive container; their digests then combine.
 			d := c.digest(c.e.leaves[l.start:l.end])
-			if prev, ok := out.Paths[l.path]; ok {
+			if prev, ok := paths[l.path]; ok {
 				d = c.digest([]byte(prev + d))
 			}
-			out.Paths[l.path] = d
+			paths[l.path] = d
 		}
 		if ch.importing != none {
-			out.Paths["(import)"] = c.digest(c.t.appendValue(nil, ch.importing))
+			paths["(import)"] = c.digest(c.t.appendValue(nil, ch.importing))
 		}
 		if ch.movedFrom != "" {
-			out.Paths["(moved from)"] = c.digest([]byte(ch.movedFrom))
+			paths["(moved from)"] = c.digest([]byte(ch.movedFrom))
 		}
 	}
-	c.changes = append(c.changes, out)
+	c.lines.add(ch.address, ch.kind, flags, c.sum(effect), paths)
 }
 
-func (c *computation) digest(b []byte) string {
+// sum is the keyed HMAC of b.
+func (c *computation) sum(b []byte) (out [sha256.Size]byte) {
 	c.mac.Reset()
 	c.mac.Write(b)
-	var sum [sha256.Size]byte
-	return hex.EncodeToString(c.mac.Sum(sum[:0]))
+	c.mac.Sum(out[:0])
+	return out
 }
 
-// labels renders what a report entry shows in parentheses: the action,
-// then import, then move.
-func labels(ch *change) string {
-	var parts []string
-	if ch.label != "" {
-		parts = append(parts, ch.label)
-	}
-	if ch.importing != none {
-		parts = append(parts, "import")
-	}
-	if ch.movedFrom != "" {
-		parts = append(parts, "move")
-	}
-	return strings.Join(parts, ", ")
+// digest is the hex keyed HMAC of b.
+func (c *computation) digest(b []byte) string {
+	sum := c.sum(b)
+	return hex.EncodeToString(sum[:])
 }
 
 func (c *computation) result() *Result {
-	lines := make([]string, len(c.changes))
-	for i := range c.changes {
-		lines[i] = c.changes[i].Line()
-	}
-	slices.Sort(lines)
+	l := &c.lines
+	order := l.sorted()
 	sum := sha256.New()
-	for i, l := range lines {
-		if i > 0 {
-			io.WriteString(sum, "\n")
+	var buf []byte
+	for i, r := range order {
+		buf = l.appendLine(buf[:0], r)
+		if i < len(order)-1 {
+			buf = append(buf, '\n')
 		}
-		io.WriteString(sum, l)
+		sum.Write(buf)
 	}
 	c.report.PlanHash = Prefix + hex.EncodeToString(sum.Sum(nil))
 
-	slices.SortStableFunc(c.changes, func(a, b Change) int { return strings.Compare(a.Address, b.Address) })
-	c.report.Resources = []string{}
+	// The report lists the resources with the smallest addresses. Line
+	// order is address order but for addresses holding bytes below ' ', so
+	// the selection compares addresses itself.
+	var first []int32
 	n := 0
-	for i := range c.changes {
-		ch := &c.changes[i]
-		if ch.Output {
+	for _, r := range order {
+		if l.recs[r].flags&flagOutput != 0 {
 			continue
 		}
 		n++
-		if len(c.report.Resources) < MaxResources {
-			c.report.Resources = append(c.report.Resources, ch.Address+" ("+ch.Labels+")")
+		addr := l.address(r)
+		if len(first) == MaxResources && bytes.Compare(addr, l.address(first[MaxResources-1])) >= 0 {
+			continue
+		}
+		at, _ := slices.BinarySearchFunc(first, addr, func(e int32, a []byte) int {
+			return cmp.Or(bytes.Compare(l.address(e), a), -1)
+		})
+		first = slices.Insert(first, at, r)
+		if len(first) > MaxResources {
+			first = first[:MaxResources]
 		}
 	}
+	c.report.Resources = make([]string, len(first))
+	for i, r := range first {
+		c.report.Resources[i] = string(l.address(r)) + " (" + l.labels(r) + ")"
+	}
 	c.report.Truncated = n > MaxResources
-	return &Result{Report: c.report, Changes: c.changes}
+
+	res := &Result{Report: c.report}
+	if c.e.detail {
+		res.Changes = make([]Change, len(order))
+		for i, r := range order {
+			rec := &l.recs[r]
+			res.Changes[i] = Change{
+				Address: string(l.address(r)),
+				Actions: kindList[rec.kind].actions,
+				Labels:  l.labels(r),
+				Digest:  hex.EncodeToString(rec.digest[:]),
+				Output:  rec.flags&flagOutput != 0,
+				Paths:   l.paths[r],
+			}
+		}
+		slices.SortStableFunc(res.Changes, func(a, b Change) int { return strings.Compare(a.Address, b.Address) })
+	}
+	return res
 }

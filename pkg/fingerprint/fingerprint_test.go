@@ -51,6 +51,25 @@ func compute(t *testing.T, key []byte, plan string) *Result {
 	return r
 }
 
+// computeDetail computes with Detail, and checks that Detail changes
+// nothing in the report.
+func computeDetail(t *testing.T, plan string) *Result {
+	t.Helper()
+	h, err := New(testKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.Detail = true
+	r, err := h.Compute(strings.NewReader(plan))
+	if err != nil {
+		t.Fatalf("Compute: %v\nplan: %s", err, plan)
+	}
+	if d := cmp.Diff(compute(t, testKey, plan).Report, r.Report); d != "" {
+		t.Errorf("Detail changes the report (-without +with):\n%s", d)
+	}
+	return r
+}
+
 func TestHashRules(t *testing.T) {
 	upd := func(before, after string, more ...string) string {
 		extra := `"before":` + before + `,"after":` + after
@@ -296,7 +315,10 @@ func TestReport(t *testing.T) {
 		`{"address":"r.both","previous_address":"r.old","change":{"actions":["no-op"],"importing":{"id":"x"}}}`,
 		rc("q.noop", "no-op", `"before":{"v":1},"after":{"v":1}`),
 	)
-	r := compute(t, testKey, plan)
+	r := computeDetail(t, plan)
+	if len(r.Changes) != 11 {
+		t.Errorf("%d changes, want 11 (9 resources, 2 outputs)", len(r.Changes))
+	}
 	want := Report{
 		Add: 2, Change: 2, Destroy: 2, OutputChanges: 2,
 		Resources: []string{
@@ -352,16 +374,16 @@ func TestMalformed(t *testing.T) {
 		{`{"format_version":"1.0","values":{}}`, "not a plan"},
 		{`{"format_version":"1.2","planned_values":{},"errored":true}`, "errored"},
 		{doc(`{"change":{"actions":["delete"]}}`), "resource_changes[0]: address: missing"},
-		{doc(rc("a.x", "explode", "")), `resource_changes[0]: a.x: change.actions: unsupported actions ["explode"]`},
+		{doc(rc("a.x", "explode", "")), `resource_changes[0]: a.x: change.actions: unsupported actions "explode"`},
 		{doc(`{"address":"a.x","change":{"actions":[]}}`), "change.actions: missing, empty"},
-		{doc(`{"address":"a.x","change":{"actions":[1]}}`), "not a list of strings"},
+		{doc(`{"address":"a.x","change":{"actions":[1]}}`), "not a list of action names"},
 		{doc(`{"address":"a.x"}`), "a.x: change: missing"},
 		{doc(`{"address":"a.x","change":{"actions":["update"],"before":{"a" 1}}}`), "expected ':'"},
 		{doc(`{"address":"a.x","change":{"actions":["update"],"before":[1 2]}}`), "expected ',' or ']'"},
 		{doc(`{"address":"a.x","change":{"actions":["update"],"before":{"a":tru}}}`), `invalid literal "tru"`},
 		{doc(`{"address":"a.x","change":{"actions":["update"],"before":{"a":01}}}`), `invalid literal "01"`},
 		{doc(`{"address":"a.x","change":{"actions":["update"],"before":"\x"}}`), `invalid escape`},
-		{doc(`{"address":"a.x","change":{"actions":["update"],"before":{"a":1]}}`), `unexpected ']'`},
+		{doc(`{"address":"a.x","change":{"actions":["update"],"before":{"a":1]}}`), "expected ',' or '}' in object"},
 		{`{"format_version":"1.2","planned_values":{"a":[}]}`, `unexpected '}'`},
 		{doc(rc("a.x", "no-op", `"importing":"i-1"`)), "change.importing: not an object"},
 		{doc(strings.Repeat("[", 600) + strings.Repeat("]", 600)), "nesting deeper"},

@@ -328,6 +328,33 @@ func (s *scanner) capture() ([]byte, error) {
 	return s.buf[start:s.pos], nil
 }
 
+// parseInto parses the next value straight from the window into t. When the
+// window ends inside the value it reads more, keeping the value's start, and
+// parses again; that happens about once per window. The tree refers to the
+// window and is valid until the next call on the scanner.
+func (s *scanner) parseInto(t *tree) (int32, error) {
+	if s.peek() == 0 {
+		return none, s.readErr()
+	}
+	s.mark = s.pos
+	defer func() { s.mark = -1 }()
+	for {
+		root, n, err := t.parsePrefix(s.buf[s.mark:s.end], s.eof)
+		if err == errNeedMore {
+			s.pos = s.end
+			if !s.fill() && s.err != nil {
+				return none, fmt.Errorf("read plan: %w", s.err)
+			}
+			continue
+		}
+		if err != nil {
+			return none, err
+		}
+		s.pos = s.mark + n
+		return root, nil
+	}
+}
+
 // done checks that only whitespace follows the document.
 func (s *scanner) done() error {
 	if c := s.peek(); c != 0 {

@@ -27,14 +27,37 @@ const (
 const none int32 = -1
 
 // node is one JSON value of a parsed resource change. Strings and names are
-// held decoded; numbers keep the literal text as written.
+// held decoded; numbers keep the literal text as written. A node holds no
+// pointer (its bytes are spans of the input or of tree.text), so the
+// garbage collector never scans the node slice.
 type node struct {
 	kind kind
-	text []byte // number literal or decoded string
-	name []byte // decoded member name, for members of an object
-	kids int32  // first index into tree.kids
-	n    int32  // number of children
+	text span  // number literal or decoded string
+	name span  // decoded member name, for members of an object
+	kids int32 // first index into tree.kids
+	n    int32 // number of children
 }
+
+// span is a run of bytes in tree.src, or in tree.text when off has the
+// inText bit.
+type span struct{ off, n uint32 }
+
+const inText = 1 << 31
+
+// bytes returns the bytes of s.
+func (t *tree) bytes(s span) []byte {
+	if s.off&inText != 0 {
+		o := s.off &^ inText
+		return t.text[o : o+s.n]
+	}
+	return t.src[s.off : s.off+s.n]
+}
+
+// textOf returns the literal or decoded string of node i.
+func (t *tree) textOf(i int32) []byte { return t.bytes(t.nodes[i].text) }
+
+// nameOf returns the member name of node i.
+func (t *tree) nameOf(i int32) []byte { return t.bytes(t.nodes[i].name) }
 
 // tree is one resource change parsed into nodes. Object members are sorted
 // by name when the container closes, so every walk visits them in canonical
@@ -47,26 +70,50 @@ type tree struct {
 	stack []int32 // children of the containers still open
 	text  []byte  // decoded strings that needed unescaping
 	depth int
+	final bool // src is all the input there is
 }
 
 const maxDepth = 512
 
 var errDepth = errors.New("nesting deeper than 512 levels")
 
+// errNeedMore says src ended inside the value and more input may follow.
+var errNeedMore = errors.New("need more input")
+
 // parse reads src, one complete JSON value, into t and returns its root.
 func (t *tree) parse(src []byte) (int32, error) {
-	t.src, t.pos = src, 0
-	t.nodes, t.kids, t.stack, t.text = t.nodes[:0], t.kids[:0], t.stack[:0], t.text[:0]
-	t.depth = 0
-	root, err := t.value()
+	root, n, err := t.parsePrefix(src, true)
 	if err != nil {
 		return none, err
 	}
+	t.pos = n
 	t.space()
 	if t.pos != len(t.src) {
 		return none, t.errorf("unexpected %q after value", t.src[t.pos])
 	}
 	return root, nil
+}
+
+// parsePrefix reads the JSON value at the start of src and returns its root
+// and how many bytes it took. When src ends inside the value it returns
+// errNeedMore, unless final says no more input follows.
+func (t *tree) parsePrefix(src []byte, final bool) (int32, int, error) {
+	t.src, t.pos, t.final = src, 0, final
+	t.nodes, t.kids, t.stack, t.text = t.nodes[:0], t.kids[:0], t.stack[:0], t.text[:0]
+	t.depth = 0
+	root, err := t.value()
+	if err != nil {
+		return none, 0, err
+	}
+	return root, t.pos, nil
+}
+
+// end is the error for src ending inside a value.
+func (t *tree) end() error {
+	if t.final {
+		return t.errorf("unexpected end of input")
+	}
+	return errNeedMore
 }
 
 func (t *tree) errorf(format string, args ...any) error {
@@ -92,7 +139,7 @@ func (t *tree) add(n node) int32 {
 func (t *tree) value() (int32, error) {
 	t.space()
 	if t.pos >= len(t.src) {
-		return none, t.errorf("unexpected end of value")
+		return none, t.end()
 	}
 	switch c := t.src[t.pos]; c {
 	case '{':
@@ -110,6 +157,9 @@ func (t *tree) value() (int32, error) {
 		for t.pos < len(t.src) && byteClass[t.src[t.pos]] == clsOther {
 			t.pos++
 		}
+		if t.pos == len(t.src) && !t.final {
+			return none, errNeedMore
+		}
 		lit := t.src[start:t.pos]
 		switch {
 		case string(lit) == "null":
@@ -119,7 +169,7 @@ func (t *tree) value() (int32, error) {
 		case string(lit) == "false":
 			return t.add(node{kind: kindFalse}), nil
 		case validNumber(lit):
-			return t.add(node{kind: kindNumber, text: lit}), nil
+			return t.add(node{kind: kindNumber, text: span{uint32(start), uint32(len(lit))}}), nil
 		}
 		t.pos = start
 		if len(lit) == 0 {
@@ -130,22 +180,22 @@ func (t *tree) value() (int32, error) {
 }
 
 // str reads a string at pos and returns it decoded.
-func (t *tree) str() ([]byte, error) {
+func (t *tree) str() (span, error) {
 	start := t.pos + 1
 	i := bytes.IndexByte(t.src[start:], '"')
 	if i < 0 {
-		return nil, t.errorf("unterminated string")
+		return span{}, t.end()
 	}
 	raw := t.src[start : start+i]
 	if bytes.IndexByte(raw, '\\') < 0 {
 		t.pos = start + i + 1
-		return raw, nil
+		return span{uint32(start), uint32(i)}, nil
 	}
 	// Find the real closing quote, then decode the escapes.
 	end := start
 	for {
 		if end >= len(t.src) {
-			return nil, t.errorf("unterminated string")
+			return span{}, t.end()
 		}
 		c := t.src[end]
 		if c == '"' {
@@ -161,10 +211,10 @@ func (t *tree) str() ([]byte, error) {
 	var err error
 	t.text, err = appendUnescaped(t.text, raw)
 	if err != nil {
-		return nil, t.errorf("%v", err)
+		return span{}, t.errorf("%v", err)
 	}
 	t.pos = end + 1
-	return t.text[off:len(t.text):len(t.text)], nil
+	return span{uint32(off) | inText, uint32(len(t.text) - off)}, nil
 }
 
 func (t *tree) object() (int32, error) {
@@ -174,12 +224,18 @@ func (t *tree) object() (int32, error) {
 	t.pos++
 	base := len(t.stack)
 	t.space()
-	if t.pos < len(t.src) && t.src[t.pos] == '}' {
+	if t.pos >= len(t.src) {
+		return none, t.end()
+	}
+	if t.src[t.pos] == '}' {
 		t.pos++
 	} else {
 		for {
 			t.space()
-			if t.pos >= len(t.src) || t.src[t.pos] != '"' {
+			if t.pos >= len(t.src) {
+				return none, t.end()
+			}
+			if t.src[t.pos] != '"' {
 				return none, t.errorf("expected member name")
 			}
 			name, err := t.str()
@@ -187,7 +243,10 @@ func (t *tree) object() (int32, error) {
 				return none, err
 			}
 			t.space()
-			if t.pos >= len(t.src) || t.src[t.pos] != ':' {
+			if t.pos >= len(t.src) {
+				return none, t.end()
+			}
+			if t.src[t.pos] != ':' {
 				return none, t.errorf("expected ':' after member name")
 			}
 			t.pos++
@@ -206,6 +265,9 @@ func (t *tree) object() (int32, error) {
 				t.pos++
 				break
 			}
+			if t.pos >= len(t.src) {
+				return none, t.end()
+			}
 			return none, t.errorf("expected ',' or '}' in object")
 		}
 	}
@@ -218,7 +280,7 @@ func (t *tree) object() (int32, error) {
 }
 
 func (t *tree) byName(a, b int32) int {
-	return bytes.Compare(t.nodes[a].name, t.nodes[b].name)
+	return bytes.Compare(t.nameOf(a), t.nameOf(b))
 }
 
 func (t *tree) array() (int32, error) {
@@ -228,7 +290,10 @@ func (t *tree) array() (int32, error) {
 	t.pos++
 	base := len(t.stack)
 	t.space()
-	if t.pos < len(t.src) && t.src[t.pos] == ']' {
+	if t.pos >= len(t.src) {
+		return none, t.end()
+	}
+	if t.src[t.pos] == ']' {
 		t.pos++
 	} else {
 		for {
@@ -245,6 +310,9 @@ func (t *tree) array() (int32, error) {
 			if t.pos < len(t.src) && t.src[t.pos] == ']' {
 				t.pos++
 				break
+			}
+			if t.pos >= len(t.src) {
+				return none, t.end()
 			}
 			return none, t.errorf("expected ',' or ']' in array")
 		}
@@ -282,7 +350,7 @@ func (t *tree) member(i int32, name string) int32 {
 	}
 	ms := t.children(i)
 	j, ok := slices.BinarySearchFunc(ms, name, func(m int32, name string) int {
-		return bytes.Compare(t.nodes[m].name, []byte(name))
+		return compareName(t.nameOf(m), name)
 	})
 	if !ok {
 		return none
@@ -299,12 +367,26 @@ func (t *tree) kindOf(i int32) kind {
 
 func (t *tree) isTrue(i int32) bool { return i != none && t.nodes[i].kind == kindTrue }
 
+// compareName compares b with s as strings, without converting either.
+func compareName(b []byte, s string) int {
+	n := min(len(b), len(s))
+	for i := range n {
+		if b[i] != s[i] {
+			if b[i] < s[i] {
+				return -1
+			}
+			return 1
+		}
+	}
+	return len(b) - len(s)
+}
+
 // stringOf returns the string value of node i and whether it is a string.
 func (t *tree) stringOf(i int32) (string, bool) {
 	if i == none || t.nodes[i].kind != kindString {
 		return "", false
 	}
-	return string(t.nodes[i].text), true
+	return string(t.textOf(i)), true
 }
 
 // appendUnescaped decodes the JSON string body raw onto dst.

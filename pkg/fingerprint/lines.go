@@ -1,0 +1,123 @@
+package fingerprint
+
+import (
+	"bytes"
+	"cmp"
+	"encoding/hex"
+	"slices"
+	"strings"
+)
+
+// lines keeps every line of the hash until the plan has been read. A
+// record holds no pointer, so the garbage collector never scans the
+// records, however many there are: addresses live in one arena, and a
+// record holds offsets into it, its kind of action, flags and digest.
+type lines struct {
+	arena []byte
+	recs  []record
+	paths []map[string]string // per record, with Detail only
+}
+
+type record struct {
+	off, n uint32
+	kind   uint8 // index into kindList
+	flags  uint8
+	digest [32]byte
+}
+
+const (
+	flagImport = 1 << iota
+	flagMove
+	flagOutput
+)
+
+func (l *lines) add(address []byte, kind, flags uint8, digest [32]byte, paths map[string]string) {
+	l.recs = append(l.recs, record{off: uint32(len(l.arena)), n: uint32(len(address)), kind: kind, flags: flags, digest: digest})
+	l.arena = append(l.arena, address...)
+	if paths != nil {
+		l.paths = append(l.paths, make([]map[string]string, len(l.recs)-len(l.paths))...)
+		l.paths[len(l.recs)-1] = paths
+	}
+}
+
+func (l *lines) address(i int32) []byte {
+	r := &l.recs[i]
+	return l.arena[r.off : r.off+r.n]
+}
+
+// labels renders what a report entry shows in parentheses: the action,
+// then import, then move.
+func (l *lines) labels(i int32) string {
+	r := &l.recs[i]
+	return labelTable[r.kind][r.flags&(flagImport|flagMove)]
+}
+
+var labelTable = func() (t [][4]string) {
+	t = make([][4]string, len(kindList))
+	for k, kind := range kindList {
+		for f := range 4 {
+			var parts []string
+			if kind.label != "" {
+				parts = append(parts, kind.label)
+			}
+			if f&flagImport != 0 {
+				parts = append(parts, "import")
+			}
+			if f&flagMove != 0 {
+				parts = append(parts, "move")
+			}
+			t[k][f] = strings.Join(parts, ", ")
+		}
+	}
+	return t
+}()
+
+// sorted returns the record indices in the order of their lines. Terraform
+// writes resource changes sorted by address, so the usual plan is checked,
+// not sorted.
+func (l *lines) sorted() []int32 {
+	order := make([]int32, len(l.recs))
+	for i := range order {
+		order[i] = int32(i)
+	}
+	if !slices.IsSortedFunc(order, l.compare) {
+		slices.SortFunc(order, l.compare)
+	}
+	return order
+}
+
+// compare orders two records as their lines "<address> <actions> <digest>"
+// sort, byte by byte, without building the lines.
+func (l *lines) compare(i, j int32) int {
+	a, b := l.address(i), l.address(j)
+	if !bytes.Equal(a, b) {
+		// Where one address is a prefix of the other, the shorter one's
+		// line continues with a space.
+		n := min(len(a), len(b))
+		if c := bytes.Compare(a[:n], b[:n]); c != 0 {
+			return c
+		}
+		if len(a) < len(b) {
+			return cmp.Compare(' ', b[n])
+		}
+		return cmp.Compare(a[n], ' ')
+	}
+	ri, rj := &l.recs[i], &l.recs[j]
+	if ri.kind != rj.kind {
+		// No action list is a prefix of another followed by a byte below
+		// ' ' (the next byte is ','), so plain comparison is line order.
+		return strings.Compare(kindList[ri.kind].actions, kindList[rj.kind].actions)
+	}
+	// Hex digits keep the order of the bytes they encode.
+	return bytes.Compare(ri.digest[:], rj.digest[:])
+}
+
+// appendLine writes the line of record i.
+func (l *lines) appendLine(dst []byte, i int32) []byte {
+	r := &l.recs[i]
+	dst = append(dst, l.address(i)...)
+	dst = append(dst, ' ')
+	dst = append(dst, kindList[r.kind].actions...)
+	dst = append(dst, ' ')
+	return hex.AppendEncode(dst, r.digest[:])
+}
