@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"strings"
 	"testing"
 	"testing/iotest"
@@ -412,6 +413,54 @@ func TestStreamBoundaries(t *testing.T) {
 		}
 		if r.Report.PlanHash != whole.Report.PlanHash || whole.Report.Empty() {
 			t.Errorf("one byte at a time: %s, whole: %s", r.Report.PlanHash, whole.Report.PlanHash)
+		}
+	}
+}
+
+// chunkReader returns its data in reads of the given sizes, in turn.
+type chunkReader struct {
+	data  []byte
+	sizes []int
+	i     int
+}
+
+func (r *chunkReader) Read(p []byte) (int, error) {
+	if len(r.data) == 0 {
+		return 0, io.EOF
+	}
+	n := min(len(p), len(r.data), r.sizes[r.i%len(r.sizes)])
+	r.i++
+	copy(p, r.data[:n])
+	r.data = r.data[n:]
+	return n, nil
+}
+
+// TestWindowBoundaries puts every part of a plan (member names, strings,
+// escapes, numbers, whole changes) across the edge of the scanner's window
+// and across reads of odd sizes.
+func TestWindowBoundaries(t *testing.T) {
+	tail := `,"format_version":"1.2","planned_values":{},"resource_changes":[` +
+		rc("a.x", "update", `"before":{"k\\\"q":"\\","n":12345678901234567890},"after":{"k\\\"q":"v\"w","n":1.5e-7}`) + "," +
+		rc("a.y", "create", `"after":{"s":"`+strings.Repeat("é", 40)+`"}`) +
+		`],"output_changes":{"o\"ut":{"actions":["create"],"after":"x"}}}`
+	want := ""
+	for shift := 0; shift < len(tail); shift += 3 {
+		plan := `{"pad":"` + strings.Repeat("p", scanWindow-8-len(tail)+shift) + `"` + tail
+		r, err := Compute(testKey, strings.NewReader(plan))
+		if err != nil {
+			t.Fatalf("shift %d: %v", shift, err)
+		}
+		if want == "" {
+			want = r.Report.PlanHash
+		}
+		if r.Report.PlanHash != want || r.Report.Add != 1 || r.Report.OutputChanges != 1 {
+			t.Fatalf("shift %d: %+v, want hash %s", shift, r.Report, want)
+		}
+		if shift%30 == 0 {
+			r, err := Compute(testKey, &chunkReader{data: []byte(plan), sizes: []int{4093, 7, 1, 65536, 13}})
+			if err != nil || r.Report.PlanHash != want {
+				t.Fatalf("shift %d in odd reads: %v %v", shift, r, err)
+			}
 		}
 	}
 }

@@ -163,10 +163,15 @@ func (s *scanner) key() (string, error) {
 		}
 		return "", s.syntax("expected object key, found %q", c)
 	}
-	start := s.pos
+	// Keep the name in the window while it is read: a refill moves the
+	// window's bytes, so the start is kept relative to the mark.
 	saved := s.mark
-	s.mark = start
+	if saved < 0 {
+		s.mark = s.pos
+	}
+	rel := s.pos - s.mark
 	err := s.skipString()
+	start := s.mark + rel
 	s.mark = saved
 	if err != nil {
 		return "", err
@@ -341,8 +346,17 @@ func (s *scanner) parseInto(t *tree) (int32, error) {
 	for {
 		root, n, err := t.parsePrefix(s.buf[s.mark:s.end], s.eof)
 		if err == errNeedMore {
-			s.pos = s.end
-			if !s.fill() && s.err != nil {
+			// Read until the value has twice the bytes it had, so a value
+			// that arrives in many small reads is parsed O(log n) times,
+			// not once per read.
+			want := 2 * (s.end - s.mark)
+			for s.end-s.mark < want {
+				s.pos = s.end
+				if !s.fill() {
+					break
+				}
+			}
+			if s.err != nil {
 				return none, fmt.Errorf("read plan: %w", s.err)
 			}
 			continue
