@@ -1,0 +1,30 @@
+# captf: make build, make test, make lint, make bench.
+.PHONY: all build test lint bench fuzz testplans clean
+
+all: build
+
+build:
+	go build -o bin/captf ./cmd/captf
+
+# Every test, with the real terraform and tofu (installed by hack/ when
+# missing). This is what CI runs (.ci/run).
+test:
+	hack/test.sh
+
+lint:
+	go vet ./...
+	"$$(hack/install-golangci-lint.sh)" run ./...
+
+# Throughput ratio to crypto/sha256 and peak memory, see hack/bench.sh.
+bench:
+	hack/bench.sh
+
+fuzz:
+	go test ./pkg/fingerprint -run '^$$' -fuzz FuzzCompute -fuzztime $${FUZZTIME:-60s}
+
+# Regenerate the real plans in pkg/fingerprint/testdata/plans.
+testplans:
+	hack/gen-testplans.sh
+
+clean:
+	rm -rf bin
