@@ -4,7 +4,7 @@
 # Builds the command PACKAGE of Go module MODULE@VERSION from the Go module
 # proxy into a cache outside the repository, keyed by name, version and
 # platform, and prints the binary's path. A cached binary is reused. Modules
-# whose go.mod has replace directives (terraform, OpenTofu) refuse a plain
+# whose go.mod has replace directives (OpenTofu) refuse a plain
 # `go install`, so the module is downloaded, copied and built in place.
 set -euo pipefail
 module="$1" version="$2" pkg="$3" name="$4"
@@ -25,9 +25,6 @@ work="$(mktemp -d)"
 trap 'chmod -R u+w "$work" 2>/dev/null; rm -rf "$work"' EXIT
 cp -r "$dir" "$work/src"
 chmod -R u+w "$work/src"
-# A godebug setting this Go no longer knows (terraform 1.11's tlskyber)
-# stops the build; the binary does not need it.
-sed -i '/^godebug /d' "$work/src/go.mod"
 mkdir -p "$dest"
 (cd "$work/src" && CGO_ENABLED=0 go build -trimpath -ldflags "-s -w" -o "$dest/$name.tmp" "$pkg")
 mv "$dest/$name.tmp" "$bin"
