@@ -18,6 +18,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 )
@@ -83,6 +84,8 @@ func (t *Terraform) Plan(ctx context.Context, out string, extra ...string) error
 // produced, to read. Nothing of it is stored or logged.
 func (t *Terraform) Show(ctx context.Context, planFile string, read func(io.Reader) error) error {
 	cmd := t.command(ctx, "show", "-json", "-no-color", planFile)
+	// terraform's own logging could copy the plan into a log: not for show.
+	cmd.Env = slices.DeleteFunc(cmd.Env, func(kv string) bool { return strings.HasPrefix(kv, "TF_LOG") })
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
 	out, err := cmd.StdoutPipe()
