@@ -151,6 +151,7 @@ type computation struct {
 	report Report
 	isPlan bool
 	joined []byte
+	sumBuf []byte
 }
 
 func (c *computation) document() error {
@@ -235,7 +236,9 @@ func (c *computation) resourceChanges() error {
 		return fmt.Errorf("resource_changes: %w", err)
 	}
 	for i := 0; more; i++ {
-		root, err := s.parseInto(&c.t)
+		// Element (depth 1) and change (depth 2) stay unsorted; the values
+		// from depth 3 on are sorted for their canonical form.
+		root, err := s.parseInto(&c.t, 3)
 		if err != nil {
 			return fmt.Errorf("resource_changes[%d]: %w", i, err)
 		}
@@ -279,19 +282,32 @@ func (c *computation) resource(root int32) error {
 	if t.kindOf(root) != kindObject {
 		return errors.New("not an object")
 	}
-	an := t.member(root, "address")
+	// The members of a resource change come in Terraform's struct order,
+	// unsorted (the tree sorts only the values below them): one pass finds
+	// the three that matter.
+	an, prev, obj := none, none, none
+	for _, m := range t.children(root) {
+		switch string(t.nameOf(m)) {
+		case "address":
+			an = m
+		case "previous_address":
+			prev = m
+		case "change":
+			obj = m
+		}
+	}
 	if t.kindOf(an) != kindString || len(t.textOf(an)) == 0 {
 		return errors.New("address: missing or not a string")
 	}
 	addr := t.textOf(an)
 	ch := change{address: addr}
-	var ok bool
-	if p := t.member(root, "previous_address"); p != none {
-		if ch.movedFrom, ok = t.stringOf(p); !ok {
+	if prev != none {
+		var ok bool
+		if ch.movedFrom, ok = t.stringOf(prev); !ok {
 			return fmt.Errorf("%s: previous_address: not a string", addr)
 		}
 	}
-	if err := c.read(&ch, t.member(root, "change")); err != nil {
+	if err := c.read(&ch, obj); err != nil {
 		return fmt.Errorf("%s: %w", addr, err)
 	}
 	if ch.class == classNone && ch.importing == none && ch.movedFrom == "" {
@@ -338,7 +354,26 @@ func (c *computation) read(ch *change, obj int32) error {
 	if t.kindOf(obj) != kindObject {
 		return errors.New("change: missing or not an object")
 	}
-	acts := t.member(obj, "actions")
+	acts := none
+	ch.before, ch.after, ch.unknown, ch.beforeSensitive, ch.afterSensitive, ch.importing = none, none, none, none, none, none
+	for _, m := range t.children(obj) {
+		switch string(t.nameOf(m)) {
+		case "actions":
+			acts = m
+		case "before":
+			ch.before = m
+		case "after":
+			ch.after = m
+		case "after_unknown":
+			ch.unknown = m
+		case "before_sensitive":
+			ch.beforeSensitive = m
+		case "after_sensitive":
+			ch.afterSensitive = m
+		case "importing":
+			ch.importing = m
+		}
+	}
 	if t.kindOf(acts) != kindArray || t.nodes[acts].n == 0 {
 		return errors.New("change.actions: missing, empty or not an array")
 	}
@@ -357,12 +392,6 @@ func (c *computation) read(ch *change, obj int32) error {
 		return fmt.Errorf("change.actions: unsupported actions %q", c.joined)
 	}
 	ch.kind, ch.class, ch.label = k, kindList[k].class, kindList[k].label
-	ch.before = t.member(obj, "before")
-	ch.after = t.member(obj, "after")
-	ch.unknown = t.member(obj, "after_unknown")
-	ch.beforeSensitive = t.member(obj, "before_sensitive")
-	ch.afterSensitive = t.member(obj, "after_sensitive")
-	ch.importing = t.member(obj, "importing")
 	if ch.importing != none {
 		switch t.kindOf(ch.importing) {
 		case kindNull:
@@ -446,7 +475,8 @@ func (c *computation) add(ch *change) {
 func (c *computation) sum(b []byte) (out [sha256.Size]byte) {
 	c.mac.Reset()
 	c.mac.Write(b)
-	c.mac.Sum(out[:0])
+	c.sumBuf = c.mac.Sum(c.sumBuf[:0])
+	copy(out[:], c.sumBuf)
 	return out
 }
 

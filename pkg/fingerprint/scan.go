@@ -337,14 +337,14 @@ func (s *scanner) capture() ([]byte, error) {
 // window ends inside the value it reads more, keeping the value's start, and
 // parses again; that happens about once per window. The tree refers to the
 // window and is valid until the next call on the scanner.
-func (s *scanner) parseInto(t *tree) (int32, error) {
+func (s *scanner) parseInto(t *tree, sortFrom int) (int32, error) {
 	if s.peek() == 0 {
 		return none, s.readErr()
 	}
 	s.mark = s.pos
 	defer func() { s.mark = -1 }()
 	for {
-		root, n, err := t.parsePrefix(s.buf[s.mark:s.end], s.eof)
+		root, n, err := t.parsePrefix(s.buf[s.mark:s.end], s.eof, sortFrom)
 		if err == errNeedMore {
 			// Read until the value has twice the bytes it had, so a value
 			// that arrives in many small reads is parsed O(log n) times,

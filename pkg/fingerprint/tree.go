@@ -71,6 +71,8 @@ type tree struct {
 	text  []byte  // decoded strings that needed unescaping
 	depth int
 	final bool // src is all the input there is
+	// sortFrom is the depth from which object members are sorted.
+	sortFrom int
 }
 
 const maxDepth = 512
@@ -82,7 +84,7 @@ var errNeedMore = errors.New("need more input")
 
 // parse reads src, one complete JSON value, into t and returns its root.
 func (t *tree) parse(src []byte) (int32, error) {
-	root, n, err := t.parsePrefix(src, true)
+	root, n, err := t.parsePrefix(src, true, 1)
 	if err != nil {
 		return none, err
 	}
@@ -96,9 +98,11 @@ func (t *tree) parse(src []byte) (int32, error) {
 
 // parsePrefix reads the JSON value at the start of src and returns its root
 // and how many bytes it took. When src ends inside the value it returns
-// errNeedMore, unless final says no more input follows.
-func (t *tree) parsePrefix(src []byte, final bool) (int32, int, error) {
-	t.src, t.pos, t.final = src, 0, final
+// errNeedMore, unless final says no more input follows. Objects from depth
+// sortFrom on (the root is depth 1) have their members sorted; shallower
+// ones keep input order.
+func (t *tree) parsePrefix(src []byte, final bool, sortFrom int) (int32, int, error) {
+	t.src, t.pos, t.final, t.sortFrom = src, 0, final, sortFrom
 	t.nodes, t.kids, t.stack, t.text = t.nodes[:0], t.kids[:0], t.stack[:0], t.text[:0]
 	t.depth = 0
 	root, err := t.value()
@@ -121,6 +125,10 @@ func (t *tree) errorf(format string, args ...any) error {
 }
 
 func (t *tree) space() {
+	// Terraform writes no whitespace: the usual case returns at once.
+	if t.pos < len(t.src) && t.src[t.pos] > ' ' {
+		return
+	}
 	for t.pos < len(t.src) {
 		switch t.src[t.pos] {
 		case ' ', '\n', '\r', '\t':
@@ -182,12 +190,27 @@ func (t *tree) value() (int32, error) {
 // str reads a string at pos and returns it decoded.
 func (t *tree) str() (span, error) {
 	start := t.pos + 1
-	i := bytes.IndexByte(t.src[start:], '"')
-	if i < 0 {
-		return span{}, t.end()
+	// Most strings are short names and values: one loop looks for the
+	// closing quote and a backslash together; a long string goes to
+	// bytes.IndexByte.
+	i, esc := -1, false
+	for j := start; j < len(t.src) && j < start+32; j++ {
+		if c := t.src[j]; c == '"' {
+			i = j - start
+			break
+		} else if c == '\\' {
+			esc = true
+			break
+		}
 	}
-	raw := t.src[start : start+i]
-	if bytes.IndexByte(raw, '\\') < 0 {
+	if i < 0 && !esc {
+		i = bytes.IndexByte(t.src[start:], '"')
+		if i < 0 {
+			return span{}, t.end()
+		}
+		esc = bytes.IndexByte(t.src[start:start+i], '\\') >= 0
+	}
+	if !esc {
 		t.pos = start + i + 1
 		return span{uint32(start), uint32(i)}, nil
 	}
@@ -206,7 +229,7 @@ func (t *tree) str() (span, error) {
 		}
 		end++
 	}
-	raw = t.src[start:end]
+	raw := t.src[start:end]
 	off := len(t.text)
 	var err error
 	t.text, err = appendUnescaped(t.text, raw)
@@ -271,11 +294,13 @@ func (t *tree) object() (int32, error) {
 			return none, t.errorf("expected ',' or '}' in object")
 		}
 	}
-	t.depth--
-	members := t.stack[base:]
-	if !slices.IsSortedFunc(members, t.byName) {
-		slices.SortStableFunc(members, t.byName)
+	if t.depth >= t.sortFrom {
+		members := t.stack[base:]
+		if !slices.IsSortedFunc(members, t.byName) {
+			slices.SortStableFunc(members, t.byName)
+		}
 	}
+	t.depth--
 	return t.close(kindObject, base), nil
 }
 
@@ -343,21 +368,6 @@ func (t *tree) children(i int32) []int32 {
 	return t.kids[nd.kids : nd.kids+nd.n]
 }
 
-// member returns the member of object i with the given name, or none.
-func (t *tree) member(i int32, name string) int32 {
-	if i == none || t.nodes[i].kind != kindObject {
-		return none
-	}
-	ms := t.children(i)
-	j, ok := slices.BinarySearchFunc(ms, name, func(m int32, name string) int {
-		return compareName(t.nameOf(m), name)
-	})
-	if !ok {
-		return none
-	}
-	return ms[j]
-}
-
 func (t *tree) kindOf(i int32) kind {
 	if i == none {
 		return kindNull
@@ -366,20 +376,6 @@ func (t *tree) kindOf(i int32) kind {
 }
 
 func (t *tree) isTrue(i int32) bool { return i != none && t.nodes[i].kind == kindTrue }
-
-// compareName compares b with s as strings, without converting either.
-func compareName(b []byte, s string) int {
-	n := min(len(b), len(s))
-	for i := range n {
-		if b[i] != s[i] {
-			if b[i] < s[i] {
-				return -1
-			}
-			return 1
-		}
-	}
-	return len(b) - len(s)
-}
 
 // stringOf returns the string value of node i and whether it is a string.
 func (t *tree) stringOf(i int32) (string, bool) {
