@@ -142,11 +142,11 @@ func Matches(approved, fresh string) bool {
 
 // computation is the state of one Compute call.
 type computation struct {
-	h       *Hasher
-	mac     hash.Hash
-	s       *scanner
-	t       tree
-	e       effect
+	h      *Hasher
+	mac    hash.Hash
+	s      *scanner
+	t      tree
+	e      effect
 	lines  lines
 	report Report
 	isPlan bool
