@@ -11,5 +11,10 @@ export CAPTF_TOFU="${CAPTF_TOFU:-$(hack/install-tofu.sh)}"
 echo "terraform: $CAPTF_TERRAFORM ($(TF_CLI_CONFIG_FILE=/dev/null "$CAPTF_TERRAFORM" version | head -1))"
 echo "tofu:      $CAPTF_TOFU ($(TF_CLI_CONFIG_FILE=/dev/null "$CAPTF_TOFU" version | head -1))"
 
+unformatted="$(gofmt -l .)"
+if [[ -n "$unformatted" ]]; then
+  echo "not gofmt-ed:" $unformatted >&2
+  exit 1
+fi
 go vet ./...
 go test -count=1 "$@" ./...

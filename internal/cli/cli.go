@@ -259,8 +259,7 @@ command, and exits 3. An empty plan needs no approval and applies nothing.
 			case errors.Is(err, runner.ErrPlanChanged):
 				s.saveRecord(out.Fresh, stderr)
 				if o.json {
-					printJSON(stdout, refusal{Applied: false, Approved: expect, Moved: s.moved(expect, out.Fresh), Plan: *report})
-					return err
+					return errors.Join(err, printJSON(stdout, refusal{Applied: false, Approved: expect, Moved: s.moved(expect, out.Fresh), Plan: *report}))
 				}
 				printRefusal(stdout, expect, s.moved(expect, out.Fresh), report, o.applyCommand(s.dir, report.PlanHash))
 				return err

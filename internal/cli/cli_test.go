@@ -83,6 +83,13 @@ func writeVars(t *testing.T, dir string, replicas, plain string) {
 	}
 }
 
+func write(t *testing.T, path string, data []byte, perm os.FileMode) {
+	t.Helper()
+	if err := os.WriteFile(path, data, perm); err != nil {
+		t.Fatal(err)
+	}
+}
+
 func readState(t *testing.T, dir string) []byte {
 	t.Helper()
 	b, err := os.ReadFile(filepath.Join(dir, "terraform.tfstate"))
@@ -205,9 +212,9 @@ func TestBadInput(t *testing.T) {
 	bin := tftest.Terraform(t)
 	dir := tftest.CopyRoot(t, "testdata/roots/canary")
 	short := filepath.Join(tmp, "short-key")
-	os.WriteFile(short, bytes.Repeat([]byte{1}, 31), 0o600)
+	write(t, short, bytes.Repeat([]byte{1}, 31), 0o600)
 	plan := filepath.Join(tmp, "plan.json")
-	os.WriteFile(plan, []byte(`{"format_version":"1.2","planned_values":{},"resource_changes":[{"address":"a.b","change":{"actions":["create"],"after":{`), 0o600)
+	write(t, plan, []byte(`{"format_version":"1.2","planned_values":{},"resource_changes":[{"address":"a.b","change":{"actions":["create"],"after":{`), 0o600)
 
 	cases := []struct {
 		name string
@@ -239,7 +246,7 @@ func TestBadInput(t *testing.T) {
 
 	// A malformed plan document exits 2 and names what is wrong.
 	key := filepath.Join(tmp, "key")
-	os.WriteFile(key, bytes.Repeat([]byte{2}, 32), 0o600)
+	write(t, key, bytes.Repeat([]byte{2}, 32), 0o600)
 	out := captf(t, "fingerprint", "--plan-key-file", key, plan).want(t, runner.ExitBadInput)
 	if !strings.Contains(out.stderr, "resource_changes[0]: ") || !strings.Contains(out.stderr, "unexpected end of input") {
 		t.Errorf("stderr %q does not name what is wrong", out.stderr)
@@ -249,9 +256,9 @@ func TestBadInput(t *testing.T) {
 func TestFingerprintCommand(t *testing.T) {
 	tmp := setup(t)
 	key := filepath.Join(tmp, "key")
-	os.WriteFile(key, bytes.Repeat([]byte{3}, 32), 0o600)
+	write(t, key, bytes.Repeat([]byte{3}, 32), 0o600)
 	plan := filepath.Join(tmp, "plan.json")
-	os.WriteFile(plan, []byte(`{"format_version":"1.2","planned_values":{},"resource_changes":[{"address":"a.b","change":{"actions":["delete"]}}]}`), 0o600)
+	write(t, plan, []byte(`{"format_version":"1.2","planned_values":{},"resource_changes":[{"address":"a.b","change":{"actions":["delete"]}}]}`), 0o600)
 	out := captf(t, "fingerprint", "--plan-key-file", key, plan).want(t, 0)
 	first, _, _ := strings.Cut(out.stdout, "\n")
 	if !strings.HasPrefix(first, "p2:") || len(first) != 67 {
@@ -279,7 +286,7 @@ func TestGoldenReport(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			os.WriteFile(filepath.Join(dir, "main.tf"), v2, 0o644)
+			write(t, filepath.Join(dir, "main.tf"), v2, 0o644)
 			got := captf(t, "plan", dir, b, "--json").want(t, 0).report(t)
 			if !strings.HasPrefix(got.PlanHash, "p2:") || got.Empty() {
 				t.Fatalf("plan hash %q", got.PlanHash)
@@ -287,7 +294,7 @@ func TestGoldenReport(t *testing.T) {
 			got.PlanHash = "(keyed; differs per root)"
 			b2, _ := json.MarshalIndent(got, "", "  ")
 			if *update && bin.Name == "terraform" {
-				os.WriteFile(golden, append(b2, '\n'), 0o644)
+				write(t, golden, append(b2, '\n'), 0o644)
 			}
 			want, err := os.ReadFile(golden)
 			if err != nil {
@@ -366,7 +373,7 @@ func TestNoValueLeaks(t *testing.T) {
 			// No file captf leaves holds a value or the plan JSON; only
 			// terraform's own state file holds values.
 			for _, root := range []string{dir, tmp} {
-				filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
+				walkErr := filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
 					if err != nil || d.IsDir() {
 						return err
 					}
@@ -388,6 +395,9 @@ func TestNoValueLeaks(t *testing.T) {
 					}
 					return nil
 				})
+				if walkErr != nil {
+					t.Fatal(walkErr)
+				}
 			}
 			// The per-root key exists, mode 0600, and is git-ignored.
 			info, err := os.Stat(filepath.Join(dir, ".captf", "plan-key"))

@@ -104,15 +104,17 @@ func shellQuote(s string) string {
 	if s == "" {
 		return "''"
 	}
-	safe := true
-	for _, c := range s {
-		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || strings.ContainsRune("_./:=@%+-,", c)) {
-			safe = false
-			break
-		}
-	}
-	if safe {
+	if !strings.ContainsFunc(s, needsQuote) {
 		return s
 	}
 	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
+}
+
+// needsQuote reports whether a shell would treat c specially.
+func needsQuote(c rune) bool {
+	switch {
+	case c >= 'a' && c <= 'z', c >= 'A' && c <= 'Z', c >= '0' && c <= '9':
+		return false
+	}
+	return !strings.ContainsRune("_./:=@%+-,", c)
 }

@@ -27,7 +27,9 @@ func TestSaveLoadPrune(t *testing.T) {
 			t.Fatal(err)
 		}
 		// Distinct modification times, oldest first.
-		os.Chtimes(s.path(results[i].Report.PlanHash), now, now.Add(time.Duration(i)*time.Second))
+		if err := os.Chtimes(s.path(results[i].Report.PlanHash), now, now.Add(time.Duration(i)*time.Second)); err != nil {
+			t.Fatal(err)
+		}
 	}
 	if err := s.prune(); err != nil {
 		t.Fatal(err)

@@ -37,7 +37,7 @@ type Planned struct {
 }
 
 // Close removes the saved plan file.
-func (p *Planned) Close() error { return os.RemoveAll(p.dir) }
+func (p *Planned) Close() { os.RemoveAll(p.dir) }
 
 // Plan runs init, validate and plan into a private temporary file, then
 // show -json streamed into the fingerprint.

@@ -43,9 +43,8 @@ type effect struct {
 	list   []leaf
 	detail bool
 
-	steps     []step
-	sensCut   int // len(steps) where the first sensitive container began, or -1
-	attrStart int // for creates: index into list of the current attribute
+	steps   []step
+	sensCut int // len(steps) where the first sensitive container began, or -1
 }
 
 type step struct {

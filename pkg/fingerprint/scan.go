@@ -345,7 +345,7 @@ func (s *scanner) parseInto(t *tree, sortFrom int) (int32, error) {
 	defer func() { s.mark = -1 }()
 	for {
 		root, n, err := t.parsePrefix(s.buf[s.mark:s.end], s.eof, sortFrom)
-		if err == errNeedMore {
+		if errors.Is(err, errNeedMore) {
 			// Read until the value has twice the bytes it had, so a value
 			// that arrives in many small reads is parsed O(log n) times,
 			// not once per read.
