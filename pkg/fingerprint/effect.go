@@ -142,23 +142,11 @@ func (e *effect) walk(b, a, u, sb, sa int32, bs, as bool) {
 func (e *effect) walkObject(b, a, u, sb, sa int32, bs, as bool) {
 	t := e.t
 	lists := [5][]int32{t.children(b), t.children(a), t.objectKids(u), t.objectKids(sb), t.objectKids(sa)}
+	var at [5]int32
 	for {
-		var name []byte
-		found := false
-		for _, l := range lists {
-			if len(l) > 0 && (!found || string(t.nameOf(l[0])) < string(name)) {
-				name, found = t.nameOf(l[0]), true
-			}
-		}
-		if !found {
+		name, ok := t.nextMember(lists[:], at[:])
+		if !ok {
 			return
-		}
-		var at [5]int32
-		for j := range lists {
-			at[j] = none
-			if l := lists[j]; len(l) > 0 && string(t.nameOf(l[0])) == string(name) {
-				at[j], lists[j] = l[0], l[1:]
-			}
 		}
 		e.steps = append(e.steps, step{name: name, index: -1})
 		e.walk(at[0], at[1], at[2], at[3], at[4], bs, as)
@@ -185,6 +173,25 @@ func (e *effect) walkArray(b, a, u, sb, sa int32, bs, as bool) {
 		e.walk(at[0], at[1], at[2], at[3], at[4], bs, as)
 		e.steps = e.steps[:len(e.steps)-1]
 	}
+}
+
+// nextMember steps a merge of member lists sorted by name: it returns the
+// smallest name at the head of any list, sets at[j] to list j's member of
+// that name (or none) and moves those lists on. ok is false when all lists
+// are used up.
+func (t *tree) nextMember(lists [][]int32, at []int32) (name []byte, ok bool) {
+	for _, l := range lists {
+		if len(l) > 0 && (!ok || string(t.nameOf(l[0])) < string(name)) {
+			name, ok = t.nameOf(l[0]), true
+		}
+	}
+	for j, l := range lists {
+		at[j] = none
+		if ok && len(l) > 0 && string(t.nameOf(l[0])) == string(name) {
+			at[j], lists[j] = l[0], l[1:]
+		}
+	}
+	return name, ok
 }
 
 func (t *tree) objectKids(i int32) []int32 {
@@ -279,23 +286,11 @@ func (e *effect) plannedDetail(c *change) {
 		e.emit(none, c.after, c.unknown, none, c.afterSensitive, false, false)
 		return
 	}
+	var at [3]int32
 	for {
-		var name []byte
-		found := false
-		for _, l := range lists {
-			if len(l) > 0 && (!found || string(t.nameOf(l[0])) < string(name)) {
-				name, found = t.nameOf(l[0]), true
-			}
-		}
-		if !found {
+		name, ok := t.nextMember(lists[:], at[:])
+		if !ok {
 			return
-		}
-		var at [3]int32
-		for j := range lists {
-			at[j] = none
-			if l := lists[j]; len(l) > 0 && string(t.nameOf(l[0])) == string(name) {
-				at[j], lists[j] = l[0], l[1:]
-			}
 		}
 		e.steps = append(e.steps, step{name: name, index: -1})
 		e.emit(none, at[0], at[1], none, at[2], false, t.isTrue(at[2]))

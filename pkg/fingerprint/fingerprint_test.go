@@ -384,7 +384,7 @@ func TestMalformed(t *testing.T) {
 		{doc(`{"address":"a.x","change":{"actions":["update"],"before":{"a":tru}}}`), `invalid literal "tru"`},
 		{doc(`{"address":"a.x","change":{"actions":["update"],"before":{"a":01}}}`), `invalid literal "01"`},
 		{doc(`{"address":"a.x","change":{"actions":["update"],"before":"\x"}}`), `invalid escape`},
-		{doc(`{"address":"a.x","change":{"actions":["update"],"before":{"a":1]}}`), "expected ',' or '}' in object"},
+		{doc(`{"address":"a.x","change":{"actions":["update"],"before":{"a":1]}}`), "expected ',' or '}'"},
 		{`{"format_version":"1.2","planned_values":{"a":[}]}`, `unexpected '}'`},
 		{doc(rc("a.x", "no-op", `"importing":"i-1"`)), "change.importing: not an object"},
 		{doc(strings.Repeat("[", 600) + strings.Repeat("]", 600)), "nesting deeper"},

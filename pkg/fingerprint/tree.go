@@ -241,18 +241,12 @@ func (t *tree) str() (span, error) {
 }
 
 func (t *tree) object() (int32, error) {
-	if t.depth++; t.depth > maxDepth {
-		return none, errDepth
-	}
-	t.pos++
 	base := len(t.stack)
-	t.space()
-	if t.pos >= len(t.src) {
-		return none, t.end()
+	empty, err := t.open('}')
+	if err != nil {
+		return none, err
 	}
-	if t.src[t.pos] == '}' {
-		t.pos++
-	} else {
+	if !empty {
 		for {
 			t.space()
 			if t.pos >= len(t.src) {
@@ -279,19 +273,12 @@ func (t *tree) object() (int32, error) {
 			}
 			t.nodes[v].name = name
 			t.stack = append(t.stack, v)
-			t.space()
-			if t.pos < len(t.src) && t.src[t.pos] == ',' {
-				t.pos++
-				continue
-			}
-			if t.pos < len(t.src) && t.src[t.pos] == '}' {
-				t.pos++
+			if more, err := t.next('}'); !more || err != nil {
+				if err != nil {
+					return none, err
+				}
 				break
 			}
-			if t.pos >= len(t.src) {
-				return none, t.end()
-			}
-			return none, t.errorf("expected ',' or '}' in object")
 		}
 	}
 	if t.depth >= t.sortFrom {
@@ -309,41 +296,65 @@ func (t *tree) byName(a, b int32) int {
 }
 
 func (t *tree) array() (int32, error) {
-	if t.depth++; t.depth > maxDepth {
-		return none, errDepth
-	}
-	t.pos++
 	base := len(t.stack)
-	t.space()
-	if t.pos >= len(t.src) {
-		return none, t.end()
+	empty, err := t.open(']')
+	if err != nil {
+		return none, err
 	}
-	if t.src[t.pos] == ']' {
-		t.pos++
-	} else {
+	if !empty {
 		for {
 			v, err := t.value()
 			if err != nil {
 				return none, err
 			}
 			t.stack = append(t.stack, v)
-			t.space()
-			if t.pos < len(t.src) && t.src[t.pos] == ',' {
-				t.pos++
-				continue
-			}
-			if t.pos < len(t.src) && t.src[t.pos] == ']' {
-				t.pos++
+			if more, err := t.next(']'); !more || err != nil {
+				if err != nil {
+					return none, err
+				}
 				break
 			}
-			if t.pos >= len(t.src) {
-				return none, t.end()
-			}
-			return none, t.errorf("expected ',' or ']' in array")
 		}
 	}
 	t.depth--
 	return t.close(kindArray, base), nil
+}
+
+// open starts a container at pos: it checks the depth, consumes the opening
+// byte and reports whether the container is empty (then its closing byte
+// is consumed too).
+func (t *tree) open(closing byte) (empty bool, err error) {
+	if t.depth++; t.depth > maxDepth {
+		return false, errDepth
+	}
+	t.pos++
+	t.space()
+	if t.pos >= len(t.src) {
+		return false, t.end()
+	}
+	if t.src[t.pos] == closing {
+		t.pos++
+		return true, nil
+	}
+	return false, nil
+}
+
+// next ends an element of a container: it consumes a comma and reports
+// more, or consumes the closing byte and reports no more.
+func (t *tree) next(closing byte) (more bool, err error) {
+	t.space()
+	if t.pos >= len(t.src) {
+		return false, t.end()
+	}
+	switch t.src[t.pos] {
+	case ',':
+		t.pos++
+		return true, nil
+	case closing:
+		t.pos++
+		return false, nil
+	}
+	return false, t.errorf("expected ',' or %q", closing)
 }
 
 // close moves the children on the stack above base into kids and adds the
