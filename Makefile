@@ -1,13 +1,18 @@
 # captf: make build, make test, make lint, make bench.
-.PHONY: all build test lint bench fuzz testplans clean
+.PHONY: all build generate test lint bench fuzz testplans clean
 
 all: build
 
 build:
 	go build -o bin/captf ./cmd/captf
 
-# Every test, with the real terraform and tofu (installed by hack/ when
-# missing). This is what CI runs (.ci/run).
+# Deepcopy and CRDs from the markers in api/ (never edited by hand).
+generate:
+	go tool controller-gen object:headerFile="" paths=./api/...
+	go tool controller-gen crd paths=./api/... output:crd:dir=config/crd/bases
+
+# Every test, with the real terraform, tofu, kube-apiserver and etcd
+# (installed by hack/ when missing). This is what CI runs (.ci/run).
 test:
 	hack/test.sh
 

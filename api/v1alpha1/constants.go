@@ -1,0 +1,87 @@
+package v1alpha1
+
+// Annotations, labels, events, conditions and reasons of specs 001 and 004.
+// Their spellings are the public contract.
+
+const (
+	// AnnotationApprovePlan is set by a person to the status.plan.planHash
+	// they approve.
+	AnnotationApprovePlan = "captf.io/approve-plan"
+	// AnnotationApprovedPlan marks an apply Job that carries an approved plan.
+	AnnotationApprovedPlan = "captf.io/approved-plan"
+	// AnnotationPlanChanged marks an apply Job that found another plan than
+	// the approved one and applied nothing.
+	AnnotationPlanChanged = "captf.io/plan-changed"
+
+	// AnnotationImage on the durable inputs Secret holds the image reference.
+	AnnotationImage = "captf.io/image"
+	// AnnotationIdentity on the durable inputs Secret holds the identity.
+	AnnotationIdentity = "captf.io/identity"
+	// AnnotationImageDigest holds the digest the image resolved to, pinned
+	// after a successful apply.
+	AnnotationImageDigest = "captf.io/image-digest"
+	// AnnotationApplied is "true" after the first successful apply.
+	AnnotationApplied = "captf.io/applied"
+
+	// LabelManaged marks every object the manager creates.
+	LabelManaged = "captf.io/managed"
+	// LabelOwnerKind and LabelOwnerName name the object a Secret belongs to.
+	LabelOwnerKind = "captf.io/owner-kind"
+	LabelOwnerName = "captf.io/owner-name"
+)
+
+// ApplyPolicy says whether a change is applied at once or after approval.
+// +kubebuilder:validation:Enum=Automatic;Manual
+type ApplyPolicy string
+
+const (
+	// ApplyAutomatic applies every change as soon as it is due.
+	ApplyAutomatic ApplyPolicy = "Automatic"
+	// ApplyManual plans every change but the first apply and applies it only
+	// after a person approved the plan hash.
+	ApplyManual ApplyPolicy = "Manual"
+)
+
+// Operation is what a runner Job does.
+// +kubebuilder:validation:Enum=plan;apply;destroy
+type Operation string
+
+const (
+	OperationPlan    Operation = "plan"
+	OperationApply   Operation = "apply"
+	OperationDestroy Operation = "destroy"
+)
+
+// Condition types.
+const (
+	// ConditionReady is the summary: True once the infrastructure is
+	// provisioned. Waiting for an approval never makes it False.
+	ConditionReady = "Ready"
+	// ConditionApplyJobSucceeded is about the last apply; Unknown while a
+	// plan waits for approval.
+	ConditionApplyJobSucceeded = "ApplyJobSucceeded"
+)
+
+// Condition reasons and event reasons of spec 001.
+const (
+	ReasonPlanAwaitingApproval = "PlanAwaitingApproval"
+	ReasonPlanChanged          = "PlanChanged"
+	EventPlanReady             = "PlanReady"
+	EventPlanApproved          = "PlanApproved"
+	EventPlanApplied           = "PlanApplied"
+	EventPlanChanged           = "PlanChanged"
+)
+
+// ErrorKindPlanChanged is status.lastRun.error.kind of an apply Job that
+// found another plan than the approved one.
+const ErrorKindPlanChanged = "plan-changed"
+
+// Fixed paths inside the runner Job: a module image bundles the root module
+// and the terraform or tofu binary at these paths (a contract for module
+// authors), and the manager mounts the plan key and the rendered inputs.
+const (
+	PathModule  = "/captf/module"
+	PathRuntime = "/captf/runtime"
+	PathPlanKey = "/captf/plan-key/key"
+	PathInputs  = "/captf/inputs"
+)

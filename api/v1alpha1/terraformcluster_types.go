@@ -1,0 +1,133 @@
+package v1alpha1
+
+import (
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// APIEndpoint is where the workload cluster's API server answers: the
+// Cluster API infrastructure contract's spec.controlPlaneEndpoint.
+type APIEndpoint struct {
+	// +optional
+	Host string `json:"host,omitempty"`
+	// +optional
+	Port int32 `json:"port,omitempty"`
+}
+
+// TerraformClusterSpec is what a TerraformCluster runs.
+type TerraformClusterSpec struct {
+	RunnerSpec `json:",inline"`
+
+	// ControlPlaneEndpoint is set by the manager from the module's outputs
+	// control_plane_endpoint_host and control_plane_endpoint_port.
+	// +optional
+	ControlPlaneEndpoint APIEndpoint `json:"controlPlaneEndpoint,omitempty"`
+}
+
+// Initialization is the Cluster API contract's provisioning status.
+type Initialization struct {
+	// Provisioned is true once the first apply succeeded.
+	// +optional
+	Provisioned *bool `json:"provisioned,omitempty"`
+}
+
+// TerraformClusterStatus is what the manager observed.
+// +kubebuilder:validation:MinProperties=1
+type TerraformClusterStatus struct {
+	// Ready is the Cluster API v1beta1 contract's flag: the infrastructure
+	// is provisioned.
+	// +optional
+	Ready bool `json:"ready,omitempty"`
+	// Initialization is the Cluster API v1beta2 contract's equivalent.
+	// +optional
+	Initialization *Initialization `json:"initialization,omitempty"`
+	// Plan is the plan that waits for approval under applyPolicy Manual.
+	// +optional
+	Plan *PlanStatus `json:"plan,omitempty"`
+	// ActiveJob is the runner Job in progress.
+	// +optional
+	ActiveJob *ActiveJob `json:"activeJob,omitempty"`
+	// LastRun is the outcome of the last finished runner Job.
+	// +optional
+	LastRun *RunStatus `json:"lastRun,omitempty"`
+	// +listType=map
+	// +listMapKey=type
+	// +kubebuilder:validation:MaxItems=32
+	// +optional
+	Conditions []metav1.Condition `json:"conditions,omitempty"`
+	// +optional
+	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
+}
+
+// TerraformCluster is a Cluster API infrastructure cluster provisioned by a
+// Terraform or OpenTofu root module in a runner Job.
+//
+// +kubebuilder:object:root=true
+// +kubebuilder:subresource:status
+// +kubebuilder:resource:shortName=tfc,categories=captf;cluster-api
+// +kubebuilder:printcolumn:name="Policy",type=string,JSONPath=`.spec.applyPolicy`
+// +kubebuilder:printcolumn:name="Ready",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].status`
+// +kubebuilder:printcolumn:name="Plan",type=string,JSONPath=`.status.plan.planHash`,priority=1
+// +kubebuilder:printcolumn:name="Job",type=string,JSONPath=`.status.activeJob.operation`
+// +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
+type TerraformCluster struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+
+	Spec TerraformClusterSpec `json:"spec"`
+	// +optional
+	Status TerraformClusterStatus `json:"status,omitempty"`
+}
+
+// TerraformClusterList is a list of TerraformClusters.
+//
+// +kubebuilder:object:root=true
+type TerraformClusterList struct {
+	metav1.TypeMeta `json:",inline"`
+	metav1.ListMeta `json:"metadata,omitempty"`
+	Items           []TerraformCluster `json:"items"`
+}
+
+// TerraformClusterTemplateSpec holds the template.
+type TerraformClusterTemplateSpec struct {
+	Template TerraformClusterTemplateResource `json:"template"`
+}
+
+// TerraformClusterTemplateResource is what a ClusterClass stamps out.
+type TerraformClusterTemplateResource struct {
+	// +optional
+	ObjectMeta TemplateMeta         `json:"metadata,omitempty"`
+	Spec       TerraformClusterSpec `json:"spec"`
+}
+
+// TemplateMeta is the metadata a template carries to the objects it makes.
+type TemplateMeta struct {
+	// +optional
+	Labels map[string]string `json:"labels,omitempty"`
+	// +optional
+	Annotations map[string]string `json:"annotations,omitempty"`
+}
+
+// TerraformClusterTemplate is a template for TerraformClusters, for
+// Cluster API's ClusterClass.
+//
+// +kubebuilder:object:root=true
+// +kubebuilder:resource:shortName=tfct,categories=captf;cluster-api
+type TerraformClusterTemplate struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+
+	Spec TerraformClusterTemplateSpec `json:"spec"`
+}
+
+// TerraformClusterTemplateList is a list of TerraformClusterTemplates.
+//
+// +kubebuilder:object:root=true
+type TerraformClusterTemplateList struct {
+	metav1.TypeMeta `json:",inline"`
+	metav1.ListMeta `json:"metadata,omitempty"`
+	Items           []TerraformClusterTemplate `json:"items"`
+}
+
+func init() {
+	SchemeBuilder.Register(&TerraformCluster{}, &TerraformClusterList{}, &TerraformClusterTemplate{}, &TerraformClusterTemplateList{})
+}
