@@ -127,7 +127,3 @@ type TerraformClusterTemplateList struct {
 	metav1.ListMeta `json:"metadata,omitempty"`
 	Items           []TerraformClusterTemplate `json:"items"`
 }
-
-func init() {
-	SchemeBuilder.Register(&TerraformCluster{}, &TerraformClusterList{}, &TerraformClusterTemplate{}, &TerraformClusterTemplateList{})
-}
