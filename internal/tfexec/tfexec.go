@@ -115,6 +115,12 @@ func (t *Terraform) Apply(ctx context.Context, planFile string) error {
 	return err
 }
 
+// ApplyAuto plans and applies in one step, with no saved plan: the ungated
+// apply of applyPolicy Automatic and of a first apply.
+func (t *Terraform) ApplyAuto(ctx context.Context) error {
+	return t.run(ctx, t.Stdout, "apply", "-input=false", "-no-color", "-auto-approve")
+}
+
 func (t *Terraform) run(ctx context.Context, stdout io.Writer, args ...string) error {
 	return t.runTo(ctx, stdout, t.stderr(), args...)
 }

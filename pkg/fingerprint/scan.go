@@ -312,7 +312,7 @@ scan:
 
 func (s *scanner) checkScalar(start int) error {
 	if !validScalar(s.buf[start:s.pos]) {
-		return s.syntax("invalid literal %q", truncate(s.buf[start:s.pos]))
+		return s.syntax("invalid literal of %d bytes", s.pos-start)
 	}
 	return nil
 }
@@ -378,11 +378,4 @@ func (s *scanner) done() error {
 		return fmt.Errorf("read plan: %w", s.err)
 	}
 	return nil
-}
-
-func truncate(b []byte) []byte {
-	if len(b) > 20 {
-		return b[:20]
-	}
-	return b
 }

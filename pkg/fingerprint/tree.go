@@ -183,7 +183,8 @@ func (t *tree) value() (int32, error) {
 		if len(lit) == 0 {
 			return none, t.errorf("unexpected %q", c)
 		}
-		return none, t.errorf("invalid literal %q", truncate(lit))
+		// The literal is not echoed: malformed or not, it may be a value.
+		return none, t.errorf("invalid literal of %d bytes", len(lit))
 	}
 }
 

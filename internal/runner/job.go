@@ -1,0 +1,149 @@
+package runner
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+
+	"github.com/captf/captf/internal/tfexec"
+	"github.com/captf/captf/pkg/fingerprint"
+)
+
+// InputFiles are the rendered inputs a Job receives (spec 004): the root
+// module and its variables.
+var InputFiles = []string{"main.tf.json", "terraform.tfvars.json"}
+
+// Job is one run of a runner Job: the operation, where its inputs, runtime
+// and key are mounted, and where the report for the manager goes.
+type Job struct {
+	Operation  string // plan or apply
+	Inputs     string // folder holding InputFiles
+	Workdir    string // writable folder the root module runs in
+	Runtime    string // folder holding the terraform or tofu binary
+	KeyFile    string // the plan key; required for plan and approved apply
+	ExpectPlan string // the approved hash; empty for an ungated apply
+	// MessagePath receives the Message (the container's termination
+	// message file).
+	MessagePath string
+	Stdout      io.Writer // the Job's log: terraform's own rendering
+	Stderr      io.Writer
+}
+
+// Run runs the Job, writes its Message and returns the exit code. A plan
+// or approved-apply Job whose key is missing or short fails before any
+// step runs.
+func (j *Job) Run(ctx context.Context) int {
+	msg, err := j.run(ctx)
+	msg.Operation = j.Operation
+	switch {
+	case err == nil:
+	case errors.Is(err, ErrPlanChanged):
+		msg.Outcome = OutcomePlanChanged
+	case ExitCode(err) == ExitBadInput:
+		msg.Outcome, msg.Error = OutcomeBadInput, err.Error()
+	default:
+		msg.Outcome, msg.Error = OutcomeFailed, err.Error()
+	}
+	if err != nil {
+		fmt.Fprintf(j.Stderr, "captf-runner: %v\n", err)
+	}
+	if werr := os.WriteFile(j.MessagePath, msg.Encode(), 0o644); werr != nil {
+		fmt.Fprintf(j.Stderr, "captf-runner: write the report: %v\n", werr)
+		return ExitFailure
+	}
+	return ExitCode(err)
+}
+
+func (j *Job) run(ctx context.Context) (Message, error) {
+	var msg Message
+	gated := j.Operation == "plan" || j.ExpectPlan != ""
+	if j.Operation != "plan" && j.Operation != "apply" {
+		return msg, fmt.Errorf("%w: unknown operation %q", ErrBadInput, j.Operation)
+	}
+	if err := CheckHash(j.ExpectPlan); err != nil {
+		return msg, err
+	}
+	var hasher *fingerprint.Hasher
+	if gated {
+		key, err := ReadKey(j.KeyFile)
+		if err != nil {
+			return msg, err
+		}
+		if hasher, err = fingerprint.New(key); err != nil {
+			return msg, fmt.Errorf("%w: %w", ErrBadInput, err)
+		}
+	}
+	bin, err := j.binary()
+	if err != nil {
+		return msg, err
+	}
+	if err := j.stage(); err != nil {
+		return msg, err
+	}
+	r := &Runner{
+		TF:       &tfexec.Terraform{Bin: bin, Dir: j.Workdir, Stdout: j.Stdout, Stderr: j.Stderr},
+		Hasher:   hasher,
+		Progress: j.Stderr,
+	}
+	switch {
+	case j.Operation == "plan":
+		p, err := r.Plan(ctx)
+		if err != nil {
+			return msg, err
+		}
+		defer p.Close()
+		msg.Outcome, msg.Plan = OutcomePlanned, &p.Report
+		return msg, nil
+	case gated:
+		out, err := r.Apply(ctx, j.ExpectPlan)
+		if out != nil {
+			msg.Plan = &out.Fresh.Report
+			msg.Outcome = OutcomeNoChanges
+			if out.Applied {
+				msg.Outcome = OutcomeApplied
+			}
+		}
+		return msg, err
+	default:
+		if err := r.prepare(ctx); err != nil {
+			return msg, err
+		}
+		if err := r.TF.ApplyAuto(ctx); err != nil {
+			return msg, err
+		}
+		msg.Outcome = OutcomeApplied
+		return msg, nil
+	}
+}
+
+// binary finds terraform or tofu in the runtime folder.
+func (j *Job) binary() (string, error) {
+	for _, name := range []string{"terraform", "tofu"} {
+		p := filepath.Join(j.Runtime, name)
+		if info, err := os.Stat(p); err == nil && !info.IsDir() {
+			return p, nil
+		}
+	}
+	return "", fmt.Errorf("%w: neither terraform nor tofu in %s", ErrBadInput, j.Runtime)
+}
+
+// stage copies the rendered inputs into the work folder. The inputs are
+// read-only and written once per Job; terraform runs in the copy.
+func (j *Job) stage() error {
+	if err := os.MkdirAll(j.Workdir, 0o700); err != nil {
+		return fmt.Errorf("work folder: %w", err)
+	}
+	for _, f := range InputFiles {
+		b, err := os.ReadFile(filepath.Join(j.Inputs, f))
+		if err != nil {
+			return fmt.Errorf("%w: inputs: %w", ErrBadInput, err)
+		}
+		if err := os.WriteFile(filepath.Join(j.Workdir, f), b, 0o600); err != nil {
+			return fmt.Errorf("stage inputs: %w", err)
+		}
+	}
+	return nil
+}

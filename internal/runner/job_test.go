@@ -1,0 +1,151 @@
+package runner
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/captf/captf/internal/tftest"
+	"github.com/captf/captf/pkg/fingerprint"
+)
+
+const (
+	canarySecret = "CANARY-JOB-SECRET-5e1f"
+	canaryPlain  = "CANARY-JOB-PLAIN-90ab"
+)
+
+// jobFixture lays out what a runner Job's pod would mount: the rendered
+// inputs, the runtime folder with the real binary, the plan key, and a
+// work folder that keeps the local state from Job to Job.
+type jobFixture struct {
+	t                                   *testing.T
+	inputs, work, runtime, key, message string
+}
+
+func newJobFixture(t *testing.T, bin tftest.Binary) *jobFixture {
+	root := t.TempDir()
+	f := &jobFixture{t: t,
+		inputs: filepath.Join(root, "inputs"), work: filepath.Join(root, "work"),
+		runtime: filepath.Join(root, "runtime"), key: filepath.Join(root, "plan-key", "key"),
+		message: filepath.Join(root, "termination-log"),
+	}
+	for _, d := range []string{f.inputs, f.runtime, filepath.Dir(f.key)} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.Symlink(bin.Path, filepath.Join(f.runtime, bin.Name)); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(f.key, bytes.Repeat([]byte{9}, 32), 0o440); err != nil {
+		t.Fatal(err)
+	}
+	module, err := filepath.Abs("testdata/module")
+	if err != nil {
+		t.Fatal(err)
+	}
+	mainTF := `{"variable":{"size":{"type":"string"},"token":{"type":"string","sensitive":true}},` +
+		`"module":{"m":{"source":"` + module + `","size":"${var.size}","token":"${var.token}"}},` +
+		`"output":{"size":{"value":"${module.m.size}"}}}`
+	f.write("main.tf.json", mainTF)
+	f.vars(canaryPlain + "-1")
+	for _, kv := range tftest.Env(t) {
+		k, v, _ := strings.Cut(kv, "=")
+		t.Setenv(k, v)
+	}
+	return f
+}
+
+func (f *jobFixture) write(name, data string) {
+	if err := os.WriteFile(filepath.Join(f.inputs, name), []byte(data), 0o644); err != nil {
+		f.t.Fatal(err)
+	}
+}
+
+func (f *jobFixture) vars(size string) {
+	f.write("terraform.tfvars.json", `{"size":"`+size+`","token":"`+canarySecret+`"}`)
+}
+
+func (f *jobFixture) run(op, expect string) (int, Message, string) {
+	f.t.Helper()
+	var out bytes.Buffer
+	j := &Job{Operation: op, Inputs: f.inputs, Workdir: f.work, Runtime: f.runtime, KeyFile: f.key,
+		ExpectPlan: expect, MessagePath: f.message, Stdout: &out, Stderr: &out}
+	code := j.Run(context.Background())
+	raw, err := os.ReadFile(f.message)
+	if err != nil {
+		f.t.Fatalf("no report: %v", err)
+	}
+	if bytes.Contains(raw, []byte(canarySecret)) || bytes.Contains(raw, []byte(canaryPlain)) {
+		f.t.Fatalf("the report holds a value: %s", raw)
+	}
+	var m Message
+	if err := json.Unmarshal(raw, &m); err != nil {
+		f.t.Fatalf("report %s: %v", raw, err)
+	}
+	return code, m, out.String()
+}
+
+func TestJob(t *testing.T) {
+	for _, bin := range tftest.Binaries(t) {
+		t.Run(bin.Name, func(t *testing.T) {
+			f := newJobFixture(t, bin)
+
+			// The first apply is ungated: no key is needed.
+			os.Remove(f.key)
+			if code, m, log := f.run("apply", ""); code != 0 || m.Outcome != OutcomeApplied {
+				t.Fatalf("first apply: exit %d, %+v\n%s", code, m, log)
+			}
+			// A plan Job without its key fails before any step.
+			if code, m, _ := f.run("plan", ""); code != ExitBadInput || m.Outcome != OutcomeBadInput || !strings.Contains(m.Error, "does not exist") {
+				t.Fatalf("plan without key: exit %d, %+v", code, m)
+			}
+			if err := os.WriteFile(f.key, bytes.Repeat([]byte{9}, 31), 0o440); err != nil {
+				t.Fatal(err)
+			}
+			before, _ := os.ReadFile(filepath.Join(f.work, "terraform.tfstate"))
+			if code, m, _ := f.run("apply", fingerprint.EmptyPlanHash); code != ExitBadInput || !strings.Contains(m.Error, "31 bytes") {
+				t.Fatalf("apply with a short key: exit %d, %+v", code, m)
+			}
+			if after, _ := os.ReadFile(filepath.Join(f.work, "terraform.tfstate")); !bytes.Equal(before, after) {
+				t.Fatal("a refused key let the apply run")
+			}
+			if err := os.WriteFile(f.key, bytes.Repeat([]byte{9}, 32), 0o440); err != nil {
+				t.Fatal(err)
+			}
+
+			// A change: plan, then the approved apply.
+			f.vars(canaryPlain + "-2")
+			code, plan, log := f.run("plan", "")
+			if code != 0 || plan.Outcome != OutcomePlanned || plan.Plan.Change != 1 || plan.Plan.OutputChanges != 1 {
+				t.Fatalf("plan: exit %d, %+v", code, plan)
+			}
+			if !strings.Contains(log, canaryPlain+"-2") {
+				t.Error("the Job log lacks terraform's rendering of the plan")
+			}
+			// The world moves before the apply: nothing is applied.
+			f.vars(canaryPlain + "-3")
+			code, moved, _ := f.run("apply", plan.Plan.PlanHash)
+			if code != ExitPlanChanged || moved.Outcome != OutcomePlanChanged || moved.Plan.PlanHash == plan.Plan.PlanHash {
+				t.Fatalf("moved apply: exit %d, %+v", code, moved)
+			}
+			if code, m, _ := f.run("apply", moved.Plan.PlanHash); code != 0 || m.Outcome != OutcomeApplied {
+				t.Fatalf("approved apply: exit %d, %+v", code, m)
+			}
+			// Nothing left: the empty plan needs no approval.
+			if code, m, _ := f.run("plan", ""); code != 0 || !m.Plan.Empty() {
+				t.Fatalf("empty plan: exit %d, %+v", code, m)
+			}
+			if code, m, _ := f.run("apply", fingerprint.EmptyPlanHash); code != 0 || m.Outcome != OutcomeNoChanges {
+				t.Fatalf("empty apply: exit %d, %+v", code, m)
+			}
+			if code, m, _ := f.run("apply", moved.Plan.PlanHash); code != ExitPlanChanged || !m.Plan.Empty() {
+				t.Fatalf("empty plan after a non-empty approval: exit %d, %+v", code, m)
+			}
+		})
+	}
+}

@@ -1,0 +1,63 @@
+package runner
+
+import (
+	"encoding/json"
+
+	"github.com/captf/captf/pkg/fingerprint"
+)
+
+// MaxMessage is the most a container's termination message holds; the
+// manager reads the runner's report from there (ARCHITECTURE.md).
+const MaxMessage = 4096
+
+// Outcomes of a runner Job, in Message.Outcome.
+const (
+	OutcomePlanned     = "planned"      // a plan Job made a plan
+	OutcomeApplied     = "applied"      // the approved plan was applied
+	OutcomeNoChanges   = "no-changes"   // the fresh plan was empty; nothing to apply
+	OutcomePlanChanged = "plan-changed" // the fresh plan moved; nothing applied
+	OutcomeBadInput    = "bad-input"    // plan key, plan document or arguments refused
+	OutcomeFailed      = "failed"       // anything else
+)
+
+// Message is what a runner Job reports to the manager. It never holds a
+// value: counts, addresses with labels, the keyed hash, and an error that
+// names a step, never terraform's output.
+type Message struct {
+	Operation string              `json:"operation"`
+	Outcome   string              `json:"outcome"`
+	Plan      *fingerprint.Report `json:"plan,omitempty"`
+	Error     string              `json:"error,omitempty"`
+}
+
+// Encode returns the message as JSON of at most MaxMessage bytes. The hash
+// and the counts always stay; resource entries are dropped from the end
+// (and Truncated set) until it fits, then the error is shortened.
+func (m Message) Encode() []byte {
+	if m.Plan != nil {
+		p := *m.Plan
+		p.Resources = append([]string(nil), p.Resources...)
+		m.Plan = &p
+	}
+	for {
+		b, err := json.Marshal(m)
+		if err != nil {
+			// A Message of strings and ints always marshals.
+			panic(err)
+		}
+		switch {
+		case len(b) <= MaxMessage:
+			return b
+		case m.Plan != nil && len(m.Plan.Resources) > 0:
+			m.Plan.Resources = m.Plan.Resources[:len(m.Plan.Resources)-1]
+			m.Plan.Truncated = true
+		case len(m.Error) > 0:
+			m.Error = m.Error[:max(0, len(m.Error)-(len(b)-MaxMessage)-3)] + "..."
+			if len(m.Error) <= 3 {
+				m.Error = ""
+			}
+		default:
+			return b
+		}
+	}
+}
