@@ -76,9 +76,11 @@ const (
 // found another plan than the approved one.
 const ErrorKindPlanChanged = "plan-changed"
 
-// Fixed paths inside the runner Job: a module image bundles the root module
-// and the terraform or tofu binary at these paths (a contract for module
+// Fixed paths inside the runner Job: a module image bundles the module and
+// the terraform or tofu binary at these paths (a contract for module
 // authors), and the manager mounts the plan key and the rendered inputs.
+// The runner links the module into its work folder as ./module, the source
+// the rendered root module calls.
 const (
 	PathModule  = "/captf/module"
 	PathRuntime = "/captf/runtime"

@@ -27,6 +27,7 @@ func run(ctx context.Context, args []string) int {
 	fs := flag.NewFlagSet("captf-runner", flag.ContinueOnError)
 	fs.StringVar(&j.Operation, "operation", "", "plan or apply")
 	fs.StringVar(&j.Inputs, "inputs", infrav1.PathInputs, "folder of main.tf.json and terraform.tfvars.json")
+	fs.StringVar(&j.Module, "module", infrav1.PathModule, "the module folder, linked as ./module in the work folder")
 	fs.StringVar(&j.Workdir, "workdir", "/captf/work", "writable folder to run terraform in")
 	fs.StringVar(&j.Runtime, "runtime", infrav1.PathRuntime, "folder holding terraform or tofu")
 	fs.StringVar(&j.KeyFile, "plan-key-file", infrav1.PathPlanKey, "the plan key (plan and approved apply)")

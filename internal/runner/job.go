@@ -21,6 +21,7 @@ var InputFiles = []string{"main.tf.json", "terraform.tfvars.json"}
 type Job struct {
 	Operation  string // plan or apply
 	Inputs     string // folder holding InputFiles
+	Module     string // the module folder; linked as ./module in Workdir
 	Workdir    string // writable folder the root module runs in
 	Runtime    string // folder holding the terraform or tofu binary
 	KeyFile    string // the plan key; required for plan and approved apply
@@ -130,11 +131,22 @@ func (j *Job) binary() (string, error) {
 	return "", fmt.Errorf("%w: neither terraform nor tofu in %s", ErrBadInput, j.Runtime)
 }
 
-// stage copies the rendered inputs into the work folder. The inputs are
+// stage copies the rendered inputs into the work folder and links the
+// module there as ./module, the source the rendered root module names (so
+// the rendered inputs carry no path of the image). The inputs are
 // read-only and written once per Job; terraform runs in the copy.
 func (j *Job) stage() error {
 	if err := os.MkdirAll(j.Workdir, 0o700); err != nil {
 		return fmt.Errorf("work folder: %w", err)
+	}
+	if j.Module != "" {
+		link := filepath.Join(j.Workdir, "module")
+		if err := os.Remove(link); err != nil && !errors.Is(err, os.ErrNotExist) {
+			return fmt.Errorf("link the module: %w", err)
+		}
+		if err := os.Symlink(j.Module, link); err != nil {
+			return fmt.Errorf("link the module: %w", err)
+		}
 	}
 	for _, f := range InputFiles {
 		b, err := os.ReadFile(filepath.Join(j.Inputs, f))

@@ -22,8 +22,8 @@ const (
 // inputs, the runtime folder with the real binary, the plan key, and a
 // work folder that keeps the local state from Job to Job.
 type jobFixture struct {
-	t                                   *testing.T
-	inputs, work, runtime, key, message string
+	t                                           *testing.T
+	inputs, work, runtime, key, message, module string
 }
 
 func newJobFixture(t *testing.T, bin tftest.Binary) *jobFixture {
@@ -44,12 +44,12 @@ func newJobFixture(t *testing.T, bin tftest.Binary) *jobFixture {
 	if err := os.WriteFile(f.key, bytes.Repeat([]byte{9}, 32), 0o440); err != nil {
 		t.Fatal(err)
 	}
-	module, err := filepath.Abs("testdata/module")
-	if err != nil {
+	var err error
+	if f.module, err = filepath.Abs("testdata/module"); err != nil {
 		t.Fatal(err)
 	}
 	mainTF := `{"variable":{"size":{"type":"string"},"token":{"type":"string","sensitive":true}},` +
-		`"module":{"m":{"source":"` + module + `","size":"${var.size}","token":"${var.token}"}},` +
+		`"module":{"m":{"source":"./module","size":"${var.size}","token":"${var.token}"}},` +
 		`"output":{"size":{"value":"${module.m.size}"}}}`
 	f.write("main.tf.json", mainTF)
 	f.vars(canaryPlain + "-1")
@@ -73,7 +73,7 @@ func (f *jobFixture) vars(size string) {
 func (f *jobFixture) run(op, expect string) (int, Message, string) {
 	f.t.Helper()
 	var out bytes.Buffer
-	j := &Job{Operation: op, Inputs: f.inputs, Workdir: f.work, Runtime: f.runtime, KeyFile: f.key,
+	j := &Job{Operation: op, Inputs: f.inputs, Module: f.module, Workdir: f.work, Runtime: f.runtime, KeyFile: f.key,
 		ExpectPlan: expect, MessagePath: f.message, Stdout: &out, Stderr: &out}
 	code := j.Run(context.Background())
 	raw, err := os.ReadFile(f.message)

@@ -1,0 +1,334 @@
+// Package testnode plays the kubelet (and the Job controller) for batch/v1
+// Jobs in tests against a real API server that has neither: for each new
+// Job it creates the Pod, runs the Pod's init containers and then its first
+// container as local processes, and writes the outcome back through the API
+// (the Pod's container statuses with their termination messages, and the
+// Job's status).
+//
+// What it does not emulate: image pulls (an image reference maps to a local
+// folder), resource limits, security contexts, probes, restarts, parallelism
+// (one Pod per Job, no retries: backoffLimit is treated as 0), sidecars,
+// projected and downward-API volumes, and any isolation: processes run as
+// the test's user. Container paths are not mounted: every path under a
+// volume's mountPath or an image's mapped path is rewritten, in the
+// command, args and env values, to its local folder.
+package testnode
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+)
+
+// Image is what an image reference stands for on this machine: its files
+// are at Dir and appear in the container at Path.
+type Image struct {
+	Path string
+	Dir  string
+}
+
+// Node runs the Jobs of one namespace.
+type Node struct {
+	Client    client.Client
+	Namespace string
+	// Images maps an image reference to its local files. A Job whose image
+	// is not here fails.
+	Images map[string][]Image
+
+	mu   sync.Mutex
+	seen map[string]bool
+	wg   sync.WaitGroup
+}
+
+// Start runs the node until the test ends.
+func (n *Node) Start(t testing.TB) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	n.seen = map[string]bool{}
+	n.wg.Add(1)
+	go func() {
+		defer n.wg.Done()
+		tick := time.NewTicker(100 * time.Millisecond)
+		defer tick.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-tick.C:
+				n.poll(ctx, t)
+			}
+		}
+	}()
+	t.Cleanup(func() {
+		cancel()
+		n.wg.Wait()
+	})
+}
+
+func (n *Node) poll(ctx context.Context, t testing.TB) {
+	var jobs batchv1.JobList
+	if err := n.Client.List(ctx, &jobs, client.InNamespace(n.Namespace)); err != nil {
+		if ctx.Err() == nil {
+			t.Logf("testnode: list jobs: %v", err)
+		}
+		return
+	}
+	for i := range jobs.Items {
+		job := &jobs.Items[i]
+		n.mu.Lock()
+		seen := n.seen[string(job.UID)]
+		n.seen[string(job.UID)] = true
+		n.mu.Unlock()
+		if seen || job.Status.StartTime != nil {
+			continue
+		}
+		n.wg.Add(1)
+		go func() {
+			defer n.wg.Done()
+			if err := n.run(ctx, t, job); err != nil && ctx.Err() == nil {
+				t.Errorf("testnode: job %s: %v", job.Name, err)
+			}
+		}()
+	}
+}
+
+// run plays one Job from Pod creation to the Job's final status.
+func (n *Node) run(ctx context.Context, t testing.TB, job *batchv1.Job) error {
+	start := metav1.Now()
+	job.Status.StartTime = &start
+	if err := n.Client.Status().Update(ctx, job); err != nil {
+		return fmt.Errorf("start: %w", err)
+	}
+	pod := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{
+			Name:        job.Name + "-node",
+			Namespace:   job.Namespace,
+			Labels:      map[string]string{"batch.kubernetes.io/job-name": job.Name, "job-name": job.Name},
+			Annotations: job.Spec.Template.Annotations,
+			OwnerReferences: []metav1.OwnerReference{{
+				APIVersion: "batch/v1", Kind: "Job", Name: job.Name, UID: job.UID,
+				Controller: ptr(true), BlockOwnerDeletion: ptr(true),
+			}},
+		},
+		Spec: job.Spec.Template.Spec,
+	}
+	if err := n.Client.Create(ctx, pod); err != nil {
+		return fmt.Errorf("create pod: %w", err)
+	}
+
+	root := t.TempDir()
+	var statuses []corev1.ContainerStatus
+	ok := true
+	for _, c := range append(append([]corev1.Container(nil), pod.Spec.InitContainers...), pod.Spec.Containers[0]) {
+		st, err := n.container(ctx, root, pod, c)
+		if err != nil {
+			return err
+		}
+		statuses = append(statuses, st)
+		if st.State.Terminated.ExitCode != 0 {
+			ok = false
+			break
+		}
+	}
+	inits := len(pod.Spec.InitContainers)
+	pod.Status.Phase = corev1.PodSucceeded
+	if !ok {
+		pod.Status.Phase = corev1.PodFailed
+	}
+	pod.Status.InitContainerStatuses = statuses[:min(inits, len(statuses))]
+	if len(statuses) > inits {
+		pod.Status.ContainerStatuses = statuses[inits:]
+	}
+	if err := n.Client.Status().Update(ctx, pod); err != nil {
+		return fmt.Errorf("pod status: %w", err)
+	}
+
+	now := metav1.Now()
+	if ok {
+		job.Status.Succeeded = 1
+		job.Status.CompletionTime = &now
+		job.Status.Conditions = []batchv1.JobCondition{
+			{Type: batchv1.JobSuccessCriteriaMet, Status: corev1.ConditionTrue, LastTransitionTime: now, LastProbeTime: now},
+			{Type: batchv1.JobComplete, Status: corev1.ConditionTrue, LastTransitionTime: now, LastProbeTime: now},
+		}
+	} else {
+		job.Status.Failed = 1
+		job.Status.Conditions = []batchv1.JobCondition{
+			{Type: batchv1.JobFailureTarget, Status: corev1.ConditionTrue, Reason: "BackoffLimitExceeded", LastTransitionTime: now, LastProbeTime: now},
+			{Type: batchv1.JobFailed, Status: corev1.ConditionTrue, Reason: "BackoffLimitExceeded", LastTransitionTime: now, LastProbeTime: now},
+		}
+	}
+	if err := n.Client.Status().Update(ctx, job); err != nil {
+		return fmt.Errorf("finish: %w", err)
+	}
+	return nil
+}
+
+// container runs one container as a local process.
+func (n *Node) container(ctx context.Context, root string, pod *corev1.Pod, c corev1.Container) (corev1.ContainerStatus, error) {
+	images, known := n.Images[c.Image]
+	if !known {
+		return terminated(c, 128, fmt.Sprintf("testnode: image %q is not mapped to a local folder", c.Image)), nil
+	}
+	paths := map[string]string{} // container path → local path
+	for _, img := range images {
+		paths[img.Path] = img.Dir
+	}
+	for _, m := range c.VolumeMounts {
+		local := filepath.Join(root, "volumes", m.Name, m.SubPath)
+		if err := n.volume(ctx, root, pod, m.Name); err != nil {
+			return corev1.ContainerStatus{}, err
+		}
+		paths[m.MountPath] = local
+	}
+	msgPath := c.TerminationMessagePath
+	if msgPath == "" {
+		msgPath = corev1.TerminationMessagePathDefault
+	}
+	localMsg := filepath.Join(root, "termination", c.Name)
+	if err := os.MkdirAll(filepath.Dir(localMsg), 0o755); err != nil {
+		return corev1.ContainerStatus{}, err
+	}
+	paths[msgPath] = localMsg
+	rewrite := rewriter(paths)
+
+	argv := append(append([]string(nil), c.Command...), c.Args...)
+	if len(argv) == 0 {
+		return terminated(c, 128, "testnode: a container needs a command"), nil
+	}
+	for i := range argv {
+		argv[i] = rewrite(argv[i])
+	}
+	cmd := exec.CommandContext(ctx, argv[0], argv[1:]...)
+	cmd.Dir = root
+	cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + root}
+	for _, e := range c.Env {
+		cmd.Env = append(cmd.Env, e.Name+"="+rewrite(e.Value))
+	}
+	log, err := os.Create(filepath.Join(root, c.Name+".log"))
+	if err != nil {
+		return corev1.ContainerStatus{}, err
+	}
+	defer log.Close()
+	cmd.Stdout, cmd.Stderr = log, log
+	code := 0
+	if err := cmd.Run(); err != nil {
+		code = 1
+		if ee := (*exec.ExitError)(nil); errors.As(err, &ee) {
+			code = ee.ExitCode()
+		}
+	}
+	msg, _ := os.ReadFile(localMsg)
+	if len(msg) > 4096 {
+		msg = msg[:4096]
+	}
+	return terminated(c, int32(code), string(msg)), nil
+}
+
+// volume materialises a pod volume once, under root/volumes/NAME.
+func (n *Node) volume(ctx context.Context, root string, pod *corev1.Pod, name string) error {
+	dir := filepath.Join(root, "volumes", name)
+	if _, err := os.Stat(dir); err == nil {
+		return nil
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	for _, v := range pod.Spec.Volumes {
+		if v.Name != name {
+			continue
+		}
+		switch {
+		case v.Secret != nil:
+			var s corev1.Secret
+			if err := n.Client.Get(ctx, client.ObjectKey{Namespace: pod.Namespace, Name: v.Secret.SecretName}, &s); err != nil {
+				return fmt.Errorf("volume %s: %w", name, err)
+			}
+			return writeItems(dir, s.Data, v.Secret.Items, v.Secret.DefaultMode)
+		case v.ConfigMap != nil:
+			var cm corev1.ConfigMap
+			if err := n.Client.Get(ctx, client.ObjectKey{Namespace: pod.Namespace, Name: v.ConfigMap.Name}, &cm); err != nil {
+				return fmt.Errorf("volume %s: %w", name, err)
+			}
+			data := map[string][]byte{}
+			for k, val := range cm.Data {
+				data[k] = []byte(val)
+			}
+			return writeItems(dir, data, v.ConfigMap.Items, v.ConfigMap.DefaultMode)
+		case v.EmptyDir != nil:
+			return nil
+		}
+		return fmt.Errorf("volume %s: only secret, configMap and emptyDir volumes are played", name)
+	}
+	return fmt.Errorf("volume %s is mounted but not declared", name)
+}
+
+func writeItems(dir string, data map[string][]byte, items []corev1.KeyToPath, mode *int32) error {
+	perm := os.FileMode(0o644)
+	if mode != nil {
+		perm = os.FileMode(*mode)
+	}
+	if len(items) == 0 {
+		for k := range data {
+			items = append(items, corev1.KeyToPath{Key: k, Path: k})
+		}
+	}
+	for _, it := range items {
+		p := filepath.Join(dir, it.Path)
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			return err
+		}
+		m := perm
+		if it.Mode != nil {
+			m = os.FileMode(*it.Mode)
+		}
+		// The test process must still read what it wrote read-only.
+		if err := os.WriteFile(p, data[it.Key], m|0o400); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// rewriter maps container paths to local ones, longest prefix first.
+func rewriter(paths map[string]string) func(string) string {
+	prefixes := make([]string, 0, len(paths))
+	for p := range paths {
+		prefixes = append(prefixes, p)
+	}
+	sort.Slice(prefixes, func(i, j int) bool { return len(prefixes[i]) > len(prefixes[j]) })
+	return func(s string) string {
+		for _, p := range prefixes {
+			if i := strings.Index(s, p); i >= 0 && (len(s) == i+len(p) || s[i+len(p)] == '/') {
+				return s[:i] + paths[p] + s[i+len(p):]
+			}
+		}
+		return s
+	}
+}
+
+func terminated(c corev1.Container, code int32, msg string) corev1.ContainerStatus {
+	now := metav1.Now()
+	return corev1.ContainerStatus{
+		Name:  c.Name,
+		Image: c.Image,
+		State: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{
+			ExitCode: code, Message: msg, StartedAt: now, FinishedAt: now,
+		}},
+	}
+}
+
+func ptr[T any](v T) *T { return &v }
