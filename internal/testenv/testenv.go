@@ -49,6 +49,26 @@ func Assets(t testing.TB) string {
 type Env struct {
 	Config *rest.Config
 	Client client.Client
+	env    *envtest.Environment
+}
+
+// Kubeconfig writes a kubeconfig for an administrator of the control plane
+// and returns its path.
+func (e *Env) Kubeconfig(t testing.TB) string {
+	t.Helper()
+	user, err := e.env.AddUser(envtest.User{Name: "captf-test-admin", Groups: []string{"system:masters"}}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := user.KubeConfig()
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(t.TempDir(), "kubeconfig")
+	if err := os.WriteFile(path, b, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return path
 }
 
 // Start starts etcd and kube-apiserver with the CRDs of config/crd/bases
@@ -75,5 +95,5 @@ func Start(t testing.TB, root string) *Env {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return &Env{Config: cfg, Client: c}
+	return &Env{Config: cfg, Client: c, env: env}
 }

@@ -47,6 +47,10 @@ type Node struct {
 	// Images maps an image reference to its local files. A Job whose image
 	// is not here fails.
 	Images map[string][]Image
+	// Env is added to every container's environment: what a real pod would
+	// get from its node and service account, such as how to reach the API
+	// server (KUBE_CONFIG_PATH for terraform's kubernetes backend).
+	Env []string
 
 	mu   sync.Mutex
 	seen map[string]bool
@@ -218,6 +222,7 @@ func (n *Node) container(ctx context.Context, root string, pod *corev1.Pod, c co
 	for _, e := range c.Env {
 		cmd.Env = append(cmd.Env, e.Name+"="+rewrite(e.Value))
 	}
+	cmd.Env = append(cmd.Env, n.Env...)
 	log, err := os.Create(filepath.Join(root, c.Name+".log"))
 	if err != nil {
 		return corev1.ContainerStatus{}, err

@@ -2,11 +2,14 @@ package testnode
 
 import (
 	"bytes"
+	"compress/gzip"
 	"context"
 	"encoding/json"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -16,23 +19,27 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	infrav1 "github.com/captf/captf/api/v1alpha1"
+	"github.com/captf/captf/internal/render"
 	"github.com/captf/captf/internal/runner"
 	"github.com/captf/captf/internal/testenv"
 	"github.com/captf/captf/internal/tftest"
 )
 
-// TestNodeRunsARunnerJob runs a plan Job the way the manager will build
-// one (inputs and plan key from Secrets, the module image, the runner
-// binary) on a real API server, with the real captf-runner and terraform.
-func TestNodeRunsARunnerJob(t *testing.T) {
-	env := testenv.Start(t, "../..")
-	ctx := context.Background()
-	tf := tftest.Terraform(t)
-	for _, kv := range tftest.Env(t) {
-		k, v, _ := bytes.Cut([]byte(kv), []byte("="))
-		t.Setenv(string(k), string(v))
-	}
+const image = "example.test/module:1"
 
+// fixture is a real API server, the test node, the real captf-runner and
+// the real terraform, and the module of internal/runner/testdata as the
+// image's module.
+type fixture struct {
+	t    *testing.T
+	env  *testenv.Env
+	bin  string
+	node *Node
+}
+
+func newFixture(t *testing.T) *fixture {
+	env := testenv.Start(t, "../..")
+	tf := tftest.Terraform(t)
 	bin := filepath.Join(t.TempDir(), "captf-runner")
 	if out, err := exec.Command("go", "build", "-o", bin, "../../cmd/captf-runner").CombinedOutput(); err != nil {
 		t.Fatalf("build captf-runner: %v\n%s", err, out)
@@ -42,39 +49,42 @@ func TestNodeRunsARunnerJob(t *testing.T) {
 		t.Fatal(err)
 	}
 	module, _ := filepath.Abs("../runner/testdata/module")
-
-	n := &Node{Client: env.Client, Namespace: "default", Images: map[string][]Image{
-		"example.test/module:1": {{Path: infrav1.PathModule, Dir: module}, {Path: infrav1.PathRuntime, Dir: runtimeDir}},
-	}}
+	n := &Node{Client: env.Client, Namespace: "default",
+		Images: map[string][]Image{image: {{Path: infrav1.PathModule, Dir: module}, {Path: infrav1.PathRuntime, Dir: runtimeDir}}},
+		Env:    []string{"KUBE_CONFIG_PATH=" + env.Kubeconfig(t)},
+	}
 	n.Start(t)
+	return &fixture{t: t, env: env, bin: bin, node: n}
+}
 
-	secrets := []*corev1.Secret{
-		{ObjectMeta: metav1.ObjectMeta{Name: "inputs", Namespace: "default"}, Data: map[string][]byte{
-			"main.tf.json":          []byte(`{"variable":{"size":{},"token":{"sensitive":true}},"module":{"m":{"source":"./module","size":"${var.size}","token":"${var.token}"}}}`),
-			"terraform.tfvars.json": []byte(`{"size":"small","token":"CANARY-NODE-SECRET"}`),
-		}},
-		{ObjectMeta: metav1.ObjectMeta{Name: "plankey", Namespace: "default"}, Data: map[string][]byte{"key": bytes.Repeat([]byte{7}, 32)}},
+func (f *fixture) secret(name string, data map[string][]byte) {
+	f.t.Helper()
+	s := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "default"}, Data: data}
+	if err := f.env.Client.Create(context.Background(), s); err != nil {
+		f.t.Fatal(err)
 	}
-	for _, s := range secrets {
-		if err := env.Client.Create(ctx, s); err != nil {
-			t.Fatal(err)
-		}
-	}
+}
+
+// job runs a runner Job the way the manager builds one and returns the
+// Job, its container status and its report.
+func (f *fixture) job(name, op, inputs string, extra ...string) (*batchv1.Job, *corev1.ContainerStateTerminated, runner.Message) {
+	f.t.Helper()
+	ctx := context.Background()
 	mode := int32(0o440)
 	job := &batchv1.Job{
-		ObjectMeta: metav1.ObjectMeta{Name: "plan-1", Namespace: "default"},
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "default"},
 		Spec: batchv1.JobSpec{Template: corev1.PodTemplateSpec{Spec: corev1.PodSpec{
 			RestartPolicy: corev1.RestartPolicyNever,
 			Volumes: []corev1.Volume{
-				{Name: "inputs", VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{SecretName: "inputs"}}},
+				{Name: "inputs", VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{SecretName: inputs}}},
 				{Name: "plan-key", VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{SecretName: "plankey", DefaultMode: &mode}}},
 				{Name: "work", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}},
 			},
 			Containers: []corev1.Container{{
-				Name: "runner", Image: "example.test/module:1",
-				Command: []string{bin, "--operation=plan",
+				Name: "runner", Image: image,
+				Command: append([]string{f.bin, "--operation=" + op,
 					"--inputs=" + infrav1.PathInputs, "--module=" + infrav1.PathModule, "--runtime=" + infrav1.PathRuntime,
-					"--plan-key-file=" + infrav1.PathPlanKey, "--workdir=/captf/work", "--termination-message-path=/dev/termination-log"},
+					"--plan-key-file=" + infrav1.PathPlanKey, "--workdir=/captf/work", "--termination-message-path=/dev/termination-log"}, extra...),
 				VolumeMounts: []corev1.VolumeMount{
 					{Name: "inputs", MountPath: infrav1.PathInputs, ReadOnly: true},
 					{Name: "plan-key", MountPath: filepath.Dir(infrav1.PathPlanKey), ReadOnly: true},
@@ -83,39 +93,125 @@ func TestNodeRunsARunnerJob(t *testing.T) {
 			}},
 		}}},
 	}
-	if err := env.Client.Create(ctx, job); err != nil {
-		t.Fatal(err)
+	if err := f.env.Client.Create(ctx, job); err != nil {
+		f.t.Fatal(err)
 	}
-
-	deadline := time.Now().Add(60 * time.Second)
-	for {
-		if err := env.Client.Get(ctx, client.ObjectKeyFromObject(job), job); err != nil {
-			t.Fatal(err)
-		}
-		if job.Status.Succeeded > 0 || job.Status.Failed > 0 {
-			break
-		}
+	deadline := time.Now().Add(90 * time.Second)
+	for job.Status.Succeeded == 0 && job.Status.Failed == 0 {
 		if time.Now().After(deadline) {
-			t.Fatal("the Job did not finish within 60s")
+			f.t.Fatalf("Job %s did not finish within 90s", name)
 		}
 		time.Sleep(100 * time.Millisecond)
+		if err := f.env.Client.Get(ctx, client.ObjectKeyFromObject(job), job); err != nil {
+			f.t.Fatal(err)
+		}
 	}
 	var pods corev1.PodList
-	if err := env.Client.List(ctx, &pods, client.InNamespace("default"), client.MatchingLabels{"batch.kubernetes.io/job-name": "plan-1"}); err != nil || len(pods.Items) != 1 {
-		t.Fatalf("pods of the Job: %v %v", pods.Items, err)
+	if err := f.env.Client.List(ctx, &pods, client.InNamespace("default"), client.MatchingLabels{"batch.kubernetes.io/job-name": name}); err != nil || len(pods.Items) != 1 {
+		f.t.Fatalf("pods of Job %s: %v %v", name, pods.Items, err)
 	}
 	st := pods.Items[0].Status.ContainerStatuses
-	if job.Status.Succeeded != 1 || len(st) != 1 || st[0].State.Terminated == nil {
-		t.Fatalf("job %+v, container statuses %+v", job.Status, st)
+	if len(st) != 1 || st[0].State.Terminated == nil {
+		f.t.Fatalf("container statuses %+v", st)
+	}
+	term := st[0].State.Terminated
+	if strings.Contains(term.Message, "CANARY") {
+		f.t.Fatalf("the report holds a value: %s", term.Message)
 	}
 	var m runner.Message
-	if err := json.Unmarshal([]byte(st[0].State.Terminated.Message), &m); err != nil {
-		t.Fatalf("termination message %q: %v", st[0].State.Terminated.Message, err)
+	if err := json.Unmarshal([]byte(term.Message), &m); err != nil {
+		f.t.Fatalf("termination message %q: %v", term.Message, err)
 	}
-	if m.Outcome != runner.OutcomePlanned || m.Plan == nil || m.Plan.Add != 1 {
-		t.Errorf("report %+v", m)
+	return job, term, m
+}
+
+// TestRunnerJobsOnTheNode runs Jobs the way the manager will build them
+// (inputs and plan key from Secrets, the module image, the runner binary),
+// with the root module rendered by internal/render keeping its state in the
+// real API server through terraform's kubernetes backend.
+func TestRunnerJobsOnTheNode(t *testing.T) {
+	f := newFixture(t)
+	key := bytes.Repeat([]byte{7}, 32)
+	f.secret("plankey", map[string][]byte{"key": key})
+	rendered := func(size string) map[string][]byte {
+		root, err := render.Render(key, render.Request{
+			StateSuffix: "captf-tfc-demo", Namespace: "default", Image: image,
+			Variables: map[string]render.Variable{
+				"size":  {Value: json.RawMessage(`"` + size + `"`)},
+				"token": {Value: json.RawMessage(`"CANARY-NODE-SECRET"`), Sensitive: true},
+			},
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return map[string][]byte{"main.tf.json": root.MainTF, "terraform.tfvars.json": root.Vars, "hash": []byte(root.InputsHash)}
 	}
-	if bytes.Contains([]byte(st[0].State.Terminated.Message), []byte("CANARY")) {
-		t.Error("the report holds a value")
+
+	// The first apply, ungated, keeps its state in a Secret and records the
+	// inputs hash there.
+	first := rendered("small")
+	f.secret("run-1", first)
+	job, term, m := f.job("apply-1", "apply", "run-1")
+	if job.Status.Succeeded != 1 || term.ExitCode != 0 || m.Outcome != runner.OutcomeApplied {
+		t.Fatalf("apply: job %+v exit %d report %+v", job.Status, term.ExitCode, m)
 	}
+	if got := stateOutput(t, f.env.Client, "tfstate-default-captf-tfc-demo", render.HashOutput); got != string(first["hash"]) {
+		t.Errorf("state records inputs hash %q, want %q", got, first["hash"])
+	}
+
+	// Nothing changed: a plan Job reports the empty plan.
+	f.secret("run-2", first)
+	if _, _, m := f.job("plan-2", "plan", "run-2"); m.Outcome != runner.OutcomePlanned || !m.Plan.Empty() {
+		t.Fatalf("plan of unchanged inputs: %+v", m)
+	}
+
+	// New inputs: a plan Job (the update and the new inputs hash output),
+	// then the approved apply.
+	second := rendered("large")
+	f.secret("run-3", second)
+	_, _, plan := f.job("plan-3", "plan", "run-3")
+	if plan.Outcome != runner.OutcomePlanned || plan.Plan.Change != 1 || plan.Plan.OutputChanges != 1 {
+		t.Fatalf("plan of new inputs: %+v", plan.Plan)
+	}
+	f.secret("run-4", second)
+	if job, _, m := f.job("apply-4", "apply", "run-4", "--expect-plan="+plan.Plan.PlanHash); job.Status.Succeeded != 1 || m.Outcome != runner.OutcomeApplied {
+		t.Fatalf("approved apply: %+v %+v", job.Status, m)
+	}
+	if got := stateOutput(t, f.env.Client, "tfstate-default-captf-tfc-demo", render.HashOutput); got != string(second["hash"]) {
+		t.Errorf("state records inputs hash %q, want %q", got, second["hash"])
+	}
+
+	// A Job that fails is a failed Job with its report.
+	f.secret("run-5", map[string][]byte{"main.tf.json": []byte(`{}`)})
+	job, term, m = f.job("apply-5", "apply", "run-5", "--expect-plan="+plan.Plan.PlanHash)
+	if job.Status.Failed != 1 || term.ExitCode != runner.ExitBadInput || m.Outcome != runner.OutcomeBadInput {
+		t.Fatalf("bad inputs: job %+v exit %d report %+v", job.Status, term.ExitCode, m)
+	}
+}
+
+// stateOutput reads one output of the terraform state the kubernetes
+// backend keeps in a Secret (gzip'ed JSON under "tfstate").
+func stateOutput(t *testing.T, c client.Client, secret, output string) string {
+	t.Helper()
+	var s corev1.Secret
+	if err := c.Get(context.Background(), client.ObjectKey{Namespace: "default", Name: secret}, &s); err != nil {
+		t.Fatalf("state Secret: %v", err)
+	}
+	zr, err := gzip.NewReader(bytes.NewReader(s.Data["tfstate"]))
+	if err != nil {
+		t.Fatalf("state: %v", err)
+	}
+	raw, err := io.ReadAll(zr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var state struct {
+		Outputs map[string]struct {
+			Value string `json:"value"`
+		} `json:"outputs"`
+	}
+	if err := json.Unmarshal(raw, &state); err != nil {
+		t.Fatalf("state JSON: %v", err)
+	}
+	return state.Outputs[output].Value
 }

@@ -1,0 +1,154 @@
+// Package render makes the root module a runner Job runs (spec 004's
+// main.tf.json and terraform.tfvars.json) and the keyed inputs hash (h2:)
+// over what a run depends on. It is pure: no client, no exec.
+//
+// The rendered root module calls the image's module as ./module (the
+// runner links it there), declares every variable (sensitive when its
+// value came from a Secret), keeps state in the built-in kubernetes backend
+// (a Secret in the object's namespace; the Job's environment says how to
+// reach the API server), and records the inputs hash as the output
+// captf_inputs_hash, so that the state says what was last applied.
+package render
+
+import (
+	"bytes"
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"regexp"
+	"slices"
+)
+
+// HashPrefix starts every inputs hash.
+const HashPrefix = "h2:"
+
+// HashOutput is the root output that records the inputs hash in state.
+const HashOutput = "captf_inputs_hash"
+
+// Variable is one input variable's value.
+type Variable struct {
+	// Value is its JSON.
+	Value json.RawMessage
+	// Sensitive marks a value from a Secret: terraform then hides it in the
+	// plan it prints.
+	Sensitive bool
+}
+
+// Request is what a root module is rendered from.
+type Request struct {
+	// StateSuffix names the state Secret: tfstate-default-<StateSuffix>.
+	StateSuffix string
+	// Namespace holds the state Secret.
+	Namespace string
+	// Variables by name.
+	Variables map[string]Variable
+	// Image and Identity are bound by the inputs hash.
+	Image, Identity string
+}
+
+// Root is a rendered root module and its variables.
+type Root struct {
+	MainTF []byte // main.tf.json
+	Vars   []byte // terraform.tfvars.json
+	// InputsHash is the h2: hash recorded in the root's output.
+	InputsHash string
+}
+
+var namePattern = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_-]*$`)
+
+// ErrBadVariable is returned for a variable that cannot be rendered.
+var ErrBadVariable = errors.New("bad variable")
+
+// Render renders the root module for req, keyed with key (at least 32
+// bytes) for the inputs hash.
+func Render(key []byte, req Request) (*Root, error) {
+	if len(key) < 32 {
+		return nil, fmt.Errorf("inputs key of %d bytes: at least 32 are needed", len(key))
+	}
+	names := make([]string, 0, len(req.Variables))
+	for n := range req.Variables {
+		names = append(names, n)
+	}
+	slices.Sort(names)
+	vars := map[string]any{}
+	decls := map[string]any{}
+	call := map[string]any{"source": "./module"}
+	for _, n := range names {
+		v := req.Variables[n]
+		if !namePattern.MatchString(n) || n == "source" || n == "version" || n == "providers" || n == "count" || n == "for_each" || n == "depends_on" {
+			return nil, fmt.Errorf("%w: %q is not a variable name a module can take", ErrBadVariable, n)
+		}
+		val, err := canonical(v.Value)
+		if err != nil {
+			return nil, fmt.Errorf("%w: %s: the value is not JSON", ErrBadVariable, n)
+		}
+		vars[n] = val
+		decl := map[string]any{}
+		if v.Sensitive {
+			decl["sensitive"] = true
+		}
+		decls[n] = decl
+		call[n] = "${var." + n + "}"
+	}
+	root := map[string]any{
+		"terraform": map[string]any{"backend": map[string]any{"kubernetes": map[string]any{
+			"secret_suffix": req.StateSuffix,
+			"namespace":     req.Namespace,
+		}}},
+		"module": map[string]any{"main": call},
+	}
+	if len(decls) > 0 {
+		root["variable"] = decls
+	}
+	varsJSON, err := marshal(vars)
+	if err != nil {
+		return nil, err
+	}
+	// The hash covers the root without its own output, the variables, the
+	// image as written and the identity.
+	unhashed, err := marshal(root)
+	if err != nil {
+		return nil, err
+	}
+	mac := hmac.New(sha256.New, key)
+	for _, part := range [][]byte{[]byte("captf inputs h2"), unhashed, varsJSON, []byte(req.Image), []byte(req.Identity)} {
+		// Length-prefix each part so no two splits of the same bytes agree.
+		fmt.Fprintf(mac, "%d:", len(part))
+		mac.Write(part)
+	}
+	hash := HashPrefix + hex.EncodeToString(mac.Sum(nil))
+	root["output"] = map[string]any{HashOutput: map[string]any{"value": hash}}
+	mainTF, err := marshal(root)
+	if err != nil {
+		return nil, err
+	}
+	return &Root{MainTF: mainTF, Vars: varsJSON, InputsHash: hash}, nil
+}
+
+// canonical decodes JSON keeping numbers as written, so that re-encoding
+// sorts object keys and drops whitespace but changes no value.
+func canonical(raw json.RawMessage) (any, error) {
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.UseNumber()
+	var v any
+	if err := dec.Decode(&v); err != nil {
+		return nil, err
+	}
+	if dec.More() {
+		return nil, errors.New("trailing data")
+	}
+	return v, nil
+}
+
+func marshal(v any) ([]byte, error) {
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		return nil, fmt.Errorf("render: %w", err)
+	}
+	return bytes.TrimSuffix(b.Bytes(), []byte("\n")), nil
+}

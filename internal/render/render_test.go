@@ -1,0 +1,102 @@
+package render
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"testing"
+)
+
+var key = bytes.Repeat([]byte{5}, 32)
+
+func req(mutate func(*Request)) Request {
+	r := Request{
+		StateSuffix: "captf-tfc-demo", Namespace: "default",
+		Variables: map[string]Variable{
+			"region": {Value: json.RawMessage(`"eu-west-1"`)},
+			"tags":   {Value: json.RawMessage(`{"b": 2, "a": 12345678901234567890}`)},
+			"token":  {Value: json.RawMessage(`"s3cr3t"`), Sensitive: true},
+		},
+		Image: "registry.example/net:1.0", Identity: "Secret/aws",
+	}
+	if mutate != nil {
+		mutate(&r)
+	}
+	return r
+}
+
+func render(t *testing.T, r Request) *Root {
+	t.Helper()
+	root, err := Render(key, r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return root
+}
+
+func TestRender(t *testing.T) {
+	root := render(t, req(nil))
+	want := `{"module":{"main":{"region":"${var.region}","source":"./module","tags":"${var.tags}","token":"${var.token}"}},` +
+		`"output":{"captf_inputs_hash":{"value":"` + root.InputsHash + `"}},` +
+		`"terraform":{"backend":{"kubernetes":{"namespace":"default","secret_suffix":"captf-tfc-demo"}}},` +
+		`"variable":{"region":{},"tags":{},"token":{"sensitive":true}}}`
+	if string(root.MainTF) != want {
+		t.Errorf("main.tf.json\n got %s\nwant %s", root.MainTF, want)
+	}
+	if want := `{"region":"eu-west-1","tags":{"a":12345678901234567890,"b":2},"token":"s3cr3t"}`; string(root.Vars) != want {
+		t.Errorf("terraform.tfvars.json\n got %s\nwant %s", root.Vars, want)
+	}
+	if bytes.Contains([]byte(root.InputsHash), []byte("s3cr3t")) || len(root.InputsHash) != len(HashPrefix)+64 {
+		t.Errorf("hash %q", root.InputsHash)
+	}
+}
+
+func TestInputsHash(t *testing.T) {
+	base := render(t, req(nil)).InputsHash
+	cases := []struct {
+		reason string
+		r      Request
+		equal  bool
+	}{
+		{"the same inputs", req(nil), true},
+		{"key order and whitespace of a value", req(func(r *Request) {
+			r.Variables["tags"] = Variable{Value: json.RawMessage(`{ "a":12345678901234567890 ,"b":2}`)}
+		}), true},
+		{"a value", req(func(r *Request) { r.Variables["region"] = Variable{Value: json.RawMessage(`"us-east-1"`)} }), false},
+		{"a large integer float64 cannot tell apart", req(func(r *Request) {
+			r.Variables["tags"] = Variable{Value: json.RawMessage(`{"a":12345678901234567891,"b":2}`)}
+		}), false},
+		{"sensitivity", req(func(r *Request) { r.Variables["token"] = Variable{Value: json.RawMessage(`"s3cr3t"`)} }), false},
+		{"the image as written", req(func(r *Request) { r.Image = "registry.example/net:1.1" }), false},
+		{"the identity", req(func(r *Request) { r.Identity = "Secret/gcp" }), false},
+		{"the state location", req(func(r *Request) { r.StateSuffix = "captf-tfc-other" }), false},
+		{"a moved boundary between image and identity", req(func(r *Request) {
+			r.Image, r.Identity = "registry.example/net:1.0Secret", "/aws"
+		}), false},
+	}
+	for _, c := range cases {
+		if got := render(t, c.r).InputsHash; (got == base) != c.equal {
+			t.Errorf("%s: equal = %v, want %v", c.reason, got == base, c.equal)
+		}
+	}
+	other, err := Render(bytes.Repeat([]byte{6}, 32), req(nil))
+	if err != nil || other.InputsHash == base {
+		t.Error("two keys give the same hash")
+	}
+}
+
+func TestRenderRefuses(t *testing.T) {
+	if _, err := Render(key[:31], req(nil)); err == nil {
+		t.Error("a short key was accepted")
+	}
+	for _, r := range []Request{
+		req(func(r *Request) { r.Variables["source"] = Variable{Value: json.RawMessage(`1`)} }),
+		req(func(r *Request) { r.Variables["has space"] = Variable{Value: json.RawMessage(`1`)} }),
+		req(func(r *Request) { r.Variables["x"] = Variable{Value: json.RawMessage(`{`)} }),
+		req(func(r *Request) { r.Variables["x"] = Variable{Value: json.RawMessage(`1 2`)} }),
+	} {
+		if _, err := Render(key, r); !errors.Is(err, ErrBadVariable) {
+			t.Errorf("err = %v, want ErrBadVariable", err)
+		}
+	}
+}
