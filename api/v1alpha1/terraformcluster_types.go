@@ -49,6 +49,10 @@ type TerraformClusterStatus struct {
 	// LastRun is the outcome of the last finished runner Job.
 	// +optional
 	LastRun *RunStatus `json:"lastRun,omitempty"`
+	// Failures counts failed applies in a row, for the retry backoff. A
+	// plan that moved is not a failure.
+	// +optional
+	Failures int32 `json:"failures,omitempty"`
 	// +listType=map
 	// +listMapKey=type
 	// +kubebuilder:validation:MaxItems=32

@@ -9,9 +9,10 @@
 // folder), resource limits, security contexts, probes, restarts, parallelism
 // (one Pod per Job, no retries: backoffLimit is treated as 0), sidecars,
 // projected and downward-API volumes, and any isolation: processes run as
-// the test's user. Container paths are not mounted: every path under a
-// volume's mountPath or an image's mapped path is rewritten, in the
-// command, args and env values, to its local folder.
+// the test's user. Container paths are not mounted: a command word, an arg,
+// an env value or the value of a --flag=value that starts with a volume's
+// mountPath or an image's mapped path is rewritten to its local folder;
+// paths elsewhere (inside files, in the middle of a word) are not.
 package testnode
 
 import (
@@ -29,6 +30,7 @@ import (
 
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
@@ -55,6 +57,7 @@ type Node struct {
 	mu   sync.Mutex
 	seen map[string]bool
 	wg   sync.WaitGroup
+	logf func(format string, args ...any)
 }
 
 // Start runs the node until the test ends.
@@ -62,6 +65,7 @@ func (n *Node) Start(t testing.TB) {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	n.seen = map[string]bool{}
+	n.logf = t.Logf
 	n.wg.Add(1)
 	go func() {
 		defer n.wg.Done()
@@ -240,6 +244,10 @@ func (n *Node) container(ctx context.Context, root string, pod *corev1.Pod, c co
 	if len(msg) > 4096 {
 		msg = msg[:4096]
 	}
+	if code != 0 {
+		out, _ := os.ReadFile(log.Name())
+		n.logf("container %s of pod %s exited %d:\n%s", c.Name, pod.Name, code, tail(out, 2048))
+	}
 	return terminated(c, int32(code), string(msg)), nil
 }
 
@@ -258,9 +266,18 @@ func (n *Node) volume(ctx context.Context, root string, pod *corev1.Pod, name st
 		}
 		switch {
 		case v.Secret != nil:
+			// Like the kubelet, wait for a Secret created after the Job.
 			var s corev1.Secret
-			if err := n.Client.Get(ctx, client.ObjectKey{Namespace: pod.Namespace, Name: v.Secret.SecretName}, &s); err != nil {
-				return fmt.Errorf("volume %s: %w", name, err)
+			key := client.ObjectKey{Namespace: pod.Namespace, Name: v.Secret.SecretName}
+			for wait := 0; ; wait++ {
+				err := n.Client.Get(ctx, key, &s)
+				if err == nil {
+					break
+				}
+				if !apierrors.IsNotFound(err) || wait == 100 {
+					return fmt.Errorf("volume %s: %w", name, err)
+				}
+				time.Sleep(100 * time.Millisecond)
 			}
 			return writeItems(dir, s.Data, v.Secret.Items, v.Secret.DefaultMode)
 		case v.ConfigMap != nil:
@@ -315,10 +332,19 @@ func rewriter(paths map[string]string) func(string) string {
 		prefixes = append(prefixes, p)
 	}
 	sort.Slice(prefixes, func(i, j int) bool { return len(prefixes[i]) > len(prefixes[j]) })
+	// A path is rewritten where a word starts: the whole string, or the
+	// value of a --flag=value.
 	return func(s string) string {
+		start := 0
+		if strings.HasPrefix(s, "-") {
+			if i := strings.IndexByte(s, '='); i >= 0 {
+				start = i + 1
+			}
+		}
 		for _, p := range prefixes {
-			if i := strings.Index(s, p); i >= 0 && (len(s) == i+len(p) || s[i+len(p)] == '/') {
-				return s[:i] + paths[p] + s[i+len(p):]
+			rest := s[start:]
+			if strings.HasPrefix(rest, p) && (len(rest) == len(p) || rest[len(p)] == '/') {
+				return s[:start] + paths[p] + rest[len(p):]
 			}
 		}
 		return s
@@ -337,3 +363,10 @@ func terminated(c corev1.Container, code int32, msg string) corev1.ContainerStat
 }
 
 func ptr[T any](v T) *T { return &v }
+
+func tail(b []byte, n int) []byte {
+	if len(b) > n {
+		return b[len(b)-n:]
+	}
+	return b
+}

@@ -1,0 +1,78 @@
+package terraformcluster
+
+import (
+	"context"
+	"fmt"
+
+	corev1 "k8s.io/api/core/v1"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	infrav1 "github.com/captf/captf/api/v1alpha1"
+	"github.com/captf/captf/internal/render"
+	"github.com/captf/captf/pkg/fingerprint"
+)
+
+// reconcileManual runs the Manual flow once an apply is due: plan first,
+// then wait for captf.io/approve-plan to name the plan hash, then apply
+// with --expect-plan.
+func (r *Reconciler) reconcileManual(ctx context.Context, tc *infrav1.TerraformCluster, root *render.Root) (ctrl.Result, error) {
+	p := tc.Status.Plan
+	if p == nil || p.InputsHash != root.InputsHash {
+		// No plan yet, or one made for other inputs: plan these.
+		tc.Status.Plan = nil
+		if err := r.startJob(ctx, tc, root, infrav1.OperationPlan, "", false); err != nil {
+			return ctrl.Result{}, err
+		}
+		setCondition(tc, infrav1.ConditionApplyJobSucceeded, unknown, ReasonPlanning, "A plan Job runs; its plan will wait for approval.")
+		return ctrl.Result{}, nil
+	}
+	if tc.Annotations[infrav1.AnnotationApprovePlan] != p.PlanHash {
+		return ctrl.Result{RequeueAfter: Recheck}, nil
+	}
+	if err := r.startJob(ctx, tc, root, infrav1.OperationApply, p.PlanHash, true); err != nil {
+		return ctrl.Result{}, err
+	}
+	r.Recorder.Eventf(tc, nil, corev1.EventTypeNormal, infrav1.EventPlanApproved, "Apply",
+		"Plan %s approved; an apply Job runs with --expect-plan.", p.PlanHash)
+	setCondition(tc, infrav1.ConditionApplyJobSucceeded, unknown, ReasonApplying, "The approved plan is being applied.")
+	return ctrl.Result{}, nil
+}
+
+// recordPlan makes a plan wait for approval: status.plan, the condition
+// with the exact command, and one PlanReady event.
+func (r *Reconciler) recordPlan(tc *infrav1.TerraformCluster, job string, report *fingerprint.Report, inputsHash string, reason string) {
+	tc.Status.Plan = &infrav1.PlanStatus{
+		InputsHash: inputsHash, Job: job, PlanHash: report.PlanHash,
+		Add: int32(report.Add), Change: int32(report.Change), Destroy: int32(report.Destroy),
+		OutputChanges: int32(report.OutputChanges), Resources: report.Resources, Truncated: report.Truncated,
+		CreatedAt: nowTime(),
+	}
+	msg := fmt.Sprintf("Plan %s (%d to add, %d to change, %d to destroy, %d output changes) waits for approval: %s",
+		report.PlanHash, report.Add, report.Change, report.Destroy, report.OutputChanges, approveCommand(tc, report.PlanHash))
+	setCondition(tc, infrav1.ConditionApplyJobSucceeded, unknown, reason, msg)
+}
+
+// approveCommand is the exact command that approves hash.
+func approveCommand(tc *infrav1.TerraformCluster, hash string) string {
+	return fmt.Sprintf("kubectl annotate terraformcluster %s -n %s %s=%s --overwrite", tc.Name, tc.Namespace, infrav1.AnnotationApprovePlan, hash)
+}
+
+// consumeApproval removes captf.io/approve-plan after the approved apply,
+// in its own patch with an optimistic lock: a newer value written in the
+// meantime survives, and a conflict fails the reconcile so it runs again.
+func (r *Reconciler) consumeApproval(ctx context.Context, tc *infrav1.TerraformCluster, hash string) error {
+	latest := &infrav1.TerraformCluster{}
+	if err := r.Client.Get(ctx, client.ObjectKeyFromObject(tc), latest); err != nil {
+		return err
+	}
+	if latest.Annotations[infrav1.AnnotationApprovePlan] != hash {
+		return nil
+	}
+	patch := client.MergeFromWithOptions(latest.DeepCopy(), client.MergeFromWithOptimisticLock{})
+	delete(latest.Annotations, infrav1.AnnotationApprovePlan)
+	if err := r.Client.Patch(ctx, latest, patch); err != nil {
+		return fmt.Errorf("remove the consumed approval: %w", err)
+	}
+	return nil
+}

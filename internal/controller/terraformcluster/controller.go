@@ -1,0 +1,166 @@
+// Package terraformcluster reconciles TerraformClusters: it renders a
+// cluster's inputs, runs runner Jobs, and under applyPolicy Manual applies a
+// change only after a person approved its plan hash (spec 001).
+//
+// Files by phase: inputs.go (variables and rendering), secrets.go (plan
+// key, durable inputs, state), jobs.go (runner Jobs and their reports),
+// approval.go (the Manual flow), status.go (conditions).
+package terraformcluster
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/client-go/tools/events"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
+
+	infrav1 "github.com/captf/captf/api/v1alpha1"
+)
+
+// Recheck is how long an idle or waiting object rests before the manager
+// looks again; a change of the object or of its Jobs acts at once.
+const Recheck = 10 * time.Minute
+
+// Reconciler reconciles TerraformClusters.
+type Reconciler struct {
+	Client client.Client
+	// Reader reads from the API server itself, not the cache: the object,
+	// its Jobs and their pods, so a reconcile never acts on a status or a
+	// Job it wrote a moment ago but the cache has not seen yet (which would
+	// start a second Job on the same state).
+	Reader   client.Reader
+	Recorder events.EventRecorder
+	// RunnerImage holds captf-runner at RunnerImagePath; an init container
+	// copies it into every runner Job.
+	RunnerImage string
+	// JobEnv is added to the runner container, e.g. KUBE_IN_CLUSTER_CONFIG
+	// for terraform's kubernetes backend.
+	JobEnv []corev1.EnvVar
+	// RetryBase is the first wait after a failed apply; it doubles with each
+	// failure in a row, up to Recheck.
+	RetryBase time.Duration
+}
+
+// SetupWithManager registers the reconciler: TerraformClusters and the
+// Jobs they own.
+func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, opts controller.Options) error {
+	return ctrl.NewControllerManagedBy(mgr).
+		For(&infrav1.TerraformCluster{}).
+		Owns(&batchv1.Job{}).
+		WithOptions(opts).
+		Complete(r)
+}
+
+// +kubebuilder:rbac:groups=infrastructure.cluster.x-k8s.io,resources=terraformclusters,verbs=get;list;watch;update;patch
+// +kubebuilder:rbac:groups=infrastructure.cluster.x-k8s.io,resources=terraformclusters/status,verbs=get;update;patch
+// +kubebuilder:rbac:groups=batch,resources=jobs,verbs=get;list;watch;create;update;patch;delete
+// +kubebuilder:rbac:groups="",resources=pods,verbs=get;list;watch
+// +kubebuilder:rbac:groups="",resources=secrets;configmaps,verbs=get;list;watch;create;update;patch;delete
+// +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
+
+// Reconcile brings one TerraformCluster a step closer to its spec and
+// writes its status once, at the end.
+func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	tc := &infrav1.TerraformCluster{}
+	if err := r.Reader.Get(ctx, req.NamespacedName, tc); err != nil {
+		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	if !tc.DeletionTimestamp.IsZero() {
+		// Destroy on delete is not built yet (issue 3): nothing to do.
+		return ctrl.Result{}, nil
+	}
+	before := tc.DeepCopy()
+	res, err := r.reconcileNormal(ctx, tc)
+	if err == nil {
+		tc.Status.ObservedGeneration = tc.Generation
+	}
+	if perr := r.Client.Status().Patch(ctx, tc, client.MergeFrom(before)); perr != nil {
+		err = errors.Join(err, perr)
+	}
+	return res, err
+}
+
+// reconcileNormal: inputs, the finished Job, then what is due.
+func (r *Reconciler) reconcileNormal(ctx context.Context, tc *infrav1.TerraformCluster) (ctrl.Result, error) {
+	key, err := r.planKey(ctx, tc)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	root, err := r.render(ctx, tc, key)
+	if errors.Is(err, errInputs) {
+		// The message names the variable and its source, never a value.
+		setCondition(tc, infrav1.ConditionApplyJobSucceeded, false, ReasonInvalidInputs, err.Error())
+		return ctrl.Result{RequeueAfter: time.Minute}, nil
+	}
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	if tc.Status.ActiveJob != nil {
+		done, err := r.finishJob(ctx, tc, root)
+		if err != nil || !done || tc.Status.ActiveJob != nil {
+			return ctrl.Result{}, err
+		}
+	}
+
+	applied, err := r.applied(ctx, tc)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	stateHash, err := r.stateInputsHash(ctx, tc)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	failed := failedRun(tc.Status.LastRun)
+	applyFailed := failed && tc.Status.LastRun.Operation == infrav1.OperationApply
+	if stateHash == root.InputsHash && !applyFailed {
+		// Nothing is due: a waiting plan is moot.
+		tc.Status.Plan = nil
+		setProvisioned(tc)
+		return ctrl.Result{RequeueAfter: Recheck}, nil
+	}
+	if failed {
+		if wait := r.backoff(tc); wait > 0 {
+			return ctrl.Result{RequeueAfter: wait}, nil
+		}
+	}
+	if tc.Spec.ApplyPolicy != infrav1.ApplyManual || !applied {
+		// Automatic, or the first apply of a new object: not gated.
+		// Switching to Automatic applies what waited and clears the plan.
+		tc.Status.Plan = nil
+		if err := r.startJob(ctx, tc, root, infrav1.OperationApply, "", false); err != nil {
+			return ctrl.Result{}, err
+		}
+		setCondition(tc, infrav1.ConditionApplyJobSucceeded, unknown, ReasonApplying, "An apply Job runs.")
+		return ctrl.Result{}, nil
+	}
+	return r.reconcileManual(ctx, tc, root)
+}
+
+// failedRun reports whether the last run failed for a reason other than a
+// moved plan (which counts toward no retry). A failed apply is due again;
+// either kind waits out the backoff first, so a failing Job never loops.
+func failedRun(run *infrav1.RunStatus) bool {
+	return run != nil && !run.Succeeded &&
+		(run.Error == nil || run.Error.Kind != infrav1.ErrorKindPlanChanged)
+}
+
+// backoff is how much longer to wait before retrying a failed run.
+func (r *Reconciler) backoff(tc *infrav1.TerraformCluster) time.Duration {
+	run := tc.Status.LastRun
+	if run == nil || run.FinishedAt == nil {
+		return 0
+	}
+	wait := r.RetryBase
+	if wait <= 0 {
+		wait = 30 * time.Second
+	}
+	for i := 1; i < int(tc.Status.Failures) && wait < Recheck; i++ {
+		wait *= 2
+	}
+	return time.Until(run.FinishedAt.Add(min(wait, Recheck)))
+}

@@ -1,0 +1,120 @@
+package terraformcluster
+
+import (
+	"context"
+	"fmt"
+
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	infrav1 "github.com/captf/captf/api/v1alpha1"
+	"github.com/captf/captf/internal/render"
+	"github.com/captf/captf/internal/runner"
+	"github.com/captf/captf/pkg/fingerprint"
+)
+
+func nowTime() metav1.Time { return metav1.Now() }
+
+// finishJob handles the active Job once it finished: it reads the report,
+// records the run, and moves the flow on. done is false while the Job
+// still runs (its watch brings the object back).
+func (r *Reconciler) finishJob(ctx context.Context, tc *infrav1.TerraformCluster, root *render.Root) (done bool, err error) {
+	active := tc.Status.ActiveJob
+	job := &batchv1.Job{}
+	if err := r.Reader.Get(ctx, client.ObjectKey{Namespace: tc.Namespace, Name: active.Name}, job); err != nil {
+		if apierrors.IsNotFound(err) {
+			tc.Status.ActiveJob = nil
+			return true, nil
+		}
+		return false, err
+	}
+	finished, succeeded := jobFinished(job)
+	if !finished {
+		return false, nil
+	}
+	msg, err := r.report(ctx, job)
+	if err != nil {
+		return false, err
+	}
+	now := nowTime()
+	run := &infrav1.RunStatus{Job: job.Name, Operation: active.Operation, StartedAt: job.Status.StartTime, FinishedAt: &now, Succeeded: succeeded}
+	tc.Status.ActiveJob = nil
+	tc.Status.LastRun = run
+	if err := r.deleteRun(ctx, job); err != nil {
+		return false, err
+	}
+	if msg == nil {
+		run.Succeeded = false
+		run.Error = &infrav1.RunError{Kind: runner.OutcomeFailed, Message: "the Job left no report"}
+		return true, r.failed(tc, active.Operation, run)
+	}
+
+	switch msg.Outcome {
+	case runner.OutcomePlanned:
+		tc.Status.Failures = 0
+		if msg.Plan.Empty() {
+			// An empty plan needs no approval, but the apply plans again
+			// and stops if the plan is no longer empty.
+			return true, r.startJob(ctx, tc, root, infrav1.OperationApply, fingerprint.EmptyPlanHash, false)
+		}
+		r.recordPlan(tc, job.Name, msg.Plan, root.InputsHash, infrav1.ReasonPlanAwaitingApproval)
+		r.Recorder.Eventf(tc, job, corev1.EventTypeNormal, infrav1.EventPlanReady, "Plan",
+			"Plan %s waits for approval: %d to add, %d to change, %d to destroy, %d output changes.",
+			msg.Plan.PlanHash, msg.Plan.Add, msg.Plan.Change, msg.Plan.Destroy, msg.Plan.OutputChanges)
+	case runner.OutcomeApplied, runner.OutcomeNoChanges:
+		tc.Status.Failures = 0
+		if err := r.markApplied(ctx, tc); err != nil {
+			return false, err
+		}
+		if hash := job.Annotations[infrav1.AnnotationApprovedPlan]; hash != "" {
+			if err := r.consumeApproval(ctx, tc, hash); err != nil {
+				return false, err
+			}
+			r.Recorder.Eventf(tc, job, corev1.EventTypeNormal, infrav1.EventPlanApplied, "Apply", "Plan %s applied.", hash)
+		}
+		tc.Status.Plan = nil
+	case runner.OutcomePlanChanged:
+		// Nothing was applied. This is not a failure: no backoff, no cap.
+		run.Error = &infrav1.RunError{Kind: infrav1.ErrorKindPlanChanged, Message: "The fresh plan does not hash to the approved one; nothing was applied."}
+		if err := r.annotateJob(ctx, job, infrav1.AnnotationPlanChanged, msg.Plan.PlanHash); err != nil {
+			return false, err
+		}
+		r.recordPlan(tc, job.Name, msg.Plan, root.InputsHash, infrav1.ReasonPlanChanged)
+		r.Recorder.Eventf(tc, job, corev1.EventTypeWarning, infrav1.EventPlanChanged, "Apply",
+			"The plan moved since %s was approved; nothing was applied. The new plan %s waits for approval.",
+			job.Annotations[infrav1.AnnotationApprovedPlan], msg.Plan.PlanHash)
+	default:
+		run.Succeeded = false
+		run.Error = &infrav1.RunError{Kind: msg.Outcome, Message: msg.Error}
+		return true, r.failed(tc, active.Operation, run)
+	}
+	return true, nil
+}
+
+// failed records a failed run. A failed apply keeps status.plan and the
+// approval, so the retry (after the backoff) expects the same plan.
+func (r *Reconciler) failed(tc *infrav1.TerraformCluster, op infrav1.Operation, run *infrav1.RunStatus) error {
+	reason := ReasonApplyFailed
+	if op == infrav1.OperationPlan {
+		reason = ReasonPlanFailed
+	}
+	tc.Status.Failures++
+	msg := fmt.Sprintf("Job %s failed (%s)", run.Job, run.Error.Kind)
+	if run.Error.Message != "" {
+		msg += ": " + run.Error.Message
+	}
+	setCondition(tc, infrav1.ConditionApplyJobSucceeded, false, reason, msg)
+	return nil
+}
+
+func (r *Reconciler) annotateJob(ctx context.Context, job *batchv1.Job, key, value string) error {
+	before := job.DeepCopy()
+	if job.Annotations == nil {
+		job.Annotations = map[string]string{}
+	}
+	job.Annotations[key] = value
+	return r.Client.Patch(ctx, job, client.MergeFrom(before))
+}

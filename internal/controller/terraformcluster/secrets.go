@@ -1,0 +1,151 @@
+package terraformcluster
+
+import (
+	"bytes"
+	"compress/gzip"
+	"context"
+	"crypto/rand"
+	"encoding/json"
+	"fmt"
+	"io"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+
+	infrav1 "github.com/captf/captf/api/v1alpha1"
+	"github.com/captf/captf/internal/render"
+	"github.com/captf/captf/pkg/fingerprint"
+)
+
+func ownerLabels(tc *infrav1.TerraformCluster) map[string]string {
+	return map[string]string{
+		infrav1.LabelManaged:   "true",
+		infrav1.LabelOwnerKind: "TerraformCluster",
+		infrav1.LabelOwnerName: tc.Name,
+	}
+}
+
+// planKey returns the object's plan key, creating the Secret on first use:
+// 32 random bytes under "key", owned by the object, never rotated. It also
+// keys the inputs hash, so it is created under both apply policies (see
+// docs/runner-job.md).
+func (r *Reconciler) planKey(ctx context.Context, tc *infrav1.TerraformCluster) ([]byte, error) {
+	name := planKeyName(tc.Name)
+	var s corev1.Secret
+	err := r.Client.Get(ctx, client.ObjectKey{Namespace: tc.Namespace, Name: name}, &s)
+	if apierrors.IsNotFound(err) {
+		key := make([]byte, fingerprint.MinKeySize)
+		if _, err := rand.Read(key); err != nil {
+			return nil, fmt.Errorf("plan key: %w", err)
+		}
+		s = corev1.Secret{
+			ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: tc.Namespace, Labels: ownerLabels(tc)},
+			Data:       map[string][]byte{"key": key},
+		}
+		if err := controllerutil.SetOwnerReference(tc, &s, r.Client.Scheme()); err != nil {
+			return nil, err
+		}
+		if err := r.Client.Create(ctx, &s); err != nil {
+			// Another reconcile may have won: read what it wrote.
+			return nil, fmt.Errorf("create plan key: %w", err)
+		}
+		return key, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("plan key: %w", err)
+	}
+	if len(s.Data["key"]) < fingerprint.MinKeySize {
+		return nil, fmt.Errorf("plan key Secret %s holds %d bytes under key; at least %d are needed", name, len(s.Data["key"]), fingerprint.MinKeySize)
+	}
+	return s.Data["key"], nil
+}
+
+// writeDurableInputs writes captf-inputs-tfc-<name> when an apply Job
+// starts: the rendered files and the image and identity annotations. The
+// applied marker and the pinned digest it already carries stay.
+func (r *Reconciler) writeDurableInputs(ctx context.Context, tc *infrav1.TerraformCluster, root *render.Root) error {
+	s := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: inputsName(tc.Name), Namespace: tc.Namespace}}
+	_, err := controllerutil.CreateOrPatch(ctx, r.Client, s, func() error {
+		s.Labels = ownerLabels(tc)
+		if s.Annotations == nil {
+			s.Annotations = map[string]string{}
+		}
+		if s.Annotations[infrav1.AnnotationImage] != tc.Spec.Image {
+			// A new image reference clears the pinned digest (spec 004).
+			delete(s.Annotations, infrav1.AnnotationImageDigest)
+		}
+		s.Annotations[infrav1.AnnotationImage] = tc.Spec.Image
+		s.Annotations[infrav1.AnnotationIdentity] = identity(tc)
+		s.Data = map[string][]byte{"main.tf.json": root.MainTF, "terraform.tfvars.json": root.Vars}
+		return controllerutil.SetOwnerReference(tc, s, r.Client.Scheme())
+	})
+	if err != nil {
+		return fmt.Errorf("durable inputs: %w", err)
+	}
+	return nil
+}
+
+// markApplied sets the applied marker after a successful apply.
+func (r *Reconciler) markApplied(ctx context.Context, tc *infrav1.TerraformCluster) error {
+	var s corev1.Secret
+	if err := r.Client.Get(ctx, client.ObjectKey{Namespace: tc.Namespace, Name: inputsName(tc.Name)}, &s); err != nil {
+		return fmt.Errorf("durable inputs: %w", err)
+	}
+	if s.Annotations[infrav1.AnnotationApplied] == "true" {
+		return nil
+	}
+	before := s.DeepCopy()
+	s.Annotations[infrav1.AnnotationApplied] = "true"
+	return r.Client.Patch(ctx, &s, client.MergeFrom(before))
+}
+
+// applied reports the applied marker.
+func (r *Reconciler) applied(ctx context.Context, tc *infrav1.TerraformCluster) (bool, error) {
+	var s corev1.Secret
+	err := r.Client.Get(ctx, client.ObjectKey{Namespace: tc.Namespace, Name: inputsName(tc.Name)}, &s)
+	if apierrors.IsNotFound(err) {
+		return false, nil
+	}
+	return s.Annotations[infrav1.AnnotationApplied] == "true", err
+}
+
+// stateInputsHash reads the inputs hash the state records, "" when there is
+// no state or no hash. Only that output is read; no value is logged.
+func (r *Reconciler) stateInputsHash(ctx context.Context, tc *infrav1.TerraformCluster) (string, error) {
+	var s corev1.Secret
+	err := r.Client.Get(ctx, client.ObjectKey{Namespace: tc.Namespace, Name: stateSecretName(tc.Name)}, &s)
+	if apierrors.IsNotFound(err) {
+		return "", nil
+	}
+	if err != nil {
+		return "", fmt.Errorf("state: %w", err)
+	}
+	zr, err := gzip.NewReader(bytes.NewReader(s.Data["tfstate"]))
+	if err != nil {
+		return "", fmt.Errorf("state: %w", err)
+	}
+	raw, err := io.ReadAll(zr)
+	if err != nil {
+		return "", fmt.Errorf("state: %w", err)
+	}
+	var state struct {
+		Outputs map[string]struct {
+			Value any `json:"value"`
+		} `json:"outputs"`
+	}
+	if err := json.Unmarshal(raw, &state); err != nil {
+		return "", fmt.Errorf("state: %w", err)
+	}
+	h, _ := state.Outputs[render.HashOutput].Value.(string)
+	return h, nil
+}
+
+func identity(tc *infrav1.TerraformCluster) string {
+	if id := tc.Spec.Identity; id != nil {
+		return id.Kind + "/" + id.Name
+	}
+	return ""
+}
