@@ -138,11 +138,63 @@ func (h *harness) wait(tc *infrav1.TerraformCluster, what string, cond func(*inf
 
 func (h *harness) setSize(tc *infrav1.TerraformCluster, size string) {
 	h.t.Helper()
+	h.setVar(tc, "size", `"`+size+`"`)
+}
+
+// setVar sets an inline variable to a JSON value, adding it if missing.
+func (h *harness) setVar(tc *infrav1.TerraformCluster, name, value string) {
+	h.t.Helper()
 	before := tc.DeepCopy()
-	tc.Spec.Variables[0].Value = &apiextensionsv1.JSON{Raw: []byte(`"` + size + `"`)}
+	v := &apiextensionsv1.JSON{Raw: []byte(value)}
+	found := false
+	for i := range tc.Spec.Variables {
+		if tc.Spec.Variables[i].Name == name {
+			tc.Spec.Variables[i].Value, found = v, true
+		}
+	}
+	if !found {
+		tc.Spec.Variables = append(tc.Spec.Variables, infrav1.Variable{Name: name, Value: v})
+	}
 	if err := h.c.Patch(context.Background(), tc, client.MergeFrom(before)); err != nil {
 		h.t.Fatal(err)
 	}
+}
+
+// approve sets captf.io/approve-plan.
+func (h *harness) approve(tc *infrav1.TerraformCluster, hash string) {
+	h.t.Helper()
+	before := tc.DeepCopy()
+	if tc.Annotations == nil {
+		tc.Annotations = map[string]string{}
+	}
+	tc.Annotations[infrav1.AnnotationApprovePlan] = hash
+	if err := h.c.Patch(context.Background(), tc, client.MergeFrom(before)); err != nil {
+		h.t.Fatal(err)
+	}
+}
+
+// waitingPlan waits for a plan that waits for approval with reason.
+func (h *harness) waitingPlan(tc *infrav1.TerraformCluster, reason string) *infrav1.PlanStatus {
+	h.t.Helper()
+	h.wait(tc, "a plan waiting ("+reason+")", func(tc *infrav1.TerraformCluster) bool {
+		c := condition(tc, infrav1.ConditionApplyJobSucceeded)
+		return tc.Status.Plan != nil && tc.Status.ActiveJob == nil && c != nil && c.Reason == reason
+	})
+	return tc.Status.Plan
+}
+
+// mounts says whether a Job mounts the plan key, and with which mode.
+func planKeyMount(j *batchv1.Job) (mounted bool, mode int32) {
+	for _, v := range j.Spec.Template.Spec.Volumes {
+		if v.Secret != nil && v.Secret.SecretName == planKeyName(j.Labels[infrav1.LabelOwnerName]) {
+			for _, m := range j.Spec.Template.Spec.Containers[0].VolumeMounts {
+				if m.Name == v.Name && m.MountPath == filepath.Dir(infrav1.PathPlanKey) && m.ReadOnly {
+					return true, *v.Secret.DefaultMode
+				}
+			}
+		}
+	}
+	return false, 0
 }
 
 func condition(tc *infrav1.TerraformCluster, typ string) *metav1.Condition {
@@ -216,6 +268,10 @@ func TestManualApproval(t *testing.T) {
 
 	// The first apply of a new object is not gated.
 	h.wait(tc, "first apply", ready)
+	var key corev1.Secret
+	if err := h.c.Get(ctx, client.ObjectKey{Namespace: "default", Name: planKeyName("manual")}, &key); err != nil || len(key.Data["key"]) != 32 {
+		t.Fatalf("plan key Secret: %v %d bytes", err, len(key.Data["key"]))
+	}
 
 	// A change is planned and waits; waiting does not make Ready false.
 	h.setSize(tc, "large")
@@ -266,6 +322,20 @@ func TestManualApproval(t *testing.T) {
 		t.Errorf("events %v", reasons(evs))
 	}
 
+	// The plan key is mounted (read-only, 0440) on the plan Job and the
+	// approved apply only, and the Secret was never replaced or rotated.
+	for _, j := range h.jobs(tc) {
+		mounted, mode := planKeyMount(&j)
+		want := j.Labels["captf.io/operation"] == "plan" || j.Annotations[infrav1.AnnotationApprovedPlan] != ""
+		if mounted != want || (mounted && mode != 0o440) {
+			t.Errorf("Job %s (%s): plan key mounted %v mode %o, want mounted %v", j.Name, j.Labels["captf.io/operation"], mounted, mode, want)
+		}
+	}
+	var keyAfter corev1.Secret
+	if err := h.c.Get(ctx, client.ObjectKeyFromObject(&key), &keyAfter); err != nil || keyAfter.UID != key.UID || string(keyAfter.Data["key"]) != string(key.Data["key"]) {
+		t.Errorf("the plan key Secret changed: %v", err)
+	}
+
 	// The sensitive value reaches no field of the object and no event; the
 	// inline value (the user's own spec) reaches neither status nor events.
 	obj, _ := json.Marshal(tc)
@@ -274,6 +344,88 @@ func TestManualApproval(t *testing.T) {
 	if strings.Contains(string(obj)+string(evb), canary) || strings.Contains(string(status)+string(evb), "large") {
 		t.Errorf("a value reached the object or its events")
 	}
+}
+
+// TestPlanChanged approves a plan that is stale by the time it is applied:
+// nothing is applied, the new plan replaces the old one and waits, and the
+// move is not a failure. Switching to Automatic then applies what waited.
+func TestPlanChanged(t *testing.T) {
+	h := start(t)
+	ctx := context.Background()
+	tc := h.create("moving", infrav1.ApplyManual, "small")
+	h.wait(tc, "first apply", ready)
+	stateBefore := h.stateHash(tc)
+
+	h.setVar(tc, "moving", "true")
+	p := h.waitingPlan(tc, infrav1.ReasonPlanAwaitingApproval)
+	// plantimestamp() has a resolution of one second: let one pass so the
+	// apply's fresh plan cannot fall in the same second as this one.
+	time.Sleep(1100 * time.Millisecond)
+	h.approve(tc, p.PlanHash)
+	fresh := h.waitingPlan(tc, infrav1.ReasonPlanChanged)
+	if fresh.PlanHash == p.PlanHash {
+		t.Fatal("the plan changed but status.plan still holds the approved hash")
+	}
+	if run := tc.Status.LastRun; run == nil || run.Error == nil || run.Error.Kind != infrav1.ErrorKindPlanChanged || tc.Status.Failures != 0 {
+		t.Errorf("lastRun %+v, failures %d", tc.Status.LastRun, tc.Status.Failures)
+	}
+	if c := condition(tc, infrav1.ConditionApplyJobSucceeded); c.Status != metav1.ConditionUnknown || !strings.Contains(c.Message, "captf.io/approve-plan="+fresh.PlanHash) {
+		t.Errorf("condition %+v", c)
+	}
+	var job batchv1.Job
+	if err := h.c.Get(ctx, client.ObjectKey{Namespace: "default", Name: tc.Status.LastRun.Job}, &job); err != nil || job.Annotations[infrav1.AnnotationPlanChanged] == "" {
+		t.Errorf("the refused Job is not annotated %s: %v", infrav1.AnnotationPlanChanged, job.Annotations)
+	}
+	if got := h.stateHash(tc); got != stateBefore {
+		t.Error("a refused apply changed the state")
+	}
+	evs := h.events(tc)
+	for _, e := range evs {
+		if e.Reason == infrav1.EventPlanChanged && e.Type != corev1.EventTypeWarning {
+			t.Errorf("PlanChanged is a %s event", e.Type)
+		}
+	}
+	if count(evs, infrav1.EventPlanChanged) != 1 || count(evs, infrav1.EventPlanApplied) != 0 {
+		t.Errorf("events %v", reasons(evs))
+	}
+
+	// Switching to Automatic applies what waited and clears status.plan.
+	before := tc.DeepCopy()
+	tc.Spec.ApplyPolicy = infrav1.ApplyAutomatic
+	if err := h.c.Patch(ctx, tc, client.MergeFrom(before)); err != nil {
+		t.Fatal(err)
+	}
+	h.wait(tc, "applied under Automatic", func(tc *infrav1.TerraformCluster) bool {
+		return ready(tc) && tc.Status.Plan == nil
+	})
+	if h.stateHash(tc) == stateBefore {
+		t.Error("nothing was applied after the switch to Automatic")
+	}
+}
+
+// TestOutputOnlyPlan: a plan that changes only an output waits for
+// approval like any other.
+func TestOutputOnlyPlan(t *testing.T) {
+	h := start(t)
+	tc := h.create("outputs", infrav1.ApplyManual, "small")
+	h.wait(tc, "first apply", ready)
+	h.setVar(tc, "label", `"blue"`)
+	p := h.waitingPlan(tc, infrav1.ReasonPlanAwaitingApproval)
+	if p.Add+p.Change+p.Destroy != 0 || p.OutputChanges == 0 || len(p.Resources) != 0 {
+		t.Errorf("output-only plan %+v", p)
+	}
+	h.approve(tc, p.PlanHash)
+	h.wait(tc, "applied", func(tc *infrav1.TerraformCluster) bool { return ready(tc) && tc.Status.Plan == nil })
+}
+
+func (h *harness) stateHash(tc *infrav1.TerraformCluster) string {
+	h.t.Helper()
+	r := &Reconciler{Client: h.c}
+	got, err := r.stateInputsHash(context.Background(), tc)
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	return got
 }
 
 func TestInvalidInputs(t *testing.T) {

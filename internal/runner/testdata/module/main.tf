@@ -8,10 +8,31 @@ variable "token" {
   sensitive = true
 }
 
+# moving makes every plan differ from the last (a clock), so an approved
+# plan is always stale by the time it is applied.
+variable "moving" {
+  type    = bool
+  default = false
+}
+
+# label changes only an output.
+variable "label" {
+  type    = string
+  default = ""
+}
+
 resource "terraform_data" "node" {
   input = { size = var.size, token = var.token }
 }
 
+resource "terraform_data" "clock" {
+  input = var.moving ? plantimestamp() : "still"
+}
+
 output "size" {
   value = var.size
+}
+
+output "label" {
+  value = var.label
 }
