@@ -418,6 +418,29 @@ func TestOutputOnlyPlan(t *testing.T) {
 	h.wait(tc, "applied", func(tc *infrav1.TerraformCluster) bool { return ready(tc) && tc.Status.Plan == nil })
 }
 
+// TestApprovalRace writes a newer approval while the approved apply runs:
+// the manager consumes only the value it applied, so the newer one stays.
+func TestApprovalRace(t *testing.T) {
+	h := start(t)
+	tc := h.create("race", infrav1.ApplyManual, "small")
+	h.wait(tc, "first apply", ready)
+	h.setSize(tc, "medium")
+	p := h.waitingPlan(tc, infrav1.ReasonPlanAwaitingApproval)
+	h.approve(tc, p.PlanHash)
+	h.wait(tc, "the approved apply starts", func(tc *infrav1.TerraformCluster) bool {
+		return tc.Status.ActiveJob != nil && tc.Status.ActiveJob.Operation == infrav1.OperationApply
+	})
+	newer := "p2:" + strings.Repeat("0", 64)
+	h.approve(tc, newer)
+	h.wait(tc, "applied", func(tc *infrav1.TerraformCluster) bool { return ready(tc) && tc.Status.Plan == nil })
+	if got := tc.Annotations[infrav1.AnnotationApprovePlan]; got != newer {
+		t.Errorf("approve-plan = %q after the apply, want the newer %q to survive", got, newer)
+	}
+	if n := count(h.events(tc), infrav1.EventPlanApplied); n != 1 {
+		t.Errorf("%d PlanApplied events", n)
+	}
+}
+
 func (h *harness) stateHash(tc *infrav1.TerraformCluster) string {
 	h.t.Helper()
 	r := &Reconciler{Client: h.c}
