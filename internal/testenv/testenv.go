@@ -13,6 +13,8 @@ import (
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
+
+	"github.com/captf/captf/internal/tftest"
 )
 
 // Versions hack/install-envtest.sh builds by default.
@@ -26,16 +28,7 @@ func Assets(t testing.TB) string {
 	t.Helper()
 	dir := os.Getenv("KUBEBUILDER_ASSETS")
 	if dir == "" {
-		cache := os.Getenv("CAPTF_CACHE")
-		if cache == "" {
-			base := os.Getenv("XDG_CACHE_HOME")
-			if base == "" {
-				home, _ := os.UserHomeDir()
-				base = filepath.Join(home, ".cache")
-			}
-			cache = filepath.Join(base, "captf")
-		}
-		dir = filepath.Join(cache, "envtest", "kube-"+KubeVersion+"-etcd-"+EtcdVersion+"-"+runtime.Version()+"-"+runtime.GOOS+"-"+runtime.GOARCH)
+		dir = filepath.Join(tftest.CacheDir(), "envtest", "kube-"+KubeVersion+"-etcd-"+EtcdVersion+"-"+runtime.Version()+"-"+runtime.GOOS+"-"+runtime.GOARCH)
 	}
 	for _, bin := range []string{"kube-apiserver", "etcd"} {
 		if _, err := os.Stat(filepath.Join(dir, bin)); err != nil {

@@ -42,21 +42,26 @@ func Terraform(t testing.TB) Binary {
 // Tofu returns the tofu binary or fails the test.
 func Tofu(t testing.TB) Binary {
 	t.Helper()
-	cache := os.Getenv("CAPTF_CACHE")
-	if cache == "" {
-		base := os.Getenv("XDG_CACHE_HOME")
-		if base == "" {
-			home, _ := os.UserHomeDir()
-			base = filepath.Join(home, ".cache")
-		}
-		cache = filepath.Join(base, "captf")
-	}
-	built := filepath.Join(cache, "tofu", TofuVersion, runtime.GOOS+"-"+runtime.GOARCH, "tofu")
+	built := filepath.Join(CacheDir(), "tofu", TofuVersion, runtime.GOOS+"-"+runtime.GOARCH, "tofu")
 	p := find("CAPTF_TOFU", "tofu", built)
 	if p == "" {
 		t.Fatalf("tofu not found at $CAPTF_TOFU, on PATH or at %s: run hack/install-tofu.sh (make test does)", built)
 	}
 	return Binary{Name: "tofu", Path: p}
+}
+
+// CacheDir is where the hack/ scripts cache what they build:
+// $CAPTF_CACHE, else $XDG_CACHE_HOME/captf, else ~/.cache/captf.
+func CacheDir() string {
+	if c := os.Getenv("CAPTF_CACHE"); c != "" {
+		return c
+	}
+	base := os.Getenv("XDG_CACHE_HOME")
+	if base == "" {
+		home, _ := os.UserHomeDir()
+		base = filepath.Join(home, ".cache")
+	}
+	return filepath.Join(base, "captf")
 }
 
 func find(env, name, built string) string {
