@@ -202,8 +202,8 @@ func (t *tree) equalMarker(a int32, aInherited bool, b int32, bInherited bool) b
 	return bytes.Equal(t.appendMarker(nil, a), t.appendMarker(nil, b))
 }
 
-// appendField writes ,"name": (or just "name": when first) and returns
-// whether the next field is no longer first.
+// appendKey writes ,"name": (or just "name": when first); name needs no
+// escaping.
 func appendKey(dst []byte, first bool, name string) []byte {
 	if !first {
 		dst = append(dst, ',')

@@ -267,9 +267,6 @@ func (e *effect) emit(b, a, u, sb, sa int32, bs, as bool) {
 		if e.sensCut >= 0 {
 			cut = e.sensCut
 		}
-		if bs || as {
-			cut = min(cut, len(e.steps))
-		}
 		l.path = pathString(e.steps[:cut])
 	}
 	e.list = append(e.list, l)

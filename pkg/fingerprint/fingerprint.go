@@ -119,7 +119,6 @@ func Compute(key []byte, r io.Reader) (*Result, error) {
 // Compute reads a plan document from r and returns its fingerprint.
 func (h *Hasher) Compute(r io.Reader) (*Result, error) {
 	c := &computation{
-		h:   h,
 		mac: hmac.New(sha256.New, h.key),
 		s:   newScanner(r),
 	}
@@ -142,7 +141,6 @@ func Matches(approved, fresh string) bool {
 
 // computation is the state of one Compute call.
 type computation struct {
-	h      *Hasher
 	mac    hash.Hash
 	s      *scanner
 	t      tree
