@@ -25,7 +25,7 @@ func main() {
 func run(ctx context.Context, args []string) int {
 	j := runner.Job{Stdout: os.Stdout, Stderr: os.Stderr}
 	fs := flag.NewFlagSet("captf-runner", flag.ContinueOnError)
-	fs.StringVar(&j.Operation, "operation", "", "plan or apply")
+	fs.StringVar(&j.Operation, "operation", "", "plan, apply or destroy")
 	fs.StringVar(&j.Inputs, "inputs", infrav1.PathInputs, "folder of main.tf.json and terraform.tfvars.json")
 	fs.StringVar(&j.Module, "module", infrav1.PathModule, "the module folder, linked as ./module in the work folder")
 	fs.StringVar(&j.Workdir, "workdir", "/captf/work", "writable folder to run terraform in")

@@ -19,7 +19,7 @@ var InputFiles = []string{"main.tf.json", "terraform.tfvars.json"}
 // Job is one run of a runner Job: the operation, where its inputs, runtime
 // and key are mounted, and where the report for the manager goes.
 type Job struct {
-	Operation  string // plan or apply
+	Operation  string // plan, apply or destroy
 	Inputs     string // folder holding InputFiles
 	Module     string // the module folder; linked as ./module in Workdir
 	Workdir    string // writable folder the root module runs in
@@ -60,8 +60,8 @@ func (j *Job) Run(ctx context.Context) int {
 
 func (j *Job) run(ctx context.Context) (Message, error) {
 	var msg Message
-	gated := j.Operation == "plan" || j.ExpectPlan != ""
-	if j.Operation != "plan" && j.Operation != "apply" {
+	gated := j.Operation == "plan" || (j.Operation == "apply" && j.ExpectPlan != "")
+	if j.Operation != "plan" && j.Operation != "apply" && j.Operation != "destroy" {
 		return msg, fmt.Errorf("%w: unknown operation %q", ErrBadInput, j.Operation)
 	}
 	if err := CheckHash(j.ExpectPlan); err != nil {
@@ -97,6 +97,16 @@ func (j *Job) run(ctx context.Context) (Message, error) {
 		}
 		defer p.Close()
 		msg.Outcome, msg.Plan = OutcomePlanned, &p.Report
+		return msg, nil
+	case j.Operation == "destroy":
+		// Destroy is not gated (spec 004 mounts no plan key on it).
+		if err := r.prepare(ctx); err != nil {
+			return msg, err
+		}
+		if err := r.TF.Destroy(ctx); err != nil {
+			return msg, err
+		}
+		msg.Outcome = OutcomeDestroyed
 		return msg, nil
 	case gated:
 		out, err := r.Apply(ctx, j.ExpectPlan)

@@ -14,6 +14,7 @@ const MaxMessage = 4096
 const (
 	OutcomePlanned     = "planned"      // a plan Job made a plan
 	OutcomeApplied     = "applied"      // the approved plan was applied
+	OutcomeDestroyed   = "destroyed"    // a destroy Job destroyed everything
 	OutcomeNoChanges   = "no-changes"   // the fresh plan was empty; nothing to apply
 	OutcomePlanChanged = "plan-changed" // the fresh plan moved; nothing applied
 	OutcomeBadInput    = "bad-input"    // plan key, plan document or arguments refused

@@ -121,6 +121,11 @@ func (t *Terraform) ApplyAuto(ctx context.Context) error {
 	return t.run(ctx, t.Stdout, "apply", "-input=false", "-no-color", "-auto-approve")
 }
 
+// Destroy destroys everything the state holds, with no saved plan.
+func (t *Terraform) Destroy(ctx context.Context) error {
+	return t.run(ctx, t.Stdout, "apply", "-destroy", "-input=false", "-no-color", "-auto-approve")
+}
+
 func (t *Terraform) run(ctx context.Context, stdout io.Writer, args ...string) error {
 	return t.runTo(ctx, stdout, t.stderr(), args...)
 }

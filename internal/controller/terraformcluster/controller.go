@@ -18,6 +18,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	infrav1 "github.com/captf/captf/api/v1alpha1"
 )
@@ -70,12 +71,18 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if err := r.Reader.Get(ctx, req.NamespacedName, tc); err != nil {
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
-	if !tc.DeletionTimestamp.IsZero() {
-		// Destroy on delete is not built yet (issue 3): nothing to do.
-		return ctrl.Result{}, nil
-	}
 	before := tc.DeepCopy()
-	res, err := r.reconcileNormal(ctx, tc)
+	var res ctrl.Result
+	var err error
+	if tc.DeletionTimestamp.IsZero() {
+		res, err = r.reconcileNormal(ctx, tc)
+	} else {
+		res, err = r.reconcileDelete(ctx, tc)
+		if err == nil && !controllerutil.ContainsFinalizer(tc, Finalizer) {
+			// Released: the object is going away; no status to write.
+			return res, nil
+		}
+	}
 	if err == nil {
 		tc.Status.ObservedGeneration = tc.Generation
 	}
@@ -87,6 +94,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 
 // reconcileNormal: inputs, the finished Job, then what is due.
 func (r *Reconciler) reconcileNormal(ctx context.Context, tc *infrav1.TerraformCluster) (ctrl.Result, error) {
+	if err := r.ensureFinalizer(ctx, tc); err != nil {
+		return ctrl.Result{}, err
+	}
 	key, err := r.planKey(ctx, tc)
 	if err != nil {
 		return ctrl.Result{}, err

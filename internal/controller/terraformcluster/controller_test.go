@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -14,6 +15,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	eventsv1 "k8s.io/api/events/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -449,6 +451,51 @@ func (h *harness) stateHash(tc *infrav1.TerraformCluster) string {
 		h.t.Fatal(err)
 	}
 	return got
+}
+
+// TestDeletionDestroys deletes an applied object: a destroy Job (no plan
+// key) destroys what the state holds, then the Secrets go and the object
+// is released.
+func TestDeletionDestroys(t *testing.T) {
+	h := start(t)
+	ctx := context.Background()
+	tc := h.create("doomed", infrav1.ApplyManual, "small")
+	h.wait(tc, "first apply", ready)
+	if !slices.Contains(tc.Finalizers, Finalizer) {
+		t.Fatalf("finalizers %v", tc.Finalizers)
+	}
+	if err := h.c.Delete(ctx, tc); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(2 * time.Minute)
+	for {
+		err := h.c.Get(ctx, client.ObjectKeyFromObject(tc), tc)
+		if apierrors.IsNotFound(err) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the object was not released: %+v", tc.Status)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	var destroy *batchv1.Job
+	for _, j := range h.jobs(tc) {
+		if j.Labels["captf.io/operation"] == "destroy" {
+			destroy = &j
+		}
+	}
+	if destroy == nil || destroy.Status.Succeeded != 1 {
+		t.Fatalf("no successful destroy Job: %+v", destroy)
+	}
+	if mounted, _ := planKeyMount(destroy); mounted {
+		t.Error("the destroy Job mounts the plan key")
+	}
+	for _, name := range []string{planKeyName("doomed"), inputsName("doomed"), stateSecretName("doomed")} {
+		var s corev1.Secret
+		if err := h.c.Get(ctx, client.ObjectKey{Namespace: "default", Name: name}, &s); !apierrors.IsNotFound(err) {
+			t.Errorf("Secret %s survived the cleanup: %v", name, err)
+		}
+	}
 }
 
 func TestInvalidInputs(t *testing.T) {

@@ -16,6 +16,8 @@ const (
 	ReasonPlanFailed    = "PlanFailed"
 	ReasonInvalidInputs = "InvalidInputs"
 	ReasonProvisioned   = "Provisioned"
+	ReasonDestroying    = "Destroying"
+	ReasonDestroyFailed = "DestroyFailed"
 )
 
 // unknown marks a condition Unknown in setCondition.
