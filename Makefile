@@ -10,7 +10,7 @@ build:
 generate:
 	go tool controller-gen object:headerFile="" paths=./api/...
 	go tool controller-gen crd paths=./api/... output:crd:dir=config/crd/bases
-	go tool controller-gen rbac:roleName=captf-manager paths=./internal/controller/... output:rbac:dir=config/rbac
+	go tool controller-gen rbac:roleName=manager-role paths=./internal/controller/... output:rbac:dir=config/rbac
 
 # Every test, with the real terraform, tofu, kube-apiserver and etcd
 # (installed by hack/ when missing). This is what CI runs (.ci/run).

@@ -1,0 +1,91 @@
+// Command manager runs captf's controllers: it reconciles TerraformClusters
+// into runner Jobs, with leader election, metrics and health probes.
+package main
+
+import (
+	"flag"
+	"fmt"
+	"os"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/healthz"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+
+	infrav1 "github.com/captf/captf/api/v1alpha1"
+	"github.com/captf/captf/internal/controller/terraformcluster"
+)
+
+func main() {
+	if err := run(os.Args[1:]); err != nil {
+		fmt.Fprintf(os.Stderr, "manager: %v\n", err)
+		os.Exit(1)
+	}
+}
+
+func run(args []string) error {
+	fs := flag.NewFlagSet("manager", flag.ContinueOnError)
+	metrics := fs.String("metrics-bind-address", ":8080", "where metrics are served; 0 turns them off")
+	probes := fs.String("health-probe-bind-address", ":8081", "where /healthz and /readyz are served")
+	leaderElect := fs.Bool("leader-elect", false, "elect a leader, so only one replica reconciles")
+	leaderNS := fs.String("leader-election-namespace", "", "where the leader Lease lives (default: the pod's namespace)")
+	runnerImage := fs.String("runner-image", "", "the image that holds "+terraformcluster.RunnerImagePath+" (required)")
+	retry := fs.Duration("retry-base", 30*time.Second, "the first wait after a failed run; it doubles per failure in a row")
+	opts := zap.Options{}
+	opts.BindFlags(fs)
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if *runnerImage == "" {
+		return fmt.Errorf("--runner-image is required")
+	}
+	ctrl.SetLogger(zap.New(zap.UseFlagOptions(&opts)))
+
+	scheme := runtime.NewScheme()
+	if err := clientgoscheme.AddToScheme(scheme); err != nil {
+		return err
+	}
+	if err := infrav1.AddToScheme(scheme); err != nil {
+		return err
+	}
+	cfg, err := ctrl.GetConfig()
+	if err != nil {
+		return fmt.Errorf("API server config: %w", err)
+	}
+	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
+		Scheme:                  scheme,
+		Metrics:                 metricsserver.Options{BindAddress: *metrics},
+		HealthProbeBindAddress:  *probes,
+		LeaderElection:          *leaderElect,
+		LeaderElectionID:        "captf-manager.captf.io",
+		LeaderElectionNamespace: *leaderNS,
+	})
+	if err != nil {
+		return fmt.Errorf("manager: %w", err)
+	}
+	r := &terraformcluster.Reconciler{
+		Client:      mgr.GetClient(),
+		Reader:      mgr.GetAPIReader(),
+		Recorder:    mgr.GetEventRecorder("captf-manager"),
+		RunnerImage: *runnerImage,
+		// In a pod, terraform's kubernetes backend reaches the API server
+		// with the Job's service account.
+		JobEnv:    []corev1.EnvVar{{Name: "KUBE_IN_CLUSTER_CONFIG", Value: "true"}},
+		RetryBase: *retry,
+	}
+	if err := r.SetupWithManager(mgr, controller.Options{}); err != nil {
+		return fmt.Errorf("TerraformCluster controller: %w", err)
+	}
+	if err := mgr.AddHealthzCheck("healthz", healthz.Ping); err != nil {
+		return err
+	}
+	if err := mgr.AddReadyzCheck("readyz", healthz.Ping); err != nil {
+		return err
+	}
+	return mgr.Start(ctrl.SetupSignalHandler())
+}
