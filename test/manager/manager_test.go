@@ -12,6 +12,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -43,7 +44,8 @@ func TestManagerBinary(t *testing.T) {
 	}
 	probes := freePort(t)
 	cmd := exec.Command(bin, "--runner-image=example.test/captf-runner:dev", "--metrics-bind-address=0",
-		fmt.Sprintf("--health-probe-bind-address=127.0.0.1:%d", probes), "--leader-elect", "--leader-election-namespace=default")
+		fmt.Sprintf("--health-probe-bind-address=127.0.0.1:%d", probes), "--leader-elect", "--leader-election-namespace=default",
+		"--zap-log-level=debug")
 	cmd.Env = append(os.Environ(), "KUBECONFIG="+env.Kubeconfig(t))
 	log, err := os.Create(filepath.Join(t.TempDir(), "manager.log"))
 	if err != nil {
@@ -68,11 +70,20 @@ func TestManagerBinary(t *testing.T) {
 		return resp.StatusCode == http.StatusOK
 	}, log.Name())
 
+	const canary = "CANARY-MANAGER-LOG-3c9d"
+	secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "token", Namespace: "default"}, Data: map[string][]byte{"token": []byte(canary)}}
+	if err := env.Client.Create(ctx, secret); err != nil {
+		t.Fatal(err)
+	}
 	tc := &infrav1.TerraformCluster{
 		ObjectMeta: metav1.ObjectMeta{Name: "smoke", Namespace: "default"},
 		Spec: infrav1.TerraformClusterSpec{RunnerSpec: infrav1.RunnerSpec{
-			Image:     "example.test/module:1",
-			Variables: []infrav1.Variable{{Name: "size", Value: &apiextensionsv1.JSON{Raw: []byte(`"small"`)}}},
+			Image: "example.test/module:1",
+			Variables: []infrav1.Variable{
+				{Name: "size", Value: &apiextensionsv1.JSON{Raw: []byte(`"small"`)}},
+				{Name: "token", ValueFrom: &infrav1.VariableSource{SecretKeyRef: &corev1.SecretKeySelector{
+					LocalObjectReference: corev1.LocalObjectReference{Name: "token"}, Key: "token"}}},
+			},
 		}},
 	}
 	if err := env.Client.Create(ctx, tc); err != nil {
@@ -89,6 +100,18 @@ func TestManagerBinary(t *testing.T) {
 		}
 		return len(jobs.Items) == 1 && jobs.Items[0].Labels["captf.io/operation"] == "apply"
 	}, log.Name())
+
+	// The manager's log (at its most verbose) never holds a variable value.
+	b, err := os.ReadFile(log.Name())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(b) == 0 {
+		t.Fatal("the manager logged nothing: the check below proves nothing")
+	}
+	if strings.Contains(string(b), canary) {
+		t.Error("a variable value reached the manager's log")
+	}
 }
 
 func waitFor(t *testing.T, what string, ok func() bool, logPath string) {
