@@ -49,8 +49,9 @@ type TerraformClusterStatus struct {
 	// LastRun is the outcome of the last finished runner Job.
 	// +optional
 	LastRun *RunStatus `json:"lastRun,omitempty"`
-	// Failures counts failed applies in a row, for the retry backoff. A
-	// plan that moved is not a failure.
+	// Failures counts the runs that failed since the last successful apply;
+	// while it is not zero an apply is due, after a backoff that doubles
+	// with each failure. A plan that moved is not a failure.
 	// +optional
 	Failures int32 `json:"failures,omitempty"`
 	// +listType=map

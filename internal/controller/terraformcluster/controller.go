@@ -125,9 +125,12 @@ func (r *Reconciler) reconcileNormal(ctx context.Context, tc *infrav1.TerraformC
 	if err != nil {
 		return ctrl.Result{}, err
 	}
+	// An apply is due when the state records other inputs (or none), or
+	// while runs have failed since the last successful apply: a failed
+	// apply may have changed things even where it wrote the new inputs
+	// hash, and only a successful apply clears the failures.
 	failed := failedRun(tc.Status.LastRun)
-	applyFailed := failed && tc.Status.LastRun.Operation == infrav1.OperationApply
-	if stateHash == root.InputsHash && !applyFailed {
+	if stateHash == root.InputsHash && tc.Status.Failures == 0 {
 		// Nothing is due: a waiting plan is moot.
 		tc.Status.Plan = nil
 		setProvisioned(tc)

@@ -443,6 +443,45 @@ func TestApprovalRace(t *testing.T) {
 	}
 }
 
+// TestFailedApplyKeepsApproval: an approved apply that fails keeps the
+// annotation and status.plan, counts a failure, and is retried with the
+// same expected plan after the backoff; since the failed apply changed
+// something (a tainted resource), that retry finds another plan.
+func TestFailedApplyKeepsApproval(t *testing.T) {
+	h := start(t)
+	tc := h.create("failing", infrav1.ApplyManual, "small")
+	h.wait(tc, "first apply", ready)
+	h.setVar(tc, "fail", "true")
+	p := h.waitingPlan(tc, infrav1.ReasonPlanAwaitingApproval)
+	h.approve(tc, p.PlanHash)
+	h.wait(tc, "the failed apply", func(tc *infrav1.TerraformCluster) bool {
+		return tc.Status.Failures == 1
+	})
+	if c := condition(tc, infrav1.ConditionApplyJobSucceeded); c.Status != metav1.ConditionFalse || c.Reason != ReasonApplyFailed {
+		t.Errorf("condition %+v", c)
+	}
+	if tc.Annotations[infrav1.AnnotationApprovePlan] != p.PlanHash {
+		t.Error("a failed apply consumed the approval")
+	}
+	if tc.Status.Plan == nil || tc.Status.Plan.PlanHash != p.PlanHash {
+		t.Errorf("status.plan after the failure: %+v", tc.Status.Plan)
+	}
+	// The retry expects the same plan and finds the tainted resource.
+	fresh := h.waitingPlan(tc, infrav1.ReasonPlanChanged)
+	if fresh.PlanHash == p.PlanHash || tc.Status.Failures != 1 {
+		t.Errorf("after the retry: plan %s, failures %d", fresh.PlanHash, tc.Status.Failures)
+	}
+	retried := 0
+	for _, j := range h.jobs(tc) {
+		if j.Annotations[infrav1.AnnotationApprovedPlan] == p.PlanHash {
+			retried++
+		}
+	}
+	if retried != 2 {
+		t.Errorf("%d apply Jobs expected %s, want the failed one and its retry", retried, p.PlanHash)
+	}
+}
+
 func (h *harness) stateHash(tc *infrav1.TerraformCluster) string {
 	h.t.Helper()
 	r := &Reconciler{Client: h.c}

@@ -54,7 +54,6 @@ func (r *Reconciler) finishJob(ctx context.Context, tc *infrav1.TerraformCluster
 
 	switch msg.Outcome {
 	case runner.OutcomePlanned:
-		tc.Status.Failures = 0
 		if msg.Plan.Empty() {
 			// An empty plan needs no approval, but the apply plans again
 			// and stops if the plan is no longer empty.

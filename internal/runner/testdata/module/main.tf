@@ -15,6 +15,19 @@ variable "moving" {
   default = false
 }
 
+# fail adds a resource whose apply fails after a plan that succeeds.
+variable "fail" {
+  type    = bool
+  default = false
+}
+
+resource "terraform_data" "hook" {
+  count = var.fail ? 1 : 0
+  provisioner "local-exec" {
+    command = "exit 1"
+  }
+}
+
 # label changes only an output.
 variable "label" {
   type    = string
