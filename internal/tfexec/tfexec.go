@@ -100,7 +100,10 @@ func (t *Terraform) Show(ctx context.Context, planFile string, read func(io.Read
 	_, _ = io.Copy(io.Discard, out)
 	waitErr := cmd.Wait()
 	if waitErr != nil {
-		return t.failed("show", waitErr, stderr.Bytes())
+		// terraform's diagnostics go to the log, not into the error: an
+		// error may travel into a report or a status.
+		t.stderr().Write(stderr.Bytes())
+		return fmt.Errorf("%s show: %w", filepath.Base(t.Bin), waitErr)
 	}
 	return readErr
 }
@@ -138,14 +141,6 @@ func (t *Terraform) runTo(ctx context.Context, stdout, stderr io.Writer, args ..
 		return fmt.Errorf("%s %s: %w", filepath.Base(t.Bin), args[0], err)
 	}
 	return nil
-}
-
-func (t *Terraform) failed(step string, err error, stderr []byte) error {
-	msg := strings.TrimSpace(string(stderr))
-	if msg == "" {
-		return fmt.Errorf("%s %s: %w", filepath.Base(t.Bin), step, err)
-	}
-	return fmt.Errorf("%s %s: %w: %s", filepath.Base(t.Bin), step, err, msg)
 }
 
 func (t *Terraform) command(ctx context.Context, args ...string) *exec.Cmd {
