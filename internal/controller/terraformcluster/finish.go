@@ -52,6 +52,7 @@ func (r *Reconciler) finishJob(ctx context.Context, tc *infrav1.TerraformCluster
 		return true, r.failed(tc, active.Operation, run)
 	}
 
+	inputsHash := job.Annotations[annotationInputsHash]
 	switch msg.Outcome {
 	case runner.OutcomePlanned:
 		if msg.Plan.Empty() {
@@ -59,7 +60,7 @@ func (r *Reconciler) finishJob(ctx context.Context, tc *infrav1.TerraformCluster
 			// and stops if the plan is no longer empty.
 			return true, r.startJob(ctx, tc, root, infrav1.OperationApply, fingerprint.EmptyPlanHash, false)
 		}
-		r.recordPlan(tc, job.Name, msg.Plan, root.InputsHash, infrav1.ReasonPlanAwaitingApproval)
+		r.recordPlan(tc, job.Name, msg.Plan, inputsHash, infrav1.ReasonPlanAwaitingApproval)
 		r.Recorder.Eventf(tc, job, corev1.EventTypeNormal, infrav1.EventPlanReady, "Plan",
 			"Plan %s waits for approval: %d to add, %d to change, %d to destroy, %d output changes.",
 			msg.Plan.PlanHash, msg.Plan.Add, msg.Plan.Change, msg.Plan.Destroy, msg.Plan.OutputChanges)
@@ -81,7 +82,7 @@ func (r *Reconciler) finishJob(ctx context.Context, tc *infrav1.TerraformCluster
 		if err := r.annotateJob(ctx, job, infrav1.AnnotationPlanChanged, msg.Plan.PlanHash); err != nil {
 			return false, err
 		}
-		r.recordPlan(tc, job.Name, msg.Plan, root.InputsHash, infrav1.ReasonPlanChanged)
+		r.recordPlan(tc, job.Name, msg.Plan, inputsHash, infrav1.ReasonPlanChanged)
 		r.Recorder.Eventf(tc, job, corev1.EventTypeWarning, infrav1.EventPlanChanged, "Apply",
 			"The plan moved since %s was approved; nothing was applied. The new plan %s waits for approval.",
 			job.Annotations[infrav1.AnnotationApprovedPlan], msg.Plan.PlanHash)

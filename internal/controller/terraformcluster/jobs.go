@@ -32,6 +32,10 @@ const (
 	// containerName is the runner container whose termination message is
 	// the report.
 	containerName = "terraform"
+	// annotationInputsHash on a Job is the h2: hash of the inputs it ran
+	// with, so a plan is recorded for the inputs it was made for even when
+	// they changed while it ran.
+	annotationInputsHash = "captf.io/inputs-hash"
 )
 
 // startJob creates a runner Job for op and its per-run inputs Secret, and
@@ -45,6 +49,7 @@ func (r *Reconciler) startJob(ctx context.Context, tc *infrav1.TerraformCluster,
 		}
 	}
 	job := r.buildJob(tc, op, expect, gated, approved)
+	job.Annotations[annotationInputsHash] = root.InputsHash
 	if err := r.Client.Create(ctx, job); err != nil {
 		return fmt.Errorf("create %s Job: %w", op, err)
 	}
