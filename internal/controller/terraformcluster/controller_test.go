@@ -482,6 +482,40 @@ func TestFailedApplyKeepsApproval(t *testing.T) {
 	}
 }
 
+// TestLeftoverApproval: an approval of a plan that became moot stays on
+// the object and approves a later plan with the same hash (spec 001's
+// warning), which, since the hash binds values, means the same change.
+func TestLeftoverApproval(t *testing.T) {
+	h := start(t)
+	tc := h.create("leftover", infrav1.ApplyManual, "small")
+	h.wait(tc, "first apply", ready)
+	h.setSize(tc, "large")
+	large := h.waitingPlan(tc, infrav1.ReasonPlanAwaitingApproval)
+
+	// The inputs move on before anyone approves; then large is approved.
+	h.setSize(tc, "medium")
+	h.wait(tc, "a plan for medium", func(tc *infrav1.TerraformCluster) bool {
+		return tc.Status.Plan != nil && tc.Status.ActiveJob == nil && tc.Status.Plan.PlanHash != large.PlanHash
+	})
+	h.approve(tc, large.PlanHash)
+	time.Sleep(2 * time.Second)
+	if err := h.c.Get(context.Background(), client.ObjectKeyFromObject(tc), tc); err != nil {
+		t.Fatal(err)
+	}
+	if tc.Status.ActiveJob != nil || tc.Status.Plan == nil || tc.Status.Plan.PlanHash == large.PlanHash {
+		t.Fatalf("an approval of another plan started something: %+v", tc.Status)
+	}
+
+	// Back to large: the same plan, so the leftover approval applies it.
+	h.setSize(tc, "large")
+	h.wait(tc, "applied with the leftover approval", func(tc *infrav1.TerraformCluster) bool {
+		return ready(tc) && tc.Status.Plan == nil && tc.Annotations[infrav1.AnnotationApprovePlan] == ""
+	})
+	if n := count(h.events(tc), infrav1.EventPlanApplied); n != 1 {
+		t.Errorf("%d PlanApplied events", n)
+	}
+}
+
 func (h *harness) stateHash(tc *infrav1.TerraformCluster) string {
 	h.t.Helper()
 	r := &Reconciler{Client: h.c}
