@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 
-	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -41,43 +40,23 @@ func (r *Reconciler) reconcileDelete(ctx context.Context, tc *infrav1.TerraformC
 	if !controllerutil.ContainsFinalizer(tc, Finalizer) {
 		return ctrl.Result{}, nil
 	}
-	if active := tc.Status.ActiveJob; active != nil {
-		job := &batchv1.Job{}
-		err := r.Reader.Get(ctx, client.ObjectKey{Namespace: tc.Namespace, Name: active.Name}, job)
-		if err != nil && !apierrors.IsNotFound(err) {
+	if tc.Status.ActiveJob != nil {
+		// Whatever runs finishes first: a Job holds the state lock.
+		job, msg, done, err := r.collect(ctx, tc)
+		if err != nil || !done {
 			return ctrl.Result{}, err
 		}
-		if err == nil {
-			finished, succeeded := jobFinished(job)
-			if !finished {
-				// Whatever runs finishes first: a Job holds the state lock.
-				return ctrl.Result{}, nil
+		if run := tc.Status.LastRun; job != nil && run.Operation == infrav1.OperationDestroy {
+			if msg != nil && msg.Outcome == runner.OutcomeDestroyed {
+				return ctrl.Result{}, r.cleanup(ctx, tc)
 			}
-			msg, err := r.report(ctx, job)
-			if err != nil {
-				return ctrl.Result{}, err
+			run.Succeeded = false
+			if msg != nil {
+				run.Error = &infrav1.RunError{Kind: msg.Outcome, Message: msg.Error}
 			}
-			if err := r.deleteRun(ctx, job); err != nil {
-				return ctrl.Result{}, err
-			}
-			now := metav1.Now()
-			tc.Status.ActiveJob = nil
-			tc.Status.LastRun = &infrav1.RunStatus{Job: job.Name, Operation: active.Operation, StartedAt: job.Status.StartTime, FinishedAt: &now, Succeeded: succeeded}
-			if active.Operation == infrav1.OperationDestroy {
-				if msg != nil && msg.Outcome == runner.OutcomeDestroyed {
-					return ctrl.Result{}, r.cleanup(ctx, tc)
-				}
-				run := tc.Status.LastRun
-				run.Succeeded = false
-				run.Error = &infrav1.RunError{Kind: runner.OutcomeFailed, Message: "the destroy Job left no report"}
-				if msg != nil {
-					run.Error = &infrav1.RunError{Kind: msg.Outcome, Message: msg.Error}
-				}
-				tc.Status.Failures++
-				setCondition(tc, infrav1.ConditionReady, false, ReasonDestroyFailed, fmt.Sprintf("Destroy Job %s failed (%s)", job.Name, run.Error.Kind))
-			}
+			tc.Status.Failures++
+			setCondition(tc, infrav1.ConditionReady, false, ReasonDestroyFailed, fmt.Sprintf("Destroy Job %s failed (%s)", job.Name, run.Error.Kind))
 		}
-		tc.Status.ActiveJob = nil
 	}
 	if failedRun(tc.Status.LastRun) && tc.Status.LastRun.Operation == infrav1.OperationDestroy {
 		if wait := r.backoff(tc); wait > 0 {

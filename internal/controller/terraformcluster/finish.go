@@ -18,38 +18,51 @@ import (
 
 func nowTime() metav1.Time { return metav1.Now() }
 
-// finishJob handles the active Job once it finished: it reads the report,
-// records the run, and moves the flow on. done is false while the Job
-// still runs (its watch brings the object back).
-func (r *Reconciler) finishJob(ctx context.Context, tc *infrav1.TerraformCluster, root *render.Root) (done bool, err error) {
+// collect takes in the active Job once it finished: it reads the report,
+// records status.lastRun, deletes the per-run Secret and clears
+// status.activeJob. done is false while the Job still runs (its watch
+// brings the object back); job is nil when the Job is gone. A Job that
+// left no report is a failed run.
+func (r *Reconciler) collect(ctx context.Context, tc *infrav1.TerraformCluster) (job *batchv1.Job, msg *runner.Message, done bool, err error) {
 	active := tc.Status.ActiveJob
-	job := &batchv1.Job{}
+	job = &batchv1.Job{}
 	if err := r.Reader.Get(ctx, client.ObjectKey{Namespace: tc.Namespace, Name: active.Name}, job); err != nil {
 		if apierrors.IsNotFound(err) {
 			tc.Status.ActiveJob = nil
-			return true, nil
+			return nil, nil, true, nil
 		}
-		return false, err
+		return nil, nil, false, err
 	}
 	finished, succeeded := jobFinished(job)
 	if !finished {
-		return false, nil
+		return nil, nil, false, nil
 	}
-	msg, err := r.report(ctx, job)
-	if err != nil {
-		return false, err
+	if msg, err = r.report(ctx, job); err != nil {
+		return nil, nil, false, err
+	}
+	if err := r.deleteRun(ctx, job); err != nil {
+		return nil, nil, false, err
 	}
 	now := nowTime()
 	run := &infrav1.RunStatus{Job: job.Name, Operation: active.Operation, StartedAt: job.Status.StartTime, FinishedAt: &now, Succeeded: succeeded}
-	tc.Status.ActiveJob = nil
-	tc.Status.LastRun = run
-	if err := r.deleteRun(ctx, job); err != nil {
-		return false, err
-	}
 	if msg == nil {
 		run.Succeeded = false
 		run.Error = &infrav1.RunError{Kind: runner.OutcomeFailed, Message: "the Job left no report"}
-		return true, r.failed(tc, active.Operation, run)
+	}
+	tc.Status.ActiveJob = nil
+	tc.Status.LastRun = run
+	return job, msg, true, nil
+}
+
+// finishJob handles the active Job once it finished and moves the flow on.
+func (r *Reconciler) finishJob(ctx context.Context, tc *infrav1.TerraformCluster, root *render.Root) (done bool, err error) {
+	job, msg, done, err := r.collect(ctx, tc)
+	if err != nil || !done || job == nil {
+		return done, err
+	}
+	run := tc.Status.LastRun
+	if msg == nil {
+		return true, r.failed(tc, run.Operation, run)
 	}
 
 	inputsHash := job.Annotations[annotationInputsHash]
@@ -89,7 +102,7 @@ func (r *Reconciler) finishJob(ctx context.Context, tc *infrav1.TerraformCluster
 	default:
 		run.Succeeded = false
 		run.Error = &infrav1.RunError{Kind: msg.Outcome, Message: msg.Error}
-		return true, r.failed(tc, active.Operation, run)
+		return true, r.failed(tc, run.Operation, run)
 	}
 	return true, nil
 }
