@@ -2,6 +2,7 @@ package render
 
 import (
 	"bytes"
+	"compress/gzip"
 	"encoding/json"
 	"errors"
 	"testing"
@@ -98,5 +99,34 @@ func TestRenderRefuses(t *testing.T) {
 		if _, err := Render(key, r); !errors.Is(err, ErrBadVariable) {
 			t.Errorf("err = %v, want ErrBadVariable", err)
 		}
+	}
+}
+
+func TestStateInputsHash(t *testing.T) {
+	gz := func(s string) []byte {
+		var b bytes.Buffer
+		w := gzip.NewWriter(&b)
+		if _, err := w.Write([]byte(s)); err != nil {
+			t.Fatal(err)
+		}
+		if err := w.Close(); err != nil {
+			t.Fatal(err)
+		}
+		return b.Bytes()
+	}
+	cases := map[string]string{
+		`{"outputs":{"captf_inputs_hash":{"value":"h2:abc","type":"string"},"other":{"value":"x"}}}`: "h2:abc",
+		`{"outputs":{"other":{"value":"x"}}}`:                                                        "",
+		`{"outputs":{"captf_inputs_hash":{"value":{"not":"ours"}}}}`:                                 "",
+		`{"version":4}`: "",
+	}
+	for state, want := range cases {
+		got, err := StateInputsHash(gz(state))
+		if err != nil || got != want {
+			t.Errorf("StateInputsHash(%s) = %q, %v; want %q", state, got, err, want)
+		}
+	}
+	if _, err := StateInputsHash([]byte("not gzip")); err == nil {
+		t.Error("a state that is not gzip was read")
 	}
 }

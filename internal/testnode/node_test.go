@@ -2,10 +2,8 @@ package testnode
 
 import (
 	"bytes"
-	"compress/gzip"
 	"context"
 	"encoding/json"
-	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -155,7 +153,7 @@ func TestRunnerJobsOnTheNode(t *testing.T) {
 	if job.Status.Succeeded != 1 || term.ExitCode != 0 || m.Outcome != runner.OutcomeApplied {
 		t.Fatalf("apply: job %+v exit %d report %+v", job.Status, term.ExitCode, m)
 	}
-	if got := stateOutput(t, f.env.Client, "tfstate-default-captf-tfc-demo", render.HashOutput); got != string(first["hash"]) {
+	if got := stateHash(t, f.env.Client, "tfstate-default-captf-tfc-demo"); got != string(first["hash"]) {
 		t.Errorf("state records inputs hash %q, want %q", got, first["hash"])
 	}
 
@@ -177,7 +175,7 @@ func TestRunnerJobsOnTheNode(t *testing.T) {
 	if job, _, m := f.job("apply-4", "apply", "run-4", "--expect-plan="+plan.Plan.PlanHash); job.Status.Succeeded != 1 || m.Outcome != runner.OutcomeApplied {
 		t.Fatalf("approved apply: %+v %+v", job.Status, m)
 	}
-	if got := stateOutput(t, f.env.Client, "tfstate-default-captf-tfc-demo", render.HashOutput); got != string(second["hash"]) {
+	if got := stateHash(t, f.env.Client, "tfstate-default-captf-tfc-demo"); got != string(second["hash"]) {
 		t.Errorf("state records inputs hash %q, want %q", got, second["hash"])
 	}
 
@@ -189,29 +187,17 @@ func TestRunnerJobsOnTheNode(t *testing.T) {
 	}
 }
 
-// stateOutput reads one output of the terraform state the kubernetes
-// backend keeps in a Secret (gzip'ed JSON under "tfstate").
-func stateOutput(t *testing.T, c client.Client, secret, output string) string {
+// stateHash reads the inputs hash recorded in the terraform state the
+// kubernetes backend keeps in a Secret.
+func stateHash(t *testing.T, c client.Client, secret string) string {
 	t.Helper()
 	var s corev1.Secret
 	if err := c.Get(context.Background(), client.ObjectKey{Namespace: "default", Name: secret}, &s); err != nil {
 		t.Fatalf("state Secret: %v", err)
 	}
-	zr, err := gzip.NewReader(bytes.NewReader(s.Data["tfstate"]))
-	if err != nil {
-		t.Fatalf("state: %v", err)
-	}
-	raw, err := io.ReadAll(zr)
+	h, err := render.StateInputsHash(s.Data["tfstate"])
 	if err != nil {
 		t.Fatal(err)
 	}
-	var state struct {
-		Outputs map[string]struct {
-			Value string `json:"value"`
-		} `json:"outputs"`
-	}
-	if err := json.Unmarshal(raw, &state); err != nil {
-		t.Fatalf("state JSON: %v", err)
-	}
-	return state.Outputs[output].Value
+	return h
 }

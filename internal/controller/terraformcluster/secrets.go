@@ -1,13 +1,9 @@
 package terraformcluster
 
 import (
-	"bytes"
-	"compress/gzip"
 	"context"
 	"crypto/rand"
-	"encoding/json"
 	"fmt"
-	"io"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -123,24 +119,7 @@ func (r *Reconciler) stateInputsHash(ctx context.Context, tc *infrav1.TerraformC
 	if err != nil {
 		return "", fmt.Errorf("state: %w", err)
 	}
-	zr, err := gzip.NewReader(bytes.NewReader(s.Data["tfstate"]))
-	if err != nil {
-		return "", fmt.Errorf("state: %w", err)
-	}
-	raw, err := io.ReadAll(zr)
-	if err != nil {
-		return "", fmt.Errorf("state: %w", err)
-	}
-	var state struct {
-		Outputs map[string]struct {
-			Value any `json:"value"`
-		} `json:"outputs"`
-	}
-	if err := json.Unmarshal(raw, &state); err != nil {
-		return "", fmt.Errorf("state: %w", err)
-	}
-	h, _ := state.Outputs[render.HashOutput].Value.(string)
-	return h, nil
+	return render.StateInputsHash(s.Data["tfstate"])
 }
 
 func identity(tc *infrav1.TerraformCluster) string {
