@@ -19,6 +19,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
 
 	infrav1 "github.com/captf/captf/api/v1alpha1"
 )
@@ -47,12 +48,14 @@ type Reconciler struct {
 	RetryBase time.Duration
 }
 
-// SetupWithManager registers the reconciler: TerraformClusters and the
-// Jobs they own.
+// SetupWithManager registers the reconciler: TerraformClusters, the Jobs
+// they own, and the ConfigMaps and Secrets they read variables from.
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, opts controller.Options) error {
 	return ctrl.NewControllerManagedBy(mgr).
 		For(&infrav1.TerraformCluster{}).
 		Owns(&batchv1.Job{}).
+		Watches(&corev1.ConfigMap{}, handler.EnqueueRequestsFromMapFunc(r.sourcesOf("ConfigMap"))).
+		Watches(&corev1.Secret{}, handler.EnqueueRequestsFromMapFunc(r.sourcesOf("Secret"))).
 		WithOptions(opts).
 		Complete(r)
 }
@@ -104,8 +107,10 @@ func (r *Reconciler) reconcileNormal(ctx context.Context, tc *infrav1.TerraformC
 	root, err := r.render(ctx, tc, key)
 	if errors.Is(err, errInputs) {
 		// The message names the variable and its source, never a value.
+		// A fixed source brings the object back through the watches of
+		// ConfigMaps and Secrets; a spec change through its own.
 		setCondition(tc, infrav1.ConditionApplyJobSucceeded, false, ReasonInvalidInputs, err.Error())
-		return ctrl.Result{RequeueAfter: time.Minute}, nil
+		return ctrl.Result{RequeueAfter: Recheck}, nil
 	}
 	if err != nil {
 		return ctrl.Result{}, err

@@ -586,6 +586,45 @@ func TestInvalidInputs(t *testing.T) {
 	if jobs := h.jobs(tc); len(jobs) != 0 {
 		t.Errorf("%d Jobs started for invalid inputs", len(jobs))
 	}
+
+	// The missing Secret appears: the object applies at once. Invalid
+	// inputs wait out Recheck (10 minutes), so only the watch of Secrets
+	// can bring it back within the wait.
+	s := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "missing", Namespace: "default"}, Data: map[string][]byte{"token": []byte(canary)}}
+	if err := h.c.Create(context.Background(), s); err != nil {
+		t.Fatal(err)
+	}
+	h.wait(tc, "applied once the Secret exists", ready)
+}
+
+func TestVariablesFromWatched(t *testing.T) {
+	h := start(t)
+	cm := &corev1.ConfigMap{
+		ObjectMeta: metav1.ObjectMeta{Name: "labels", Namespace: "default", Labels: map[string]string{"captf.test/vars": "yes"}},
+		Data:       map[string]string{"label": "blue"},
+	}
+	if err := h.c.Create(context.Background(), cm); err != nil {
+		t.Fatal(err)
+	}
+	tc := h.create("watched", infrav1.ApplyAutomatic, "small", func(tc *infrav1.TerraformCluster) {
+		tc.Spec.VariablesFrom = []infrav1.VariablesSource{{Kind: "ConfigMap", Selector: metav1.LabelSelector{MatchLabels: map[string]string{"captf.test/vars": "yes"}}}}
+	})
+	h.wait(tc, "first apply", ready)
+	first := tc.Status.LastRun.Job
+
+	// New data in a selected ConfigMap is a new input: it applies without
+	// waiting for the 10-minute re-check.
+	before := cm.DeepCopy()
+	cm.Data["label"] = "green"
+	if err := h.c.Patch(context.Background(), cm, client.MergeFrom(before)); err != nil {
+		t.Fatal(err)
+	}
+	h.wait(tc, "second apply", func(tc *infrav1.TerraformCluster) bool {
+		return ready(tc) && tc.Status.LastRun.Job != first
+	})
+	if n := len(h.jobs(tc)); n != 2 {
+		t.Errorf("%d Jobs, want 2 applies", n)
+	}
 }
 
 func reasons(evs []eventsv1.Event) []string {

@@ -1,0 +1,60 @@
+package terraformcluster
+
+import (
+	"context"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	infrav1 "github.com/captf/captf/api/v1alpha1"
+)
+
+// sourcesOf maps a ConfigMap or Secret to the TerraformClusters of its
+// namespace that read variables from it, by name (valueFrom) or by label
+// (variablesFrom), so new inputs act at once instead of at the next
+// re-check.
+func (r *Reconciler) sourcesOf(kind string) func(context.Context, client.Object) []reconcile.Request {
+	return func(ctx context.Context, obj client.Object) []reconcile.Request {
+		var list infrav1.TerraformClusterList
+		if err := r.Client.List(ctx, &list, client.InNamespace(obj.GetNamespace())); err != nil {
+			ctrl.LoggerFrom(ctx).Error(err, "List TerraformClusters for a variables source")
+			return nil
+		}
+		var reqs []reconcile.Request
+		for i := range list.Items {
+			if readsFrom(&list.Items[i].Spec.RunnerSpec, kind, obj) {
+				reqs = append(reqs, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&list.Items[i])})
+			}
+		}
+		return reqs
+	}
+}
+
+// readsFrom reports whether spec reads a variable from obj, a kind
+// ("ConfigMap" or "Secret").
+func readsFrom(spec *infrav1.RunnerSpec, kind string, obj client.Object) bool {
+	for _, v := range spec.Variables {
+		if v.ValueFrom == nil {
+			continue
+		}
+		if kind == "ConfigMap" && v.ValueFrom.ConfigMapKeyRef != nil && v.ValueFrom.ConfigMapKeyRef.Name == obj.GetName() {
+			return true
+		}
+		if kind == "Secret" && v.ValueFrom.SecretKeyRef != nil && v.ValueFrom.SecretKeyRef.Name == obj.GetName() {
+			return true
+		}
+	}
+	for _, src := range spec.VariablesFrom {
+		if src.Kind != kind {
+			continue
+		}
+		sel, err := metav1.LabelSelectorAsSelector(&src.Selector)
+		if err == nil && sel.Matches(labels.Set(obj.GetLabels())) {
+			return true
+		}
+	}
+	return false
+}
