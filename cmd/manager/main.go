@@ -59,6 +59,7 @@ func run(args []string) error {
 	}
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
 		Scheme:                  scheme,
+		Cache:                   terraformcluster.CacheOptions(),
 		Metrics:                 metricsserver.Options{BindAddress: *metrics},
 		HealthProbeBindAddress:  *probes,
 		LeaderElection:          *leaderElect,

@@ -36,6 +36,7 @@ func ExitCode(err error) int {
 	case errors.Is(err, ErrPlanChanged), errors.Is(err, tfexec.ErrStalePlan):
 		return ExitPlanChanged
 	case errors.Is(err, ErrBadInput),
+		errors.Is(err, tfexec.ErrInvalidInput),
 		errors.Is(err, fingerprint.ErrNoKey),
 		errors.Is(err, fingerprint.ErrShortKey),
 		errors.Is(err, fingerprint.ErrMalformedPlan):

@@ -149,3 +149,28 @@ func TestJob(t *testing.T) {
 		})
 	}
 }
+
+func TestJobInputsDoNotFit(t *testing.T) {
+	for _, bin := range tftest.Binaries(t) {
+		t.Run(bin.Name, func(t *testing.T) {
+			f := newJobFixture(t, bin)
+			os.Remove(f.key)
+			// An argument the module does not declare.
+			f.write("main.tf.json", `{"variable":{"size":{},"token":{"sensitive":true}},`+
+				`"module":{"m":{"source":"./module","size":"${var.size}","token":"${var.token}","extra":"${var.size}"}}}`)
+			code, m, log := f.run("apply", "")
+			if code != ExitBadInput || m.Outcome != OutcomeBadInput || !strings.HasSuffix(m.Error, ": the inputs do not fit the module: Extraneous JSON object property (extra)") {
+				t.Errorf("undeclared argument: exit %d, %+v\n%s", code, m, log)
+			}
+			// A value of the wrong type (the plain canary for a bool): the
+			// report names the variable, never the value (run checks).
+			f.write("main.tf.json", `{"variable":{"size":{},"token":{"sensitive":true}},`+
+				`"module":{"m":{"source":"./module","size":"${var.size}","token":"${var.token}","moving":"${var.size}"}}}`)
+			code, m, log = f.run("apply", "")
+			if code != ExitBadInput || !strings.HasSuffix(m.Error, ": the inputs do not fit the module: Invalid value for input variable (moving)") {
+				t.Errorf("wrong type: exit %d, %+v\n%s", code, m, log)
+			}
+		})
+	}
+}
+

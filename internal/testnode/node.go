@@ -5,9 +5,16 @@
 // (the Pod's container statuses with their termination messages, and the
 // Job's status).
 //
-// What it does not emulate: image pulls (an image reference maps to a local
-// folder), resource limits, security contexts, probes, restarts, parallelism
-// (one Pod per Job, no retries: backoffLimit is treated as 0), sidecars,
+// Images: an image reference maps to local folders (Node.Images); its
+// digest is Digest(reference), which the pod reports as the container's
+// imageID, and a reference pinned to that digest ("ref@sha256:…") finds
+// the same folders. A reference the node does not know leaves the pod
+// Pending with the kubelet's ErrImagePull waiting reason, and the Job
+// running, as a real node would until the Job's deadline.
+//
+// What it does not emulate: image pulls from registries, resource limits,
+// security contexts, probes, restarts, parallelism (one Pod per Job, no
+// retries: backoffLimit is treated as 0), sidecars,
 // projected and downward-API volumes, and any isolation: processes run as
 // the test's user. Container paths are not mounted: a command word, an arg,
 // an env value or the value of a --flag=value that starts with a volume's
@@ -17,6 +24,8 @@ package testnode
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"os"
@@ -124,7 +133,7 @@ func (n *Node) run(ctx context.Context, t testing.TB, job *batchv1.Job) error {
 		ObjectMeta: metav1.ObjectMeta{
 			Name:        job.Name + "-node",
 			Namespace:   job.Namespace,
-			Labels:      map[string]string{"batch.kubernetes.io/job-name": job.Name, "job-name": job.Name},
+			Labels:      podLabels(job),
 			Annotations: job.Spec.Template.Annotations,
 			OwnerReferences: []metav1.OwnerReference{{
 				APIVersion: "batch/v1", Kind: "Job", Name: job.Name, UID: job.UID,
@@ -137,10 +146,16 @@ func (n *Node) run(ctx context.Context, t testing.TB, job *batchv1.Job) error {
 		return fmt.Errorf("create pod: %w", err)
 	}
 
+	containers := append(append([]corev1.Container(nil), pod.Spec.InitContainers...), pod.Spec.Containers[0])
+	for i, c := range containers {
+		if _, known := n.image(c.Image); !known {
+			return n.cannotPull(ctx, pod, c, i < len(pod.Spec.InitContainers))
+		}
+	}
 	root := t.TempDir()
 	var statuses []corev1.ContainerStatus
 	ok := true
-	for _, c := range append(append([]corev1.Container(nil), pod.Spec.InitContainers...), pod.Spec.Containers[0]) {
+	for _, c := range containers {
 		st, err := n.container(ctx, root, pod, c)
 		if err != nil {
 			return err
@@ -187,10 +202,7 @@ func (n *Node) run(ctx context.Context, t testing.TB, job *batchv1.Job) error {
 
 // container runs one container as a local process.
 func (n *Node) container(ctx context.Context, root string, pod *corev1.Pod, c corev1.Container) (corev1.ContainerStatus, error) {
-	images, known := n.Images[c.Image]
-	if !known {
-		return terminated(c, 128, fmt.Sprintf("testnode: image %q is not mapped to a local folder", c.Image)), nil
-	}
+	images, _ := n.image(c.Image)
 	paths := map[string]string{} // container path → local path
 	for _, img := range images {
 		paths[img.Path] = img.Dir
@@ -248,7 +260,49 @@ func (n *Node) container(ctx context.Context, root string, pod *corev1.Pod, c co
 		out, _ := os.ReadFile(log.Name())
 		n.logf("container %s of pod %s exited %d:\n%s", c.Name, pod.Name, code, tail(out, 2048))
 	}
-	return terminated(c, int32(code), string(msg)), nil
+	st := terminated(c, int32(code), string(msg))
+	repo, _, _ := strings.Cut(c.Image, "@")
+	if i := strings.LastIndexByte(repo, ':'); i > strings.LastIndexByte(repo, '/') {
+		repo = repo[:i]
+	}
+	base, _, _ := strings.Cut(c.Image, "@")
+	st.ImageID = repo + "@" + Digest(base)
+	return st, nil
+}
+
+// Digest is the digest the node reports for an image reference.
+func Digest(ref string) string {
+	sum := sha256.Sum256([]byte("testnode/" + ref))
+	return "sha256:" + hex.EncodeToString(sum[:])
+}
+
+// image finds the folders of a reference, pinned or not.
+func (n *Node) image(ref string) ([]Image, bool) {
+	base, digest, pinned := strings.Cut(ref, "@")
+	images, known := n.Images[base]
+	if pinned && digest != Digest(base) {
+		return nil, false
+	}
+	return images, known
+}
+
+// cannotPull leaves the pod Pending with the container waiting on its
+// image, as a kubelet reports it; the Job keeps running.
+func (n *Node) cannotPull(ctx context.Context, pod *corev1.Pod, c corev1.Container, init bool) error {
+	st := corev1.ContainerStatus{Name: c.Name, Image: c.Image, State: corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{
+		Reason:  "ErrImagePull",
+		Message: fmt.Sprintf("testnode: image %q is not mapped to a local folder", c.Image),
+	}}}
+	pod.Status.Phase = corev1.PodPending
+	if init {
+		pod.Status.InitContainerStatuses = []corev1.ContainerStatus{st}
+	} else {
+		pod.Status.ContainerStatuses = []corev1.ContainerStatus{st}
+	}
+	if err := n.Client.Status().Update(ctx, pod); err != nil {
+		return fmt.Errorf("pod status: %w", err)
+	}
+	return nil
 }
 
 // volume materialises a pod volume once, under root/volumes/NAME.
@@ -369,4 +423,14 @@ func tail(b []byte, n int) []byte {
 		return b[len(b)-n:]
 	}
 	return b
+}
+
+// podLabels are the Job template's labels and the ones the Job controller
+// adds.
+func podLabels(job *batchv1.Job) map[string]string {
+	l := map[string]string{"batch.kubernetes.io/job-name": job.Name, "job-name": job.Name}
+	for k, v := range job.Spec.Template.Labels {
+		l[k] = v
+	}
+	return l
 }

@@ -136,9 +136,11 @@ func (t *Terraform) run(ctx context.Context, stdout io.Writer, args ...string) e
 func (t *Terraform) runTo(ctx context.Context, stdout, stderr io.Writer, args ...string) error {
 	cmd := t.command(ctx, args...)
 	cmd.Stdout = orDiscard(stdout)
-	cmd.Stderr = stderr
+	diags := &tail{max: 64 << 10}
+	cmd.Stderr = io.MultiWriter(stderr, diags)
 	if err := cmd.Run(); err != nil {
-		return fmt.Errorf("%s %s: %w", filepath.Base(t.Bin), args[0], err)
+		op := filepath.Base(t.Bin) + " " + args[0]
+		return inputError(op, diags.buf, fmt.Errorf("%s: %w", op, err))
 	}
 	return nil
 }

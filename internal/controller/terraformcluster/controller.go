@@ -28,6 +28,9 @@ import (
 // looks again; a change of the object or of its Jobs acts at once.
 const Recheck = 10 * time.Minute
 
+// pullRecheck is how often a Job stuck on its image is looked at again.
+const pullRecheck = time.Minute
+
 // Reconciler reconciles TerraformClusters.
 type Reconciler struct {
 	Client client.Client
@@ -49,13 +52,15 @@ type Reconciler struct {
 }
 
 // SetupWithManager registers the reconciler: TerraformClusters, the Jobs
-// they own, and the ConfigMaps and Secrets they read variables from.
+// they own and their pods, and the ConfigMaps and Secrets they read
+// variables from. The manager's cache should be made with CacheOptions.
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, opts controller.Options) error {
 	return ctrl.NewControllerManagedBy(mgr).
 		For(&infrav1.TerraformCluster{}).
 		Owns(&batchv1.Job{}).
 		Watches(&corev1.ConfigMap{}, handler.EnqueueRequestsFromMapFunc(r.sourcesOf("ConfigMap"))).
 		Watches(&corev1.Secret{}, handler.EnqueueRequestsFromMapFunc(r.sourcesOf("Secret"))).
+		Watches(&corev1.Pod{}, handler.EnqueueRequestsFromMapFunc(podOwner)).
 		WithOptions(opts).
 		Complete(r)
 }
@@ -105,6 +110,9 @@ func (r *Reconciler) reconcileNormal(ctx context.Context, tc *infrav1.TerraformC
 		return ctrl.Result{}, err
 	}
 	root, err := r.render(ctx, tc, key)
+	if err == nil {
+		err = checkImage(tc.Spec.Image)
+	}
 	if errors.Is(err, errInputs) {
 		// The message names the variable and its source, never a value.
 		// A fixed source brings the object back through the watches of
@@ -116,8 +124,12 @@ func (r *Reconciler) reconcileNormal(ctx context.Context, tc *infrav1.TerraformC
 		return ctrl.Result{}, err
 	}
 	if tc.Status.ActiveJob != nil {
-		done, err := r.finishJob(ctx, tc, root)
-		if err != nil || !done || tc.Status.ActiveJob != nil {
+		err := r.finishJob(ctx, tc, root)
+		if errors.Is(err, errPulling) {
+			// Pods are not watched: look again in a while.
+			return ctrl.Result{RequeueAfter: pullRecheck}, nil
+		}
+		if err != nil || tc.Status.ActiveJob != nil {
 			return ctrl.Result{}, err
 		}
 	}

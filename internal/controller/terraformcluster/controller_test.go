@@ -36,8 +36,10 @@ import (
 
 const (
 	moduleImage = "example.test/module:1"
-	runnerImage = "example.test/captf-runner:dev"
-	canary      = "CANARY-CONTROLLER-SECRET-77"
+	// moduleImage2 is the same module under another reference.
+	moduleImage2 = "example.test/module:2"
+	runnerImage  = "example.test/captf-runner:dev"
+	canary       = "CANARY-CONTROLLER-SECRET-77"
 )
 
 type harness struct {
@@ -64,14 +66,15 @@ func start(t *testing.T) *harness {
 	module, _ := filepath.Abs("../../runner/testdata/module")
 	node := &testnode.Node{Client: env.Client, Namespace: "default",
 		Images: map[string][]testnode.Image{
-			moduleImage: {{Path: infrav1.PathModule, Dir: module}, {Path: infrav1.PathRuntime, Dir: runtimeDir}},
-			runnerImage: {{Path: filepath.Dir(RunnerImagePath), Dir: runnerDir}},
+			moduleImage:  {{Path: infrav1.PathModule, Dir: module}, {Path: infrav1.PathRuntime, Dir: runtimeDir}},
+			moduleImage2: {{Path: infrav1.PathModule, Dir: module}, {Path: infrav1.PathRuntime, Dir: runtimeDir}},
+			runnerImage:  {{Path: filepath.Dir(RunnerImagePath), Dir: runnerDir}},
 		},
 		Env: []string{"KUBE_CONFIG_PATH=" + env.Kubeconfig(t)},
 	}
 	node.Start(t)
 
-	mgr, err := ctrl.NewManager(env.Config, ctrl.Options{Scheme: env.Client.Scheme(), Metrics: metricsserver.Options{BindAddress: "0"}})
+	mgr, err := ctrl.NewManager(env.Config, ctrl.Options{Scheme: env.Client.Scheme(), Cache: CacheOptions(), Metrics: metricsserver.Options{BindAddress: "0"}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -597,6 +600,25 @@ func TestInvalidInputs(t *testing.T) {
 	h.wait(tc, "applied once the Secret exists", ready)
 }
 
+func TestInputsDoNotFitTheModule(t *testing.T) {
+	h := start(t)
+	// The module declares moving as a bool.
+	tc := h.create("misfit", infrav1.ApplyAutomatic, "small", func(tc *infrav1.TerraformCluster) {
+		tc.Spec.Variables = append(tc.Spec.Variables, infrav1.Variable{Name: "moving", Value: &apiextensionsv1.JSON{Raw: []byte(`"` + canary + `-moving"`)}})
+	})
+	h.wait(tc, "inputs refused by the module", func(tc *infrav1.TerraformCluster) bool {
+		c := condition(tc, infrav1.ConditionApplyJobSucceeded)
+		return c != nil && c.Reason == ReasonInvalidInputs
+	})
+	c := condition(tc, infrav1.ConditionApplyJobSucceeded)
+	if !strings.Contains(c.Message, "(bad-input): ") || !strings.Contains(c.Message, "the inputs do not fit the module: Invalid value for input variable (moving)") {
+		t.Errorf("condition message %q", c.Message)
+	}
+	if strings.Contains(c.Message, canary) || tc.Status.LastRun.Error.Kind != "bad-input" {
+		t.Errorf("last run %+v", tc.Status.LastRun)
+	}
+}
+
 func TestVariablesFromWatched(t *testing.T) {
 	h := start(t)
 	cm := &corev1.ConfigMap{
@@ -633,4 +655,98 @@ func reasons(evs []eventsv1.Event) []string {
 		r = append(r, e.Reason)
 	}
 	return r
+}
+
+func TestBadImageReference(t *testing.T) {
+	h := start(t)
+	tc := h.create("badref", infrav1.ApplyAutomatic, "small", func(tc *infrav1.TerraformCluster) {
+		tc.Spec.Image = "example.test/Module::1"
+	})
+	h.wait(tc, "invalid image", func(tc *infrav1.TerraformCluster) bool {
+		c := condition(tc, infrav1.ConditionApplyJobSucceeded)
+		return c != nil && c.Reason == ReasonInvalidInputs
+	})
+	if c := condition(tc, infrav1.ConditionApplyJobSucceeded); !strings.Contains(c.Message, `image "example.test/Module::1": invalid reference format`) {
+		t.Errorf("condition message %q does not explain the reference", c.Message)
+	}
+	if jobs := h.jobs(tc); len(jobs) != 0 {
+		t.Errorf("%d Jobs started for an invalid image reference", len(jobs))
+	}
+}
+
+func TestImagePullAndPin(t *testing.T) {
+	h := start(t)
+	ctx := context.Background()
+	tc := h.create("pin", infrav1.ApplyAutomatic, "small", func(tc *infrav1.TerraformCluster) {
+		tc.Spec.Image = "example.test/absent:1"
+	})
+	h.wait(tc, "an image that cannot be pulled", func(tc *infrav1.TerraformCluster) bool {
+		c := condition(tc, infrav1.ConditionApplyJobSucceeded)
+		return c != nil && c.Reason == ReasonImagePullFailed
+	})
+	stuck := tc.Status.ActiveJob.Name
+	if c := condition(tc, infrav1.ConditionApplyJobSucceeded); c.Status != metav1.ConditionFalse ||
+		!strings.Contains(c.Message, "Job "+stuck+" cannot start: container terraform cannot pull image example.test/absent:1 (ErrImagePull)") {
+		t.Errorf("condition %+v", c)
+	}
+
+	// The reference is fixed: the stuck Job (which never ran the runner)
+	// goes at once, without waiting for its deadline, and the apply runs.
+	before := tc.DeepCopy()
+	tc.Spec.Image = moduleImage
+	if err := h.c.Patch(ctx, tc, client.MergeFrom(before)); err != nil {
+		t.Fatal(err)
+	}
+	h.wait(tc, "applied with the fixed image", ready)
+	var job batchv1.Job
+	if err := h.c.Get(ctx, client.ObjectKey{Namespace: "default", Name: stuck}, &job); !apierrors.IsNotFound(err) && job.DeletionTimestamp == nil {
+		t.Errorf("the stuck Job %s is still there (%v)", stuck, err)
+	}
+
+	// The digest the apply ran is pinned, and the next run uses it.
+	if got := h.durableInputs(tc).Annotations[infrav1.AnnotationImageDigest]; got != testnode.Digest(moduleImage) {
+		t.Errorf("pinned digest %q, want %q", got, testnode.Digest(moduleImage))
+	}
+	h.setSize(tc, "medium")
+	h.wait(tc, "second apply", func(tc *infrav1.TerraformCluster) bool {
+		return ready(tc) && tc.Status.Failures == 0 && h.lastJobImage(tc) != ""
+	})
+	if got, want := h.lastJobImage(tc), moduleImage+"@"+testnode.Digest(moduleImage); got != want {
+		t.Errorf("second apply ran %s, want the pinned %s", got, want)
+	}
+
+	// A new reference clears the pin; its own digest is pinned after the
+	// next successful apply.
+	before = tc.DeepCopy()
+	tc.Spec.Image = moduleImage2
+	if err := h.c.Patch(ctx, tc, client.MergeFrom(before)); err != nil {
+		t.Fatal(err)
+	}
+	h.wait(tc, "applied with the new reference", func(tc *infrav1.TerraformCluster) bool {
+		return ready(tc) && h.lastJobImage(tc) == moduleImage2
+	})
+	if got := h.durableInputs(tc).Annotations[infrav1.AnnotationImageDigest]; got != testnode.Digest(moduleImage2) {
+		t.Errorf("pinned digest %q after the new reference, want %q", got, testnode.Digest(moduleImage2))
+	}
+}
+
+func (h *harness) durableInputs(tc *infrav1.TerraformCluster) *corev1.Secret {
+	h.t.Helper()
+	var s corev1.Secret
+	if err := h.c.Get(context.Background(), client.ObjectKey{Namespace: tc.Namespace, Name: inputsName(tc.Name)}, &s); err != nil {
+		h.t.Fatal(err)
+	}
+	return &s
+}
+
+// lastJobImage is the runner container image of the last finished Job.
+func (h *harness) lastJobImage(tc *infrav1.TerraformCluster) string {
+	if tc.Status.LastRun == nil {
+		return ""
+	}
+	var job batchv1.Job
+	if err := h.c.Get(context.Background(), client.ObjectKey{Namespace: tc.Namespace, Name: tc.Status.LastRun.Job}, &job); err != nil {
+		return ""
+	}
+	return jobContainer(&job).Image
 }

@@ -2,6 +2,7 @@ package terraformcluster
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	batchv1 "k8s.io/api/batch/v1"
@@ -20,8 +21,9 @@ func nowTime() metav1.Time { return metav1.Now() }
 
 // collect takes in the active Job once it finished: it reads the report,
 // records status.lastRun, deletes the per-run Secret and clears
-// status.activeJob. done is false while the Job still runs (its watch
-// brings the object back); job is nil when the Job is gone. A Job that
+// status.activeJob, and pins the image digest a successful apply ran.
+// done is false while the Job still runs (its watch brings the object
+// back); job is nil when the Job is gone. A Job that
 // left no report is a failed run.
 func (r *Reconciler) collect(ctx context.Context, tc *infrav1.TerraformCluster) (job *batchv1.Job, msg *runner.Message, done bool, err error) {
 	active := tc.Status.ActiveJob
@@ -35,10 +37,21 @@ func (r *Reconciler) collect(ctx context.Context, tc *infrav1.TerraformCluster) 
 	}
 	finished, succeeded := jobFinished(job)
 	if !finished {
-		return nil, nil, false, nil
+		return job, nil, false, nil
 	}
-	if msg, err = r.report(ctx, job); err != nil {
+	pods, err := r.pods(ctx, job)
+	if err != nil {
 		return nil, nil, false, err
+	}
+	if msg, err = report(job, pods); err != nil {
+		return nil, nil, false, err
+	}
+	if succeeded && msg != nil && msg.Outcome == runner.OutcomeApplied {
+		for i := range pods {
+			if err := r.pinDigest(ctx, job, resolvedDigest(&pods[i])); err != nil {
+				return nil, nil, false, err
+			}
+		}
 	}
 	if err := r.deleteRun(ctx, job); err != nil {
 		return nil, nil, false, err
@@ -54,15 +67,19 @@ func (r *Reconciler) collect(ctx context.Context, tc *infrav1.TerraformCluster) 
 	return job, msg, true, nil
 }
 
-// finishJob handles the active Job once it finished and moves the flow on.
-func (r *Reconciler) finishJob(ctx context.Context, tc *infrav1.TerraformCluster, root *render.Root) (done bool, err error) {
+// finishJob handles the active Job once it finished and moves the flow on;
+// while it runs, it looks for an image that cannot be pulled (waitJob).
+func (r *Reconciler) finishJob(ctx context.Context, tc *infrav1.TerraformCluster, root *render.Root) error {
 	job, msg, done, err := r.collect(ctx, tc)
-	if err != nil || !done || job == nil {
-		return done, err
+	if err != nil || job == nil {
+		return err
+	}
+	if !done {
+		return r.waitJob(ctx, tc, job, root)
 	}
 	run := tc.Status.LastRun
 	if msg == nil {
-		return true, r.failed(tc, run.Operation, run)
+		return r.failed(tc, run.Operation, run)
 	}
 
 	inputsHash := job.Annotations[annotationInputsHash]
@@ -71,7 +88,7 @@ func (r *Reconciler) finishJob(ctx context.Context, tc *infrav1.TerraformCluster
 		if msg.Plan.Empty() {
 			// An empty plan needs no approval, but the apply plans again
 			// and stops if the plan is no longer empty.
-			return true, r.startJob(ctx, tc, root, infrav1.OperationApply, fingerprint.EmptyPlanHash, false)
+			return r.startJob(ctx, tc, root, infrav1.OperationApply, fingerprint.EmptyPlanHash, false)
 		}
 		r.recordPlan(tc, job.Name, msg.Plan, inputsHash, infrav1.ReasonPlanAwaitingApproval)
 		r.Recorder.Eventf(tc, job, corev1.EventTypeNormal, infrav1.EventPlanReady, "Plan",
@@ -80,11 +97,11 @@ func (r *Reconciler) finishJob(ctx context.Context, tc *infrav1.TerraformCluster
 	case runner.OutcomeApplied, runner.OutcomeNoChanges:
 		tc.Status.Failures = 0
 		if err := r.markApplied(ctx, tc); err != nil {
-			return false, err
+			return err
 		}
 		if hash := job.Annotations[infrav1.AnnotationApprovedPlan]; hash != "" {
 			if err := r.consumeApproval(ctx, tc, hash); err != nil {
-				return false, err
+				return err
 			}
 			r.Recorder.Eventf(tc, job, corev1.EventTypeNormal, infrav1.EventPlanApplied, "Apply", "Plan %s applied.", hash)
 		}
@@ -93,7 +110,7 @@ func (r *Reconciler) finishJob(ctx context.Context, tc *infrav1.TerraformCluster
 		// Nothing was applied. This is not a failure: no backoff, no cap.
 		run.Error = &infrav1.RunError{Kind: infrav1.ErrorKindPlanChanged, Message: "The fresh plan does not hash to the approved one; nothing was applied."}
 		if err := r.annotateJob(ctx, job, infrav1.AnnotationPlanChanged, msg.Plan.PlanHash); err != nil {
-			return false, err
+			return err
 		}
 		r.recordPlan(tc, job.Name, msg.Plan, inputsHash, infrav1.ReasonPlanChanged)
 		r.Recorder.Eventf(tc, job, corev1.EventTypeWarning, infrav1.EventPlanChanged, "Apply",
@@ -102,16 +119,20 @@ func (r *Reconciler) finishJob(ctx context.Context, tc *infrav1.TerraformCluster
 	default:
 		run.Succeeded = false
 		run.Error = &infrav1.RunError{Kind: msg.Outcome, Message: msg.Error}
-		return true, r.failed(tc, run.Operation, run)
+		return r.failed(tc, run.Operation, run)
 	}
-	return true, nil
+	return nil
 }
 
 // failed records a failed run. A failed apply keeps status.plan and the
 // approval, so the retry (after the backoff) expects the same plan.
 func (r *Reconciler) failed(tc *infrav1.TerraformCluster, op infrav1.Operation, run *infrav1.RunStatus) error {
 	reason := ReasonApplyFailed
-	if op == infrav1.OperationPlan {
+	switch {
+	case run.Error.Kind == runner.OutcomeBadInput:
+		// The module refused the inputs; the message names the variables.
+		reason = ReasonInvalidInputs
+	case op == infrav1.OperationPlan:
 		reason = ReasonPlanFailed
 	}
 	tc.Status.Failures++
@@ -130,4 +151,34 @@ func (r *Reconciler) annotateJob(ctx context.Context, job *batchv1.Job, key, val
 	}
 	job.Annotations[key] = value
 	return r.Client.Patch(ctx, job, client.MergeFrom(before))
+}
+
+// errPulling says the active Job waits for an image it cannot pull.
+var errPulling = errors.New("image pull")
+
+// waitJob looks at a Job that still runs. One whose image cannot be pulled
+// never started the runner: it is reported in a condition, and deleted
+// once the object's inputs moved on (a fixed image reference), so the new
+// inputs need not wait for the Job's deadline.
+func (r *Reconciler) waitJob(ctx context.Context, tc *infrav1.TerraformCluster, job *batchv1.Job, root *render.Root) error {
+	pods, err := r.pods(ctx, job)
+	if err != nil {
+		return err
+	}
+	why := pullFailure(pods)
+	if why == "" {
+		return nil
+	}
+	setCondition(tc, infrav1.ConditionApplyJobSucceeded, false, ReasonImagePullFailed, fmt.Sprintf("Job %s cannot start: %s", job.Name, why))
+	if job.Annotations[annotationInputsHash] == root.InputsHash {
+		return errPulling
+	}
+	if err := r.Client.Delete(ctx, job, client.PropagationPolicy(metav1.DeletePropagationBackground)); err != nil && !apierrors.IsNotFound(err) {
+		return fmt.Errorf("delete Job %s: %w", job.Name, err)
+	}
+	if err := r.deleteRun(ctx, job); err != nil {
+		return err
+	}
+	tc.Status.ActiveJob = nil
+	return nil
 }

@@ -48,7 +48,11 @@ func (r *Reconciler) startJob(ctx context.Context, tc *infrav1.TerraformCluster,
 			return err
 		}
 	}
-	job := r.buildJob(tc, op, expect, gated, approved)
+	image, err := r.jobImage(ctx, tc, op)
+	if err != nil {
+		return err
+	}
+	job := r.buildJob(tc, image, op, expect, gated, approved)
 	job.Annotations[annotationInputsHash] = root.InputsHash
 	if err := r.Client.Create(ctx, job); err != nil {
 		return fmt.Errorf("create %s Job: %w", op, err)
@@ -67,7 +71,7 @@ func (r *Reconciler) startJob(ctx context.Context, tc *infrav1.TerraformCluster,
 	return nil
 }
 
-func (r *Reconciler) buildJob(tc *infrav1.TerraformCluster, op infrav1.Operation, expect string, gated, approved bool) *batchv1.Job {
+func (r *Reconciler) buildJob(tc *infrav1.TerraformCluster, image string, op infrav1.Operation, expect string, gated, approved bool) *batchv1.Job {
 	labels := ownerLabels(tc)
 	labels[labelOperation] = string(op)
 	annotations := map[string]string{}
@@ -122,7 +126,7 @@ func (r *Reconciler) buildJob(tc *infrav1.TerraformCluster, op infrav1.Operation
 						VolumeMounts: []corev1.VolumeMount{{Name: "bin", MountPath: binDir}},
 					}},
 					Containers: []corev1.Container{{
-						Name: containerName, Image: tc.Spec.Image,
+						Name: containerName, Image: image,
 						Command:                  append([]string{runnerPath}, args...),
 						Env:                      r.JobEnv,
 						Resources:                tc.Spec.Job.Resources,
@@ -163,14 +167,19 @@ func jobFinished(job *batchv1.Job) (finished, succeeded bool) {
 	return false, false
 }
 
-// report reads the runner's report from the termination message of the
-// Job's pod.
-func (r *Reconciler) report(ctx context.Context, job *batchv1.Job) (*runner.Message, error) {
+// pods lists the pods of a Job, from the API server itself.
+func (r *Reconciler) pods(ctx context.Context, job *batchv1.Job) ([]corev1.Pod, error) {
 	var pods corev1.PodList
 	if err := r.Reader.List(ctx, &pods, client.InNamespace(job.Namespace), client.MatchingLabels{"batch.kubernetes.io/job-name": job.Name}); err != nil {
 		return nil, fmt.Errorf("pods of Job %s: %w", job.Name, err)
 	}
-	for _, p := range pods.Items {
+	return pods.Items, nil
+}
+
+// report reads the runner's report from the termination message of the
+// Job's pod.
+func report(job *batchv1.Job, pods []corev1.Pod) (*runner.Message, error) {
+	for _, p := range pods {
 		for _, st := range p.Status.ContainerStatuses {
 			if st.Name != containerName || st.State.Terminated == nil || st.State.Terminated.Message == "" {
 				continue

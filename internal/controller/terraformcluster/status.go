@@ -15,9 +15,11 @@ const (
 	ReasonApplyFailed   = "ApplyFailed"
 	ReasonPlanFailed    = "PlanFailed"
 	ReasonInvalidInputs = "InvalidInputs"
-	ReasonProvisioned   = "Provisioned"
-	ReasonDestroying    = "Destroying"
-	ReasonDestroyFailed = "DestroyFailed"
+	// ReasonImagePullFailed: the active Job's pod cannot pull an image.
+	ReasonImagePullFailed = "ImagePullFailed"
+	ReasonProvisioned     = "Provisioned"
+	ReasonDestroying      = "Destroying"
+	ReasonDestroyFailed   = "DestroyFailed"
 )
 
 // unknown marks a condition Unknown in setCondition.

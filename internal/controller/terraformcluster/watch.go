@@ -3,9 +3,12 @@ package terraformcluster
 import (
 	"context"
 
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
@@ -57,4 +60,25 @@ func readsFrom(spec *infrav1.RunnerSpec, kind string, obj client.Object) bool {
 		}
 	}
 	return false
+}
+
+// CacheOptions keeps the manager's cache of Jobs and Pods to those captf
+// made (labelled captf.io/managed=true): a cluster's other workloads are
+// neither watched nor held in memory.
+func CacheOptions() cache.Options {
+	managed := cache.ByObject{Label: labels.SelectorFromSet(labels.Set{infrav1.LabelManaged: "true"})}
+	return cache.Options{ByObject: map[client.Object]cache.ByObject{
+		&batchv1.Job{}: managed,
+		&corev1.Pod{}:  managed,
+	}}
+}
+
+// podOwner maps a runner pod to its TerraformCluster: a pod that cannot
+// pull its image changes no Job, so only its own watch tells.
+func podOwner(_ context.Context, obj client.Object) []reconcile.Request {
+	l := obj.GetLabels()
+	if l[infrav1.LabelOwnerKind] != "TerraformCluster" || l[infrav1.LabelOwnerName] == "" {
+		return nil
+	}
+	return []reconcile.Request{{NamespacedName: client.ObjectKey{Namespace: obj.GetNamespace(), Name: l[infrav1.LabelOwnerName]}}}
 }
