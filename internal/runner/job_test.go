@@ -173,4 +173,3 @@ func TestJobInputsDoNotFit(t *testing.T) {
 		})
 	}
 }
-
