@@ -1,6 +1,7 @@
 package terraform
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"maps"
@@ -171,7 +172,7 @@ func vars(v any) (map[string]any, error) {
 // in the input the value is, for an error.
 func jsonValue(v any, path string) (any, error) {
 	switch v := v.(type) {
-	case nil, bool, string, int, int8, int16, int32, int64, uint, uint8, uint16, uint32, uint64, float32, float64:
+	case nil, bool, string, json.Number, int, int8, int16, int32, int64, uint, uint8, uint16, uint32, uint64, float32, float64:
 		return v, nil
 	case map[string]any:
 		out := make(map[string]any, len(v))
@@ -220,7 +221,7 @@ func typeName(v any) string {
 		return "a boolean"
 	case string:
 		return "a string"
-	case int, int8, int16, int32, int64, uint, uint8, uint16, uint32, uint64, float32, float64:
+	case json.Number, int, int8, int16, int32, int64, uint, uint8, uint16, uint32, uint64, float32, float64:
 		return "a number"
 	case []any, []string:
 		return "a list"
