@@ -52,6 +52,10 @@ type Capability struct {
 	Stdout io.Writer
 	// Stderr receives terraform's diagnostics. Nil discards them.
 	Stderr io.Writer
+
+	// beforeApply, when set, runs between the digest check and the apply:
+	// a test changes the state there, as a concurrent apply would.
+	beforeApply func()
 }
 
 var _ preview.Capability = (*Capability)(nil)
@@ -158,6 +162,9 @@ func (c *Capability) Apply(ctx context.Context, req preview.Request, approved *p
 	}
 	if priv != nil && !hmac.Equal([]byte(p.full), []byte(priv.full)) {
 		return nil, fmt.Errorf("%s %s: approved %s, planned now %s with a sensitive value changed; nothing applied: %w", Kind, in.name, want, p.digest, preview.ErrMoved)
+	}
+	if c.beforeApply != nil {
+		c.beforeApply()
 	}
 	tf := c.terraform(in)
 	if err := tf.Apply(ctx, planFile); err != nil {

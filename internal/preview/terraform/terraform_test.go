@@ -14,6 +14,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/captf/captf/internal/preview"
+	"github.com/captf/captf/internal/tfexec"
 	"github.com/captf/captf/internal/tftest"
 	"github.com/captf/captf/pkg/changeset"
 )
@@ -400,6 +401,35 @@ func TestApplyRefusesMovedPlan(t *testing.T) {
 					t.Error("the refused apply changed the state")
 				}
 			})
+		}
+	})
+}
+
+func TestApplyRefusesStalePlanFile(t *testing.T) {
+	eachBinary(t, func(t *testing.T, r *repo) {
+		r.apply(r.request("basic", basicVars("a", "1", canaryA, true)))
+		req := r.request("basic", basicVars("b", "1", canaryA, true))
+		approved := r.plan(req)
+		var between []byte
+		// Another apply lands after the digest check, before the apply.
+		r.cap.beforeApply = func() {
+			other := &Capability{Env: r.cap.Env, Stderr: r.cap.Stderr}
+			concurrent := r.request("basic", basicVars("c", "1", canaryA, true))
+			p, err := other.Plan(context.Background(), concurrent)
+			if err == nil {
+				_, err = other.Apply(context.Background(), concurrent, p)
+			}
+			if err != nil {
+				t.Errorf("concurrent apply: %v", err)
+			}
+			between = r.state("basic")
+		}
+		_, err := r.cap.Apply(context.Background(), req, approved)
+		if !errors.Is(err, preview.ErrMoved) || !errors.Is(err, tfexec.ErrStalePlan) {
+			t.Fatalf("apply of a stale plan file: %v, want ErrMoved and ErrStalePlan", err)
+		}
+		if !bytes.Equal(between, r.state("basic")) {
+			t.Error("the refused apply changed the state")
 		}
 	})
 }
