@@ -103,6 +103,16 @@ func inside(root, rel string) (string, error) {
 	if err != nil {
 		return "", fmt.Errorf("%s: %w", rel, err)
 	}
+	// A symbolic link in the repository may point out of it.
+	realRoot, err := filepath.EvalSymlinks(root)
+	if err != nil {
+		return "", fmt.Errorf("repository root: %w", err)
+	}
+	if real, err := filepath.EvalSymlinks(abs); err == nil {
+		if r, err := filepath.Rel(realRoot, real); err != nil || r == ".." || strings.HasPrefix(r, ".."+string(filepath.Separator)) {
+			return "", fmt.Errorf("%s leaves the repository through a symbolic link", rel)
+		}
+	}
 	return abs, nil
 }
 

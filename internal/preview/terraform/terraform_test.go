@@ -590,6 +590,14 @@ func TestInputErrors(t *testing.T) {
 		{"a vars key not a string", map[string]any{"root": "basic", "binary": terraform, "vars": map[string]any{"tags": map[any]any{1: "x"}}}, `terraform-apply: input "vars.tags": a key is a number; want a string`},
 		{"name not a string", map[string]any{"root": "basic", "binary": terraform, "name": true}, `terraform-apply: input "name": want a string, got a boolean`},
 	}
+	if err := os.Symlink(t.TempDir(), filepath.Join(dir, "elsewhere")); err != nil {
+		t.Fatal(err)
+	}
+	cases = append(cases, struct {
+		reason string
+		inputs map[string]any
+		want   string
+	}{"root a link out of the repository", map[string]any{"root": "elsewhere"}, `terraform-apply: input "root": elsewhere leaves the repository through a symbolic link`})
 	c := &Capability{Env: tftest.Env(t)}
 	for _, tc := range cases {
 		t.Run(tc.reason, func(t *testing.T) {
