@@ -103,8 +103,8 @@ func (c *Capability) Plan(ctx context.Context, req preview.Request) (*preview.Pl
 		}
 		return &preview.Plan{Member: member, PlannedOutputs: preview.Outputs{}}, nil
 	}
-	if req.WorkDir == "" {
-		return nil, fmt.Errorf("%s %s: no work directory", Kind, in.name)
+	if err := checkWorkDir(req.WorkDir); err != nil {
+		return nil, fmt.Errorf("%s %s: %w", Kind, in.name, err)
 	}
 	key := make([]byte, 32)
 	if _, err := rand.Read(key); err != nil {
@@ -140,8 +140,8 @@ func (c *Capability) Apply(ctx context.Context, req preview.Request, approved *p
 	if len(req.Missing) > 0 {
 		return nil, fmt.Errorf("%s %s: inputs from %s have no value yet; nothing applied", Kind, in.name, strings.Join(req.Missing, ", "))
 	}
-	if req.WorkDir == "" {
-		return nil, fmt.Errorf("%s %s: no work directory", Kind, in.name)
+	if err := checkWorkDir(req.WorkDir); err != nil {
+		return nil, fmt.Errorf("%s %s: %w", Kind, in.name, err)
 	}
 	priv, _ := approved.Private.(*private)
 	key := make([]byte, 32)
@@ -196,6 +196,16 @@ func (c *Capability) Outputs(ctx context.Context, req preview.Request) (preview.
 		return nil, fmt.Errorf("%s %s: %w", Kind, in.name, err)
 	}
 	return out, nil
+}
+
+func checkWorkDir(dir string) error {
+	if dir == "" {
+		return errors.New("no work directory")
+	}
+	if fi, err := os.Stat(dir); err != nil || !fi.IsDir() {
+		return fmt.Errorf("work directory %s is not a directory", dir)
+	}
+	return nil
 }
 
 func (c *Capability) terraform(in *inputs) *tfexec.Terraform {

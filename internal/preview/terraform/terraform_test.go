@@ -613,6 +613,17 @@ func TestInputErrors(t *testing.T) {
 	}
 }
 
+func TestPlanNeedsAWorkDirectory(t *testing.T) {
+	r := newRepo(t, tftest.Terraform(t))
+	req := r.request("basic", nil)
+	req.WorkDir = filepath.Join(req.WorkDir, "missing")
+	_, err := r.cap.Plan(context.Background(), req)
+	want := "terraform-apply basic: work directory " + req.WorkDir + " is not a directory"
+	if err == nil || err.Error() != want {
+		t.Errorf("error %v, want %s", err, want)
+	}
+}
+
 func TestMemberName(t *testing.T) {
 	r := newRepo(t, tftest.Terraform(t))
 	req := r.request("basic", nil)
