@@ -80,20 +80,44 @@ func (t *Terraform) Plan(ctx context.Context, out string, extra ...string) error
 	return t.run(ctx, t.Stdout, args...)
 }
 
+// PlanChanges is Plan with -detailed-exitcode: it reports whether the plan
+// has changes (terraform's exit code 2) instead of failing on it.
+func (t *Terraform) PlanChanges(ctx context.Context, out string, extra ...string) (bool, error) {
+	args := append([]string{"plan", "-input=false", "-no-color", "-detailed-exitcode", "-out=" + out}, extra...)
+	err := t.run(ctx, t.Stdout, args...)
+	if exit, ok := errors.AsType[*exec.ExitError](err); ok && exit.ExitCode() == 2 {
+		return true, nil
+	}
+	return false, err
+}
+
 // Show runs show -json on a saved plan and passes its stdout, as it is
 // produced, to read. Nothing of it is stored or logged.
 func (t *Terraform) Show(ctx context.Context, planFile string, read func(io.Reader) error) error {
-	cmd := t.command(ctx, "show", "-json", "-no-color", planFile)
-	// terraform's own logging could copy the plan into a log: not for show.
+	return t.stream(ctx, read, "show", "-json", "-no-color", planFile)
+}
+
+// Output runs output -json and passes its stdout, as it is produced, to
+// read: every root output with its value, sensitive ones included, so
+// nothing of it is stored or logged.
+func (t *Terraform) Output(ctx context.Context, read func(io.Reader) error) error {
+	return t.stream(ctx, read, "output", "-json", "-no-color")
+}
+
+// stream runs a command whose stdout may hold values and hands the live
+// pipe to read.
+func (t *Terraform) stream(ctx context.Context, read func(io.Reader) error, args ...string) error {
+	cmd := t.command(ctx, args...)
+	// terraform's own logging could copy the values into a log: not here.
 	cmd.Env = slices.DeleteFunc(cmd.Env, func(kv string) bool { return strings.HasPrefix(kv, "TF_LOG") })
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
 	out, err := cmd.StdoutPipe()
 	if err != nil {
-		return fmt.Errorf("show: %w", err)
+		return fmt.Errorf("%s: %w", args[0], err)
 	}
 	if err := cmd.Start(); err != nil {
-		return fmt.Errorf("show: %w", err)
+		return fmt.Errorf("%s: %w", args[0], err)
 	}
 	readErr := read(out)
 	// Drain what read left so the process can finish, then reap it.
@@ -103,7 +127,7 @@ func (t *Terraform) Show(ctx context.Context, planFile string, read func(io.Read
 		// terraform's diagnostics go to the log, not into the error: an
 		// error may travel into a report or a status.
 		t.stderr().Write(stderr.Bytes())
-		return fmt.Errorf("%s show: %w", filepath.Base(t.Bin), waitErr)
+		return fmt.Errorf("%s %s: %w", filepath.Base(t.Bin), args[0], waitErr)
 	}
 	return readErr
 }

@@ -1,0 +1,2 @@
+name = "prod"
+size = 3
