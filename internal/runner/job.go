@@ -84,6 +84,9 @@ func (j *Job) run(ctx context.Context) (Message, error) {
 	if err := j.stage(); err != nil {
 		return msg, err
 	}
+	if err := j.forwardEndpoint(); err != nil {
+		return msg, err
+	}
 	r := &Runner{
 		TF:       &tfexec.Terraform{Bin: bin, Dir: j.Workdir, Stdout: j.Stdout, Stderr: j.Stderr},
 		Hasher:   hasher,
@@ -117,6 +120,10 @@ func (j *Job) run(ctx context.Context) (Message, error) {
 				msg.Outcome = OutcomeApplied
 			}
 		}
+		if err != nil {
+			return msg, err
+		}
+		msg.Endpoint, err = readEndpoint(ctx, r.TF, j.Workdir)
 		return msg, err
 	default:
 		if err := r.prepare(ctx); err != nil {
@@ -126,7 +133,8 @@ func (j *Job) run(ctx context.Context) (Message, error) {
 			return msg, err
 		}
 		msg.Outcome = OutcomeApplied
-		return msg, nil
+		msg.Endpoint, err = readEndpoint(ctx, r.TF, j.Workdir)
+		return msg, err
 	}
 }
 

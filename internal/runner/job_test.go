@@ -97,8 +97,13 @@ func TestJob(t *testing.T) {
 
 			// The first apply is ungated: no key is needed.
 			os.Remove(f.key)
-			if code, m, log := f.run("apply", ""); code != 0 || m.Outcome != OutcomeApplied {
+			code, m, log := f.run("apply", "")
+			if code != 0 || m.Outcome != OutcomeApplied {
 				t.Fatalf("first apply: exit %d, %+v\n%s", code, m, log)
+			}
+			// The module's endpoint outputs, forwarded and reported.
+			if m.Endpoint == nil || *m.Endpoint != (Endpoint{Host: "api.default.example.test", Port: 6443}) {
+				t.Errorf("endpoint %+v", m.Endpoint)
 			}
 			// A plan Job without its key fails before any step.
 			if code, m, _ := f.run("plan", ""); code != ExitBadInput || m.Outcome != OutcomeBadInput || !strings.Contains(m.Error, "does not exist") {

@@ -21,14 +21,18 @@ const (
 	OutcomeFailed      = "failed"       // anything else
 )
 
-// Message is what a runner Job reports to the manager. It never holds a
-// value: counts, addresses with labels, the keyed hash, and an error that
+// Message is what a runner Job reports to the manager. It holds no plan or
+// variable value (the control plane endpoint is published by contract):
+// counts, addresses with labels, the keyed hash, and an error that
 // names a step, never terraform's output.
 type Message struct {
 	Operation string              `json:"operation"`
 	Outcome   string              `json:"outcome"`
 	Plan      *fingerprint.Report `json:"plan,omitempty"`
 	Error     string              `json:"error,omitempty"`
+	// Endpoint is the module's control plane endpoint after an apply, for
+	// the Cluster API contract; the only values a report carries.
+	Endpoint *Endpoint `json:"endpoint,omitempty"`
 }
 
 // Encode returns the message as JSON of at most MaxMessage bytes. The hash

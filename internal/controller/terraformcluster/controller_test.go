@@ -251,6 +251,10 @@ func TestAutomatic(t *testing.T) {
 	if !tc.Status.Ready || tc.Status.LastRun == nil || !tc.Status.LastRun.Succeeded {
 		t.Fatalf("status after the first apply: %+v", tc.Status)
 	}
+	// The Cluster API contract: the endpoint from the module's outputs.
+	if want := (infrav1.APIEndpoint{Host: "api.default.example.test", Port: 6443}); tc.Spec.ControlPlaneEndpoint != want {
+		t.Errorf("controlPlaneEndpoint %+v, want %+v", tc.Spec.ControlPlaneEndpoint, want)
+	}
 	h.setSize(tc, "large")
 	h.wait(tc, "second apply", func(tc *infrav1.TerraformCluster) bool {
 		return ready(tc) && len(h.jobs(tc)) == 2
@@ -646,6 +650,9 @@ func TestVariablesFromWatched(t *testing.T) {
 	})
 	if n := len(h.jobs(tc)); n != 2 {
 		t.Errorf("%d Jobs, want 2 applies", n)
+	}
+	if got := tc.Spec.ControlPlaneEndpoint.Host; got != "api.green.example.test" {
+		t.Errorf("controlPlaneEndpoint.host %q after the label moved", got)
 	}
 }
 

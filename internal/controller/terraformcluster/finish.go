@@ -99,6 +99,9 @@ func (r *Reconciler) finishJob(ctx context.Context, tc *infrav1.TerraformCluster
 		if err := r.markApplied(ctx, tc); err != nil {
 			return err
 		}
+		if err := r.setEndpoint(ctx, tc, msg.Endpoint); err != nil {
+			return err
+		}
 		if hash := job.Annotations[infrav1.AnnotationApprovedPlan]; hash != "" {
 			if err := r.consumeApproval(ctx, tc, hash); err != nil {
 				return err
@@ -180,5 +183,23 @@ func (r *Reconciler) waitJob(ctx context.Context, tc *infrav1.TerraformCluster, 
 		return err
 	}
 	tc.Status.ActiveJob = nil
+	return nil
+}
+
+// setEndpoint publishes the module's control plane endpoint in
+// spec.controlPlaneEndpoint, the Cluster API contract's field, in a patch
+// of its own (the status is written at the end of the reconcile).
+func (r *Reconciler) setEndpoint(ctx context.Context, tc *infrav1.TerraformCluster, e *runner.Endpoint) error {
+	if e == nil || (tc.Spec.ControlPlaneEndpoint == infrav1.APIEndpoint{Host: e.Host, Port: e.Port}) {
+		return nil
+	}
+	patch := client.MergeFrom(tc.DeepCopy())
+	tc.Spec.ControlPlaneEndpoint = infrav1.APIEndpoint{Host: e.Host, Port: e.Port}
+	status := tc.Status
+	if err := r.Client.Patch(ctx, tc, patch); err != nil {
+		return fmt.Errorf("control plane endpoint: %w", err)
+	}
+	// The patch answers with the stored status; the reconcile's own stays.
+	tc.Status = status
 	return nil
 }

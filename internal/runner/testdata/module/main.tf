@@ -49,3 +49,12 @@ output "size" {
 output "label" {
   value = var.label
 }
+
+# The Cluster API contract's endpoint, forwarded by the runner.
+output "control_plane_endpoint_host" {
+  value = "api.${var.label == "" ? "default" : var.label}.example.test"
+}
+
+output "control_plane_endpoint_port" {
+  value = 6443
+}
