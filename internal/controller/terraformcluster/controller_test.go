@@ -38,8 +38,11 @@ const (
 	moduleImage = "example.test/module:1"
 	// moduleImage2 is the same module under another reference.
 	moduleImage2 = "example.test/module:2"
-	runnerImage  = "example.test/captf-runner:dev"
-	canary       = "CANARY-CONTROLLER-SECRET-77"
+	// movedImage holds the module with terraform_data.node renamed by a
+	// moved block.
+	movedImage  = "example.test/module-moved:1"
+	runnerImage = "example.test/captf-runner:dev"
+	canary      = "CANARY-CONTROLLER-SECRET-77"
 )
 
 type harness struct {
@@ -64,10 +67,21 @@ func start(t *testing.T) *harness {
 		t.Fatal(err)
 	}
 	module, _ := filepath.Abs("../../runner/testdata/module")
+	moved := t.TempDir()
+	src, err := os.ReadFile(filepath.Join(module, "main.tf"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	renamed := strings.Replace(string(src), `resource "terraform_data" "node"`, `resource "terraform_data" "renamed"`, 1) +
+		"\nmoved {\n  from = terraform_data.node\n  to   = terraform_data.renamed\n}\n"
+	if err := os.WriteFile(filepath.Join(moved, "main.tf"), []byte(renamed), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	node := &testnode.Node{Client: env.Client, Namespace: "default",
 		Images: map[string][]testnode.Image{
 			moduleImage:  {{Path: infrav1.PathModule, Dir: module}, {Path: infrav1.PathRuntime, Dir: runtimeDir}},
 			moduleImage2: {{Path: infrav1.PathModule, Dir: module}, {Path: infrav1.PathRuntime, Dir: runtimeDir}},
+			movedImage:   {{Path: infrav1.PathModule, Dir: moved}, {Path: infrav1.PathRuntime, Dir: runtimeDir}},
 			runnerImage:  {{Path: filepath.Dir(RunnerImagePath), Dir: runnerDir}},
 		},
 		Env: []string{"KUBE_CONFIG_PATH=" + env.Kubeconfig(t)},
@@ -353,6 +367,40 @@ func TestManualApproval(t *testing.T) {
 	if strings.Contains(string(obj)+string(evb), canary) || strings.Contains(string(status)+string(evb), "large") {
 		t.Errorf("a value reached the object or its events")
 	}
+	// Nor any Job or pod: their specs, statuses and the runners' reports
+	// (the termination messages).
+	var jobs batchv1.JobList
+	var pods corev1.PodList
+	if err := h.c.List(ctx, &jobs, client.InNamespace("default")); err != nil {
+		t.Fatal(err)
+	}
+	if err := h.c.List(ctx, &pods, client.InNamespace("default")); err != nil {
+		t.Fatal(err)
+	}
+	jb, _ := json.Marshal(jobs)
+	pb, _ := json.Marshal(pods)
+	if len(pods.Items) < 3 || strings.Contains(string(jb)+string(pb), canary) || strings.Contains(string(jb)+string(pb), "large") {
+		t.Errorf("a value reached a Job or a pod (%d pods)", len(pods.Items))
+	}
+}
+
+// TestMoveOnlyPlan: a new module version that only renames a resource
+// (a moved block) plans a move and nothing else, which waits for approval.
+func TestMoveOnlyPlan(t *testing.T) {
+	h := start(t)
+	tc := h.create("mover", infrav1.ApplyManual, "small")
+	h.wait(tc, "first apply", ready)
+	before := tc.DeepCopy()
+	tc.Spec.Image = movedImage
+	if err := h.c.Patch(context.Background(), tc, client.MergeFrom(before)); err != nil {
+		t.Fatal(err)
+	}
+	p := h.waitingPlan(tc, infrav1.ReasonPlanAwaitingApproval)
+	if p.Add+p.Change+p.Destroy != 0 || len(p.Resources) != 1 || p.Resources[0] != "module.main.terraform_data.renamed (move)" {
+		t.Errorf("move-only plan %+v", p)
+	}
+	h.approve(tc, p.PlanHash)
+	h.wait(tc, "applied", func(tc *infrav1.TerraformCluster) bool { return ready(tc) && tc.Status.Plan == nil })
 }
 
 // TestPlanChanged approves a plan that is stale by the time it is applied:
