@@ -187,3 +187,17 @@ func declaration(v any) string {
 	}
 	return string(b)
 }
+
+// MergeBase returns the commit where HEAD and ref meet, the revision a
+// --changed-from of a later apply names so that it selects the same
+// components after the change merged.
+func MergeBase(ctx context.Context, root, ref string) (string, error) {
+	if strings.HasPrefix(ref, "-") {
+		return "", fmt.Errorf("%w: --changed-from %q: not a git revision", ErrInvalid, ref)
+	}
+	out, err := git(ctx, root, "merge-base", ref, "HEAD")
+	if err != nil {
+		return "", fmt.Errorf("%w: --changed-from %s: %w", ErrInvalid, ref, err)
+	}
+	return strings.TrimSpace(out), nil
+}

@@ -205,6 +205,7 @@ func (p *Preview) planLevel(ctx context.Context, level []*Component) error {
 		})
 	}
 	wg.Wait()
+	failComponents(p.members)
 	for _, c := range level {
 		outs := Outputs{}
 		for _, m := range p.members {
@@ -217,6 +218,29 @@ func (p *Preview) planLevel(ctx context.Context, level []*Component) error {
 		p.planned[c.Name] = outs
 	}
 	return nil
+}
+
+// failComponents fails every member of a component one of whose steps
+// failed to plan (spec 003: a step whose plan throws makes its component's
+// members plan failed). What they planned is dropped: nothing of a failed
+// component can apply.
+func failComponents(members []*member) {
+	failed := map[*Component]*member{}
+	for _, m := range members {
+		if m.doc.Status == changeset.StatusFailed && failed[m.comp] == nil {
+			failed[m.comp] = m
+		}
+	}
+	for _, m := range members {
+		first := failed[m.comp]
+		if first == nil || m.doc.Status == changeset.StatusFailed {
+			continue
+		}
+		m.doc.Status = changeset.StatusFailed
+		m.doc.Error = fmt.Sprintf("member %s of component %s failed to plan", first.doc.Name, m.comp.Name)
+		m.doc.UnknownInputs = nil
+		m.entries, m.effects = nil, nil
+	}
 }
 
 // membersOf makes one member per planning step of c, and one composition

@@ -403,14 +403,29 @@ components:
     steps:
       - kind: fake-plan
         inputs: {fail: "template is not valid"}
+      - kind: fake-plan
+        name: second
+        inputs: {name: b2, want: {y: "1"}}
   z:
     steps:
       - kind: arm-deploy
         inputs: {template: main.json}
 `})
 	p := f.plan(t)
-	if m := memberOf(t, p, "b"); m.Status != changeset.StatusFailed || m.Error != "template is not valid" {
+	if m := memberOf(t, p, "b/fake-plan"); m.Status != changeset.StatusFailed || m.Error != "template is not valid" {
 		t.Errorf("b = %+v", m)
+	}
+	// The other member of the failed step's component fails with it.
+	if m := memberOf(t, p, "b2"); m.Status != changeset.StatusFailed || m.Error != "member b/fake-plan of component b failed to plan" {
+		t.Errorf("b2 = %+v", m)
+	}
+	for _, e := range p.Document.Entries {
+		if e.Member == "b2" {
+			t.Errorf("entry %+v of a failed member", e)
+		}
+	}
+	if m := memberOf(t, p, "a"); m.Status != changeset.StatusPlanned {
+		t.Errorf("a = %+v; another component's failure fails only its own members", m)
 	}
 	if m := memberOf(t, p, "z"); m.Status != changeset.StatusFailed || !strings.Contains(m.Error, "no capability") {
 		t.Errorf("a kind that plans in spec 003 without a capability: %+v", m)
