@@ -1,4 +1,4 @@
-package preview
+package preview_test
 
 import (
 	"bytes"
@@ -14,11 +14,13 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/captf/captf/internal/preview"
+	"github.com/captf/captf/internal/preview/previewtest"
 	"github.com/captf/captf/pkg/changeset"
 )
 
-// These tests drive the orchestration with fakeCap (fake_test.go), a test
-// double of a capability: the real capabilities are tested against real
+// These tests drive the orchestration with previewtest.Fake, a test double
+// of a capability: the real capabilities are tested against real
 // terraform, kube-apiserver and moto_server in their own packages. git,
 // sh and the file system are real.
 
@@ -64,32 +66,32 @@ func run(t *testing.T, dir string, name string, args ...string) string {
 
 type fixture struct {
 	root string
-	fake *fakeCap
-	opts Options
+	fake *previewtest.Fake
+	opts preview.Options
 	log  *bytes.Buffer
 }
 
 func setup(t *testing.T, files map[string]string) *fixture {
 	t.Helper()
 	root := repo(t, files)
-	f := &fixture{root: root, fake: newFake("fake-plan"), log: &bytes.Buffer{}}
-	f.opts = Options{Root: root, Registry: Registry{f.fake}, Log: f.log, Output: f.log}
+	f := &fixture{root: root, fake: previewtest.New("fake-plan"), log: &bytes.Buffer{}}
+	f.opts = preview.Options{Root: root, Registry: preview.Registry{f.fake}, Log: f.log, Output: f.log}
 	f.load(t)
 	return f
 }
 
 func (f *fixture) load(t *testing.T) {
 	t.Helper()
-	proj, err := LoadProject(filepath.Join(f.root, ProjectFile), f.opts.Registry.Known)
+	proj, err := preview.LoadProject(filepath.Join(f.root, preview.ProjectFile), f.opts.Registry.Known)
 	if err != nil {
 		t.Fatal(err)
 	}
 	f.opts.Project = proj
 }
 
-func (f *fixture) plan(t *testing.T) *Preview {
+func (f *fixture) plan(t *testing.T) *preview.Preview {
 	t.Helper()
-	p, err := PlanChangeSet(context.Background(), f.opts)
+	p, err := preview.PlanChangeSet(context.Background(), f.opts)
 	if err != nil {
 		t.Fatalf("plan: %v\n%s", err, f.log)
 	}
@@ -97,16 +99,16 @@ func (f *fixture) plan(t *testing.T) *Preview {
 	return p
 }
 
-func (f *fixture) apply(t *testing.T, digest string) (*Applied, error) {
+func (f *fixture) apply(t *testing.T, digest string) (*preview.Applied, error) {
 	t.Helper()
-	a, err := ApplyChangeSet(context.Background(), f.opts, digest)
+	a, err := preview.ApplyChangeSet(context.Background(), f.opts, digest)
 	if a != nil {
 		t.Cleanup(a.Close)
 	}
 	return a, err
 }
 
-func memberOf(t *testing.T, p *Preview, name string) changeset.Member {
+func memberOf(t *testing.T, p *preview.Preview, name string) changeset.Member {
 	t.Helper()
 	for _, m := range p.Document.Members {
 		if m.Name == name {
@@ -117,7 +119,7 @@ func memberOf(t *testing.T, p *Preview, name string) changeset.Member {
 	return changeset.Member{}
 }
 
-func names(levels [][]*Component) [][]string {
+func names(levels [][]*preview.Component) [][]string {
 	out := make([][]string, len(levels))
 	for i, l := range levels {
 		for _, c := range l {
@@ -151,14 +153,14 @@ components:
 `
 
 func TestLevelsPlanConcurrently(t *testing.T) {
-	f := setup(t, map[string]string{ProjectFile: threeComponents, "src/b/main.txt": "b"})
-	f.fake.meet = 2
+	f := setup(t, map[string]string{preview.ProjectFile: threeComponents, "src/b/main.txt": "b"})
+	f.fake.Meet = 2
 	p := f.plan(t)
 	if diff := cmp.Diff([][]string{{"a", "b"}, {"c"}}, names(p.Components)); diff != "" {
 		t.Errorf("levels (-want +got):\n%s", diff)
 	}
-	if f.fake.maxAct < 2 {
-		t.Errorf("at most %d plans ran at once; a and b are one level and should plan together", f.fake.maxAct)
+	if f.fake.MaxActive() < 2 {
+		t.Errorf("at most %d plans ran at once; a and b are one level and should plan together", f.fake.MaxActive())
 	}
 	var got []string
 	for _, m := range p.Document.Members {
@@ -168,15 +170,15 @@ func TestLevelsPlanConcurrently(t *testing.T) {
 		t.Errorf("members (-want +got):\n%s", diff)
 	}
 	// a is in the change: c reads what a's plan says it will expose.
-	if diff := cmp.Diff(map[string]any{"want": map[string]any{"z": "1"}, "url": "https://a.example"}, f.fake.requests["c"].Inputs); diff != "" {
+	if diff := cmp.Diff(map[string]any{"want": map[string]any{"z": "1"}, "url": "https://a.example"}, f.fake.Request("c").Inputs); diff != "" {
 		t.Errorf("inputs of c (-want +got):\n%s", diff)
 	}
 }
 
 func TestChangedFromPlansTouchedAndDependents(t *testing.T) {
-	f := setup(t, map[string]string{ProjectFile: threeComponents, "src/b/main.txt": "b"})
+	f := setup(t, map[string]string{preview.ProjectFile: threeComponents, "src/b/main.txt": "b"})
 	// a was applied earlier with another url: c must read it live.
-	f.fake.outs["a"] = Outputs{"url": json.RawMessage(`"https://live.example"`)}
+	f.fake.SetOutputs("a", preview.Outputs{"url": json.RawMessage(`"https://live.example"`)})
 	writeFiles(t, f.root, map[string]string{"src/b/main.txt": "b2"})
 	commit(t, f.root)
 	f.opts.ChangedFrom = "HEAD~1"
@@ -184,7 +186,7 @@ func TestChangedFromPlansTouchedAndDependents(t *testing.T) {
 	if diff := cmp.Diff([][]string{{"b"}, {"c"}}, names(p.Components)); diff != "" {
 		t.Errorf("levels (-want +got):\n%s", diff)
 	}
-	if got := f.fake.requests["c"].Inputs["url"]; got != "https://live.example" {
+	if got := f.fake.Request("c").Inputs["url"]; got != "https://live.example" {
 		t.Errorf("c read url %v, want the live output of a (not in the change)", got)
 	}
 
@@ -202,8 +204,8 @@ func TestChangedFromPlansTouchedAndDependents(t *testing.T) {
 }
 
 func TestChangedFromProjectFile(t *testing.T) {
-	f := setup(t, map[string]string{ProjectFile: threeComponents, "src/b/main.txt": "b"})
-	writeFiles(t, f.root, map[string]string{ProjectFile: strings.Replace(threeComponents, `want: {x: "1"}`, `want: {x: "2"}`, 1)})
+	f := setup(t, map[string]string{preview.ProjectFile: threeComponents, "src/b/main.txt": "b"})
+	writeFiles(t, f.root, map[string]string{preview.ProjectFile: strings.Replace(threeComponents, `want: {x: "1"}`, `want: {x: "2"}`, 1)})
 	f.load(t)
 	f.opts.ChangedFrom = "HEAD"
 	p := f.plan(t)
@@ -214,35 +216,35 @@ func TestChangedFromProjectFile(t *testing.T) {
 }
 
 func TestOutputsResolution(t *testing.T) {
-	f := setup(t, map[string]string{ProjectFile: threeComponents, "src/b/main.txt": "b"})
+	f := setup(t, map[string]string{preview.ProjectFile: threeComponents, "src/b/main.txt": "b"})
 	f.opts.ChangedFrom = "HEAD"
 	writeFiles(t, f.root, map[string]string{"src/b/main.txt": "b2"})
 
 	// a is not in the change and never ran: c's reference has no value.
 	p := f.plan(t)
 	c := memberOf(t, p, "c")
-	if diff := cmp.Diff([]string{"a"}, f.fake.requests["c"].Missing); diff != "" {
+	if diff := cmp.Diff([]string{"a"}, f.fake.Request("c").Missing); diff != "" {
 		t.Errorf("missing (-want +got):\n%s", diff)
 	}
 	if c.Status != changeset.StatusPlanned || len(c.UnknownInputs) != 0 || len(c.Holes) != 1 {
 		t.Errorf("c = %+v; want planned with the capability's hole, not held (a is not in the change)", c)
 	}
-	if _, ok := f.fake.requests["c"].Inputs["url"]; ok {
+	if _, ok := f.fake.Request("c").Inputs["url"]; ok {
 		t.Error("an unresolved reference is in Inputs")
 	}
 
 	// A seed supplies the value instead.
-	f.opts.Seed = map[string]Outputs{"a": {"url": json.RawMessage(`"https://seed.example"`)}}
+	f.opts.Seed = map[string]preview.Outputs{"a": {"url": json.RawMessage(`"https://seed.example"`)}}
 	f.plan(t)
-	if got := f.fake.requests["c"].Inputs["url"]; got != "https://seed.example" {
+	if got := f.fake.Request("c").Inputs["url"]; got != "https://seed.example" {
 		t.Errorf("c read url %v, want the seeded value", got)
 	}
-	if len(f.fake.requests["c"].Missing) != 0 {
-		t.Errorf("missing %v with a seed", f.fake.requests["c"].Missing)
+	if len(f.fake.Request("c").Missing) != 0 {
+		t.Errorf("missing %v with a seed", f.fake.Request("c").Missing)
 	}
 
-	f.opts.Seed = map[string]Outputs{"nope": {}}
-	if _, err := PlanChangeSet(context.Background(), f.opts); !errors.Is(err, ErrInvalid) || !strings.Contains(err.Error(), `"nope"`) {
+	f.opts.Seed = map[string]preview.Outputs{"nope": {}}
+	if _, err := preview.PlanChangeSet(context.Background(), f.opts); !errors.Is(err, preview.ErrInvalid) || !strings.Contains(err.Error(), `"nope"`) {
 		t.Errorf("seed of an unknown component: %v", err)
 	}
 }
@@ -269,7 +271,7 @@ components:
 `
 
 func TestHeldMemberNeedsItsOwnApproval(t *testing.T) {
-	f := setup(t, map[string]string{ProjectFile: heldProject})
+	f := setup(t, map[string]string{preview.ProjectFile: heldProject})
 	p := f.plan(t)
 	app := memberOf(t, p, "app")
 	if app.Status != changeset.StatusHeld {
@@ -283,10 +285,10 @@ func TestHeldMemberNeedsItsOwnApproval(t *testing.T) {
 	}
 
 	a, err := f.apply(t, p.Document.Digest)
-	if !errors.Is(err, ErrHeld) {
-		t.Fatalf("apply: %v, want ErrHeld", err)
+	if !errors.Is(err, preview.ErrHeld) {
+		t.Fatalf("apply: %v, want preview.ErrHeld", err)
 	}
-	if diff := cmp.Diff([]string{"db", "other"}, f.fake.appliedMembers()); diff != "" {
+	if diff := cmp.Diff([]string{"db", "other"}, f.fake.Applied()); diff != "" {
 		t.Errorf("applied (-want +got):\n%s", diff)
 	}
 	if a.Next == nil {
@@ -296,24 +298,24 @@ func TestHeldMemberNeedsItsOwnApproval(t *testing.T) {
 	if next.Status != changeset.StatusPlanned || a.Next.Document.Digest == p.Document.Digest {
 		t.Fatalf("next round: app %+v, digest %s", next, a.Next.Document.Digest)
 	}
-	if got := f.fake.requests["app"].Inputs["host"]; got != "db.internal" {
+	if got := f.fake.Request("app").Inputs["host"]; got != "db.internal" {
 		t.Errorf("app planned with host %v, want db's applied output", got)
 	}
 
 	// The first digest no longer holds; the second applies app.
-	if _, err := f.apply(t, p.Document.Digest); !errors.Is(err, ErrMoved) {
-		t.Errorf("apply of the first digest again: %v, want ErrMoved", err)
+	if _, err := f.apply(t, p.Document.Digest); !errors.Is(err, preview.ErrMoved) {
+		t.Errorf("apply of the first digest again: %v, want preview.ErrMoved", err)
 	}
 	if _, err := f.apply(t, a.Next.Document.Digest); err != nil {
 		t.Fatalf("apply of the second digest: %v", err)
 	}
-	if diff := cmp.Diff([]string{"db", "other", "db", "other", "app"}, f.fake.appliedMembers()); diff != "" {
+	if diff := cmp.Diff([]string{"db", "other", "db", "other", "app"}, f.fake.Applied()); diff != "" {
 		t.Errorf("applied (-want +got):\n%s", diff)
 	}
 }
 
 func TestFailureBlocksOnlyDependents(t *testing.T) {
-	f := setup(t, map[string]string{ProjectFile: `
+	f := setup(t, map[string]string{preview.ProjectFile: `
 components:
   a:
     steps:
@@ -336,17 +338,17 @@ components:
 `})
 	p := f.plan(t)
 	a, err := f.apply(t, p.Document.Digest)
-	if !errors.Is(err, ErrApplyFailed) {
-		t.Fatalf("apply: %v, want ErrApplyFailed", err)
+	if !errors.Is(err, preview.ErrApplyFailed) {
+		t.Fatalf("apply: %v, want preview.ErrApplyFailed", err)
 	}
-	if diff := cmp.Diff([]string{"b"}, f.fake.appliedMembers()); diff != "" {
+	if diff := cmp.Diff([]string{"b"}, f.fake.Applied()); diff != "" {
 		t.Errorf("applied (-want +got):\n%s", diff)
 	}
-	want := []ComponentOutcome{
-		{Component: "a", Outcome: OutcomeFailed, Error: "step fake-plan: quota exceeded"},
-		{Component: "b", Outcome: OutcomeApplied},
-		{Component: "c", Outcome: OutcomeBlocked, Error: "upstream a did not apply"},
-		{Component: "d", Outcome: OutcomeBlocked, Error: "upstream c did not apply"},
+	want := []preview.ComponentOutcome{
+		{Component: "a", Outcome: preview.OutcomeFailed, Error: "step fake-plan: quota exceeded"},
+		{Component: "b", Outcome: preview.OutcomeApplied},
+		{Component: "c", Outcome: preview.OutcomeBlocked, Error: "upstream a did not apply"},
+		{Component: "d", Outcome: preview.OutcomeBlocked, Error: "upstream c did not apply"},
 	}
 	if diff := cmp.Diff(want, a.Components); diff != "" {
 		t.Errorf("outcomes (-want +got):\n%s", diff)
@@ -358,7 +360,7 @@ components:
 
 func TestDigestMovedAppliesNothing(t *testing.T) {
 	f := setup(t, map[string]string{
-		ProjectFile: `
+		preview.ProjectFile: `
 components:
   a:
     steps:
@@ -376,15 +378,15 @@ components:
 	p := f.plan(t)
 	writeFiles(t, f.root, map[string]string{"site/index.html": "v2"})
 	a, err := f.apply(t, p.Document.Digest)
-	if !errors.Is(err, ErrMoved) {
-		t.Fatalf("apply: %v, want ErrMoved", err)
+	if !errors.Is(err, preview.ErrMoved) {
+		t.Fatalf("apply: %v, want preview.ErrMoved", err)
 	}
 	for _, d := range []string{p.Document.Digest, a.Fresh.Document.Digest} {
 		if !strings.Contains(err.Error(), d) {
 			t.Errorf("the error does not name %s: %v", d, err)
 		}
 	}
-	if got := f.fake.appliedMembers(); len(got) != 0 {
+	if got := f.fake.Applied(); len(got) != 0 {
 		t.Errorf("applied %v after the digest moved", got)
 	}
 	if _, err := os.Stat(filepath.Join(f.root, "shell-ran")); err == nil {
@@ -393,7 +395,7 @@ components:
 }
 
 func TestFailedPlanAppliesNothing(t *testing.T) {
-	f := setup(t, map[string]string{ProjectFile: `
+	f := setup(t, map[string]string{preview.ProjectFile: `
 components:
   a:
     steps:
@@ -430,16 +432,16 @@ components:
 	if m := memberOf(t, p, "z"); m.Status != changeset.StatusFailed || !strings.Contains(m.Error, "no capability") {
 		t.Errorf("a kind that plans in spec 003 without a capability: %+v", m)
 	}
-	if _, err := f.apply(t, p.Document.Digest); !errors.Is(err, ErrPlanFailed) {
-		t.Fatalf("apply: %v, want ErrPlanFailed", err)
+	if _, err := f.apply(t, p.Document.Digest); !errors.Is(err, preview.ErrPlanFailed) {
+		t.Fatalf("apply: %v, want preview.ErrPlanFailed", err)
 	}
-	if got := f.fake.appliedMembers(); len(got) != 0 {
+	if got := f.fake.Applied(); len(got) != 0 {
 		t.Errorf("applied %v with a failed member", got)
 	}
 }
 
 func TestShellStepRunsOnApply(t *testing.T) {
-	f := setup(t, map[string]string{ProjectFile: `
+	f := setup(t, map[string]string{preview.ProjectFile: `
 environments:
   prod:
     vars: {REGION: eu-west-1}
@@ -456,7 +458,7 @@ components:
 		t.Fatal("the shell step ran at plan time")
 	}
 	m := memberOf(t, p, "notify")
-	if m.Capability != CompositionCapability || len(m.Holes) != 1 || !strings.HasPrefix(m.Holes[0].Reason, "unbound:") {
+	if m.Capability != preview.CompositionCapability || len(m.Holes) != 1 || !strings.HasPrefix(m.Holes[0].Reason, "unbound:") {
 		t.Errorf("a shell-only component: %+v, want a composition member with an unbound: hole", m)
 	}
 	if _, err := f.apply(t, p.Document.Digest); err != nil {
@@ -472,7 +474,7 @@ components:
 }
 
 func TestStepWithoutApplyRefuses(t *testing.T) {
-	f := setup(t, map[string]string{ProjectFile: `
+	f := setup(t, map[string]string{preview.ProjectFile: `
 components:
   site:
     steps:
@@ -483,7 +485,7 @@ components:
 `, "site/index.html": "v1"})
 	p := f.plan(t)
 	a, err := f.apply(t, p.Document.Digest)
-	if !errors.Is(err, ErrApplyFailed) || a.Components[0].Outcome != OutcomeFailed || !strings.Contains(a.Components[0].Error, "cannot apply s3-sync steps yet") {
+	if !errors.Is(err, preview.ErrApplyFailed) || a.Components[0].Outcome != preview.OutcomeFailed || !strings.Contains(a.Components[0].Error, "cannot apply s3-sync steps yet") {
 		t.Fatalf("apply: %v %+v", err, a.Components)
 	}
 	if _, err := os.Stat(filepath.Join(f.root, "shell-ran")); err == nil {
@@ -493,7 +495,7 @@ components:
 
 func TestCompositionDigest(t *testing.T) {
 	f := setup(t, map[string]string{
-		ProjectFile: `
+		preview.ProjectFile: `
 components:
   site:
     steps:
@@ -516,7 +518,7 @@ components:
 	digest := func() string {
 		p := f.plan(t)
 		m := memberOf(t, p, "site")
-		if !strings.HasPrefix(m.PlanDigest, CompositionPrefix) || m.Status != changeset.StatusPlanned {
+		if !strings.HasPrefix(m.PlanDigest, preview.CompositionPrefix) || m.Status != changeset.StatusPlanned {
 			t.Fatalf("site = %+v", m)
 		}
 		return m.PlanDigest
@@ -533,7 +535,7 @@ components:
 		{"a new file in a deployed directory, not yet committed", map[string]string{"charts/web/templates/y": "y"}, true},
 		{"the Dockerfile", map[string]string{"app/Dockerfile": "FROM busybox"}, true},
 		{"a values file that did not exist appears", map[string]string{"values.yaml": "replicas: 2"}, true},
-		{"the component's declaration", map[string]string{ProjectFile: strings.Replace(string(must(os.ReadFile(filepath.Join(f.root, ProjectFile)))), "public", "public/", 1)}, true},
+		{"the component's declaration", map[string]string{preview.ProjectFile: strings.Replace(string(must(os.ReadFile(filepath.Join(f.root, preview.ProjectFile)))), "public", "public/", 1)}, true},
 	}
 	for _, s := range steps {
 		writeFiles(t, f.root, s.files)
@@ -546,7 +548,7 @@ components:
 	}
 
 	// The environment and its vars are bound too.
-	writeFiles(t, f.root, map[string]string{ProjectFile: string(must(os.ReadFile(filepath.Join(f.root, ProjectFile)))) + "environments:\n  prod:\n    vars: {tier: gold}\n"})
+	writeFiles(t, f.root, map[string]string{preview.ProjectFile: string(must(os.ReadFile(filepath.Join(f.root, preview.ProjectFile)))) + "environments:\n  prod:\n    vars: {tier: gold}\n"})
 	f.load(t)
 	noEnv := digest()
 	f.opts.Env = "prod"
@@ -564,7 +566,7 @@ func must[T any](v T, err error) T {
 
 func TestIgnoredDirectoryIsUnboundHole(t *testing.T) {
 	f := setup(t, map[string]string{
-		ProjectFile: `
+		preview.ProjectFile: `
 components:
   web:
     steps:
@@ -599,7 +601,7 @@ components:
 
 func TestSensitiveValuesNeverLeak(t *testing.T) {
 	const canary = "CANARY-PREVIEW-91c4"
-	f := setup(t, map[string]string{ProjectFile: `
+	f := setup(t, map[string]string{preview.ProjectFile: `
 components:
   db:
     steps:
@@ -615,8 +617,10 @@ components:
           want: {app: "1"}
           password: {stackOutput: {component: db, name: password}}
 `})
+	tmp := t.TempDir()
+	t.Setenv("TMPDIR", tmp)
 	p := f.plan(t)
-	if got := f.fake.requests["app"].Inputs["password"]; got != canary+"-out" {
+	if got := f.fake.Request("app").Inputs["password"]; got != canary+"-out" {
 		t.Fatalf("app did not get db's output: %v", got)
 	}
 	doc, err := json.Marshal(p.Document)
@@ -632,15 +636,21 @@ components:
 	if !strings.Contains(note, "`password`: (sensitive)") {
 		t.Errorf("the note does not show the sensitive attribute by name:\n%s", note)
 	}
-	scratch := p.scratch
+	work := f.fake.Request("app").WorkDir
+	if !strings.HasPrefix(work, tmp) {
+		t.Fatalf("work directory %s is not under TMPDIR", work)
+	}
 	p.Close()
-	if _, err := os.Stat(scratch); !errors.Is(err, fs.ErrNotExist) {
-		t.Errorf("the scratch directory %s is left after Close", scratch)
+	if _, err := os.Stat(work); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("the work directory %s is left after Close", work)
+	}
+	if left, _ := os.ReadDir(tmp); len(left) != 0 {
+		t.Errorf("files left in TMPDIR after Close: %v", left)
 	}
 }
 
 func TestProjectErrors(t *testing.T) {
-	known := Registry{newFake("fake-plan")}.Known
+	known := preview.Registry{previewtest.New("fake-plan")}.Known
 	cases := []struct {
 		name, yaml, want string
 	}{
@@ -663,8 +673,8 @@ func TestProjectErrors(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			_, err := ParseProject("captf.yaml", []byte(c.yaml), known)
-			if err == nil || !errors.Is(err, ErrInvalid) || !strings.Contains(err.Error(), c.want) {
+			_, err := preview.ParseProject("captf.yaml", []byte(c.yaml), known)
+			if err == nil || !errors.Is(err, preview.ErrInvalid) || !strings.Contains(err.Error(), c.want) {
 				t.Errorf("error %v, want one containing %q", err, c.want)
 			}
 		})

@@ -1,4 +1,8 @@
-package preview
+// Package previewtest holds a test double of a preview Capability, for
+// tests of the orchestration and of the command line: the real
+// capabilities (terraform, kubectl, CloudFormation) are tested against
+// their real servers in their own packages.
+package previewtest
 
 import (
 	"context"
@@ -10,12 +14,12 @@ import (
 	"sync"
 	"time"
 
+	"github.com/captf/captf/internal/preview"
 	"github.com/captf/captf/pkg/changeset"
 )
 
-// fakeCap is a test double of a Capability, for the orchestration only:
-// the real capabilities (terraform, kubectl, CloudFormation) are built and
-// tested with their real servers in their own packages. It keeps a world
+// Fake is a test double of a Capability, for the orchestration only. It
+// talks to no server: it keeps a world
 // of deployed values in memory and plans a step's inputs against it:
 //
 //	name: member name (default: left to the orchestrator)
@@ -28,35 +32,36 @@ import (
 //
 // It records what it was asked, so tests can check the order of applies,
 // the inputs a plan received and how many plans ran at once.
-type fakeCap struct {
+type Fake struct {
 	kind string
 
 	mu       sync.Mutex
 	world    map[string]map[string]string // member → address → value
-	outs     map[string]Outputs           // member → outputs after apply
+	outs     map[string]preview.Outputs   // member → outputs after apply
 	applied  []string
-	requests map[string]Request // member → last plan request
+	requests map[string]preview.Request // member → last plan request
 	active   int
 	maxAct   int
-	// meet, when set, makes each plan wait (up to 5 s) until that many
+	// Meet, when set, makes each plan wait (up to 5 s) until that many
 	// plans run at once.
-	meet int
+	Meet int
 }
 
-func newFake(kind string) *fakeCap {
-	return &fakeCap{kind: kind, world: map[string]map[string]string{}, outs: map[string]Outputs{}, requests: map[string]Request{}}
+// New returns a Fake serving kind, with nothing deployed.
+func New(kind string) *Fake {
+	return &Fake{kind: kind, world: map[string]map[string]string{}, outs: map[string]preview.Outputs{}, requests: map[string]preview.Request{}}
 }
 
-func (f *fakeCap) Kind() string { return f.kind }
+func (f *Fake) Kind() string { return f.kind }
 
-func memberName(req Request) string {
+func memberName(req preview.Request) string {
 	if n, ok := req.Inputs["name"].(string); ok {
 		return n
 	}
 	return req.Component
 }
 
-func (f *fakeCap) Plan(_ context.Context, req Request) (*Plan, error) {
+func (f *Fake) Plan(_ context.Context, req preview.Request) (*preview.Plan, error) {
 	f.mu.Lock()
 	f.active++
 	f.maxAct = max(f.maxAct, f.active)
@@ -67,13 +72,13 @@ func (f *fakeCap) Plan(_ context.Context, req Request) (*Plan, error) {
 		f.active--
 		f.mu.Unlock()
 	}()
-	if f.meet > 0 {
+	if f.Meet > 0 {
 		deadline := time.Now().Add(5 * time.Second)
 		for time.Now().Before(deadline) {
 			f.mu.Lock()
 			n := f.maxAct
 			f.mu.Unlock()
-			if n >= f.meet {
+			if n >= f.Meet {
 				break
 			}
 			time.Sleep(5 * time.Millisecond)
@@ -82,12 +87,12 @@ func (f *fakeCap) Plan(_ context.Context, req Request) (*Plan, error) {
 	return f.plan(req)
 }
 
-func (f *fakeCap) plan(req Request) (*Plan, error) {
+func (f *Fake) plan(req preview.Request) (*preview.Plan, error) {
 	if msg, ok := req.Inputs["fail"].(string); ok {
 		return nil, errors.New(msg)
 	}
 	name := memberName(req)
-	p := &Plan{Member: changeset.Member{Name: name}, PlannedOutputs: Outputs{}}
+	p := &preview.Plan{Member: changeset.Member{Name: name}, PlannedOutputs: preview.Outputs{}}
 	if len(req.Missing) > 0 {
 		p.Member.Holes = []changeset.Hole{{Reason: fmt.Sprintf("inputs from %v; planned again once they apply", req.Missing)}}
 		p.Member.PlanDigest, _ = changeset.Digest("fake1:", req.Missing)
@@ -167,19 +172,19 @@ func (f *fakeCap) plan(req Request) (*Plan, error) {
 	return p, nil
 }
 
-func (f *fakeCap) Apply(_ context.Context, req Request, approved *Plan) (Outputs, error) {
+func (f *Fake) Apply(_ context.Context, req preview.Request, approved *preview.Plan) (preview.Outputs, error) {
 	fresh, err := f.plan(req)
 	if err != nil {
 		return nil, err
 	}
 	if fresh.Member.PlanDigest != approved.Member.PlanDigest {
-		return nil, fmt.Errorf("%w: %s, approved %s", ErrMoved, fresh.Member.PlanDigest, approved.Member.PlanDigest)
+		return nil, fmt.Errorf("%w: %s, approved %s", preview.ErrMoved, fresh.Member.PlanDigest, approved.Member.PlanDigest)
 	}
 	if msg, ok := req.Inputs["failApply"].(string); ok {
 		return nil, errors.New(msg)
 	}
 	name := memberName(req)
-	outs := Outputs{}
+	outs := preview.Outputs{}
 	for _, key := range []string{"outputs", "lateOutputs"} {
 		if o, ok := req.Inputs[key].(map[string]any); ok {
 			for k, v := range o {
@@ -201,16 +206,38 @@ func (f *fakeCap) Apply(_ context.Context, req Request, approved *Plan) (Outputs
 	return outs, nil
 }
 
-func (f *fakeCap) Outputs(_ context.Context, req Request) (Outputs, error) {
+func (f *Fake) Outputs(_ context.Context, req preview.Request) (preview.Outputs, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	return f.outs[memberName(req)], nil
 }
 
-func (f *fakeCap) appliedMembers() []string {
+// Applied lists the members applied, in order.
+func (f *Fake) Applied() []string {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	return slices.Clone(f.applied)
 }
 
-var _ Capability = (*fakeCap)(nil)
+// Request returns the last plan request of member.
+func (f *Fake) Request(member string) preview.Request {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.requests[member]
+}
+
+// MaxActive is the most plans that ran at once.
+func (f *Fake) MaxActive() int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.maxAct
+}
+
+// SetOutputs records outputs as if member had been applied before.
+func (f *Fake) SetOutputs(member string, outs preview.Outputs) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.outs[member] = outs
+}
+
+var _ preview.Capability = (*Fake)(nil)
