@@ -1,6 +1,8 @@
 package cli
 
 import (
+	"bytes"
+	"context"
 	"encoding/json"
 	"io/fs"
 	"os"
@@ -11,6 +13,8 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/captf/captf/internal/preview"
+	"github.com/captf/captf/internal/preview/previewtest"
 	"github.com/captf/captf/internal/runner"
 	"github.com/captf/captf/pkg/changeset"
 )
@@ -257,4 +261,94 @@ func goldenFile(t *testing.T, path, got string) {
 	if diff := cmp.Diff(string(want), got); diff != "" {
 		t.Errorf("%s (-want +got):\n%s", path, diff)
 	}
+}
+
+// captfWith runs the command line with registry as its capabilities.
+func captfWith(t *testing.T, registry preview.Registry, args ...string) outcome {
+	t.Helper()
+	var stdout, stderr bytes.Buffer
+	code := run(context.Background(), args, &stdout, &stderr, registry)
+	return outcome{code, stdout.String(), stderr.String()}
+}
+
+// TestPreviewHeldAndFailed registers previewtest.Fake, a test double of a
+// capability (the real ones are tested against their real servers), to
+// drive the exit codes only a capability with plan reaches.
+func TestPreviewHeldAndFailed(t *testing.T) {
+	const canary = "CANARY-OUTPUT-77d0"
+	root := t.TempDir()
+	write(t, filepath.Join(root, "captf.yaml"), []byte(`
+components:
+  db:
+    steps:
+      - kind: fake-plan
+        inputs:
+          want: {db: "1"}
+          lateOutputs: {host: db.internal, password: `+canary+`}
+  app:
+    steps:
+      - kind: fake-plan
+        inputs:
+          want: {app: "1"}
+          host: {stackOutput: {component: db, name: host}}
+          password: {stackOutput: {component: db, name: password}}
+`), 0o644)
+	gitRun(t, root, "init", "-q", "-b", "main")
+	gitCommit(t, root)
+	t.Chdir(root)
+	fake := previewtest.New("fake-plan")
+	reg := preview.Registry{fake}
+	out := filepath.Join(root, ".captf", "preview")
+
+	plan := captfWith(t, reg, "preview", "plan").want(t, runner.ExitOK)
+	doc := readDocument(t, filepath.Join(out, DocumentFile))
+	if !strings.Contains(plan.stdout, "| `app` | fake-plan | held | ? | ? | ? | ? |") {
+		t.Errorf("the note does not show app held:\n%s", plan.stdout)
+	}
+
+	apply := captfWith(t, reg, "preview", "apply", "--expect-digest", doc.Digest).want(t, ExitHeld)
+	next := readDocument(t, filepath.Join(out, DocumentFile))
+	if next.Digest == doc.Digest || !strings.Contains(apply.stdout, "captf preview apply --expect-digest "+next.Digest) {
+		t.Fatalf("the next round's note and document disagree:\n%s", apply.stdout)
+	}
+	for _, line := range []string{"captf: applied  db", "captf: held     app", "| `app` | fake-plan | planned | 1 | 0 | 0 | 0 |"} {
+		if !strings.Contains(apply.stdout, line) {
+			t.Errorf("apply output lacks %q:\n%s", line, apply.stdout)
+		}
+	}
+	final := captfWith(t, reg, "preview", "apply", "--expect-digest", next.Digest, "--json").want(t, runner.ExitOK)
+	if diff := cmp.Diff([]string{"db", "db", "app"}, fake.Applied()); diff != "" {
+		t.Errorf("applied (-want +got):\n%s", diff)
+	}
+	if got := fake.Request("app").Inputs["password"]; got != canary {
+		t.Fatalf("app did not get db's output: %v", got)
+	}
+
+	// A member whose plan fails: plan exits 1, apply applies nothing.
+	write(t, filepath.Join(root, "captf.yaml"), []byte("components:\n  db:\n    steps:\n      - kind: fake-plan\n        inputs: {fail: broken template}\n"), 0o644)
+	failed := captfWith(t, reg, "preview", "plan").want(t, runner.ExitFailure)
+	if !strings.Contains(failed.stdout, "- `db` (fake-plan): broken template") {
+		t.Errorf("the note lacks the failure:\n%s", failed.stdout)
+	}
+	bad := readDocument(t, filepath.Join(out, DocumentFile))
+	captfWith(t, reg, "preview", "apply", "--expect-digest", bad.Digest).want(t, runner.ExitFailure)
+	if len(fake.Applied()) != 3 {
+		t.Errorf("applied %v with a failed member", fake.Applied())
+	}
+
+	// Output values passed between components reach nothing captf
+	// printed or wrote.
+	for _, o := range []outcome{plan, apply, final, failed} {
+		if strings.Contains(o.stdout+o.stderr, canary) {
+			t.Errorf("an output value was printed:\n%s\n%s", o.stdout, o.stderr)
+		}
+	}
+	_ = filepath.WalkDir(filepath.Join(root, ".captf"), func(path string, d fs.DirEntry, err error) error {
+		if err == nil && !d.IsDir() {
+			if b, _ := os.ReadFile(path); strings.Contains(string(b), canary) {
+				t.Errorf("%s holds an output value", path)
+			}
+		}
+		return nil
+	})
 }
