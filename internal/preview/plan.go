@@ -84,6 +84,8 @@ func PlanChangeSet(ctx context.Context, o Options) (*Preview, error) {
 	if o.Log == nil {
 		o.Log = io.Discard
 	}
+	// Members of a level plan concurrently and may log at once.
+	o.Log = &lockedWriter{w: o.Log}
 	if o.Output == nil {
 		o.Output = io.Discard
 	}
@@ -134,6 +136,18 @@ func (p *Preview) Close() {
 	if p.scratch != "" {
 		os.RemoveAll(p.scratch)
 	}
+}
+
+// lockedWriter serialises writes to w.
+type lockedWriter struct {
+	mu sync.Mutex
+	w  io.Writer
+}
+
+func (l *lockedWriter) Write(b []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.w.Write(b)
 }
 
 // levels orders the components in the change: each level depends only on

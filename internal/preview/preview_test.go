@@ -670,6 +670,7 @@ func TestProjectErrors(t *testing.T) {
 		{"bad component name", "components:\n  a b:\n    steps: [{kind: shell, inputs: {run: x}}]\n", `captf.yaml:2:3: components: "a b" is not a name`},
 		{"var not scalar", "components:\n  a:\n    steps: [{kind: shell, inputs: {run: x}}]\nenvironments:\n  prod:\n    vars: {a: [1]}\n", "captf.yaml:6:15: environments.prod.vars.a: want a string, number or boolean, got a list"},
 		{"not yaml", "components: [\n", "captf.yaml: yaml: line 1"},
+		{"two documents", "components: {}\n---\ncomponents: {}\n", "captf.yaml:2: the file holds more than one YAML document"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

@@ -100,6 +100,10 @@ func ParseProject(path string, data []byte, known func(kind string) bool) (*Proj
 	if err != nil {
 		return nil, fmt.Errorf("%w: %s: %w", ErrInvalid, path, err)
 	}
+	var more yaml.Node
+	if err := dec.Decode(&more); !errors.Is(err, io.EOF) {
+		return nil, fmt.Errorf("%w: %s:%d: the file holds more than one YAML document; write one", ErrInvalid, path, more.Line)
+	}
 	proj, err := p.project(doc.Content[0])
 	if err != nil {
 		return nil, err
@@ -514,7 +518,11 @@ func (p *Project) Environment(name string) (*Environment, error) {
 			names = append(names, n)
 		}
 		slices.Sort(names)
-		return nil, fmt.Errorf("%w: --env %q: %s has no such environment (it has: %s)", ErrInvalid, name, p.File, strings.Join(names, ", "))
+		has := "it has none"
+		if len(names) > 0 {
+			has = "it has " + strings.Join(names, ", ")
+		}
+		return nil, fmt.Errorf("%w: --env %q: %s has no such environment (%s)", ErrInvalid, name, p.File, has)
 	}
 	return env, nil
 }
