@@ -166,7 +166,12 @@ func (p *Preview) applyComponent(ctx context.Context, c *Component, state map[st
 			return v, true
 		}
 		if p.inChange[ref.Component] {
-			v, ok := applied[ref.Component][ref.Name]
+			// What the upstream's apply returned, else what its plan
+			// said it would expose (an apply may return fewer).
+			if v, ok := applied[ref.Component][ref.Name]; ok {
+				return v, true
+			}
+			v, ok := p.planned[ref.Component][ref.Name]
 			return v, ok
 		}
 		v, ok := p.liveOutputs(ctx, ref.Component)[ref.Name]

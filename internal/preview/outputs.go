@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
-	"slices"
 )
 
 // resolve copies inputs, replacing each StackOutput with the value value
@@ -77,14 +76,4 @@ func ReadSeed(path string) (map[string]Outputs, error) {
 		seed[comp] = Outputs(outs)
 	}
 	return seed, nil
-}
-
-// seedComponents lists the components a seed names, sorted.
-func seedComponents(seed map[string]Outputs) []string {
-	names := make([]string, 0, len(seed))
-	for n := range seed {
-		names = append(names, n)
-	}
-	slices.Sort(names)
-	return names
 }

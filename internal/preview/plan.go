@@ -96,7 +96,7 @@ func PlanChangeSet(ctx context.Context, o Options) (*Preview, error) {
 	if err != nil {
 		return nil, err
 	}
-	for _, comp := range seedComponents(o.Seed) {
+	for _, comp := range sortedKeys(o.Seed) {
 		if o.Project.Component(comp) == nil {
 			return nil, fmt.Errorf("%w: seed outputs: no component is named %q", ErrInvalid, comp)
 		}

@@ -662,6 +662,7 @@ func TestProjectErrors(t *testing.T) {
 		{"no steps", "components:\n  a:\n    dependsOn: []\n", "captf.yaml:2:3: components.a.steps: missing"},
 		{"unknown step field", "components:\n  a:\n    steps:\n      - kind: shell\n        run: x\n", "captf.yaml:5:9: components.a.steps[0].run: unknown field (allowed: kind, name, inputs)"},
 		{"shell without run", "components:\n  a:\n    steps:\n      - kind: shell\n", "captf.yaml:4:9: components.a.steps[0].inputs.run: a shell step needs the command"},
+		{"unknown shell input", "components:\n  a:\n    steps:\n      - kind: shell\n        inputs: {run: x, script: y}\n", "captf.yaml:4:9: components.a.steps[0].inputs.script: unknown input of a shell step (allowed: run, template, manifest, values)"},
 		{"unknown dependency", "components:\n  a:\n    dependsOn: [b]\n    steps:\n      - kind: shell\n        inputs: {run: x}\n", `captf.yaml:2: components.a.dependsOn[0]: no component is named "b"`},
 		{"stackOutput of nothing", "components:\n  a:\n    steps:\n      - kind: fake-plan\n        inputs: {v: {stackOutput: {component: b, name: x}}}\n", `captf.yaml:4: components.a.steps[0].inputs: stackOutput names component "b"`},
 		{"stackOutput without name", "components:\n  a:\n    steps:\n      - kind: fake-plan\n        inputs: {v: {stackOutput: {component: b}}}\n", "captf.yaml:5:35: components.a.steps[0].inputs.v.stackOutput: needs both component and name"},

@@ -311,6 +311,11 @@ func (p *parser) step(field string, n *yaml.Node) (*Step, error) {
 		if run, ok := s.Inputs["run"].(string); !ok || strings.TrimSpace(run) == "" {
 			return nil, p.errorf(n, field+".inputs.run", "a shell step needs the command to run, as a string")
 		}
+		for _, k := range sortedKeys(s.Inputs) {
+			if k != "run" && !slices.Contains(boundFields, k) {
+				return nil, p.errorf(n, field+".inputs."+k, "unknown input of a shell step (allowed: run, %s)", strings.Join(boundFields, ", "))
+			}
+		}
 	}
 	return s, nil
 }
@@ -468,6 +473,15 @@ func findCycle(comps []*Component, byName map[string]*Component) []string {
 	return nil
 }
 
+func sortedKeys[V any](m map[string]V) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	return keys
+}
+
 // references lists every stackOutput reference in v, in a stable order.
 func references(v any) []StackOutput {
 	var refs []StackOutput
@@ -477,12 +491,7 @@ func references(v any) []StackOutput {
 		case StackOutput:
 			refs = append(refs, t)
 		case map[string]any:
-			keys := make([]string, 0, len(t))
-			for k := range t {
-				keys = append(keys, k)
-			}
-			slices.Sort(keys)
-			for _, k := range keys {
+			for _, k := range sortedKeys(t) {
 				walk(t[k])
 			}
 		case []any:
@@ -513,11 +522,7 @@ func (p *Project) Environment(name string) (*Environment, error) {
 	}
 	env := p.Environments[name]
 	if env == nil {
-		names := make([]string, 0, len(p.Environments))
-		for n := range p.Environments {
-			names = append(names, n)
-		}
-		slices.Sort(names)
+		names := sortedKeys(p.Environments)
 		has := "it has none"
 		if len(names) > 0 {
 			has = "it has " + strings.Join(names, ", ")
