@@ -74,7 +74,6 @@ func (o *previewOptions) register(cmd *cobra.Command) {
 	f.StringVar(&o.changedFrom, "changed-from", "", "a git revision: plan only the components whose steps read a file changed since it, and their dependents (default: every component)")
 	f.StringVar(&o.seedFile, "seed-outputs", "", `a JSON file {"component": {"output": value}} supplying outputs instead of reading them`)
 	f.StringVar(&o.out, "out", "", "the directory that gets "+DocumentFile+" and "+NoteFile+" (default: ROOT/.captf/preview)")
-	f.BoolVar(&o.json, "json", false, "print the change-set document as JSON instead of the note")
 }
 
 // options checks the flags and loads the project file.
@@ -229,6 +228,7 @@ prints the note, or the document with --json.
 		},
 	}
 	o.register(cmd)
+	cmd.Flags().BoolVar(&o.json, "json", false, "print the change-set document as JSON instead of the note")
 	return cmd
 }
 
@@ -317,6 +317,7 @@ and written to --out for their own approval (exit 4).
 		},
 	}
 	o.register(cmd)
+	cmd.Flags().BoolVar(&o.json, "json", false, "print what was applied as JSON: {approved, digest, components, next, plan}")
 	cmd.Flags().StringVar(&expect, "expect-digest", "", "the approved "+changeset.DigestPrefix+" change-set digest (required)")
 	return cmd
 }

@@ -213,6 +213,22 @@ func TestChangedFromProjectFile(t *testing.T) {
 	if diff := cmp.Diff([][]string{{"a"}, {"c"}}, names(p.Components)); diff != "" {
 		t.Errorf("levels (-want +got):\n%s", diff)
 	}
+
+	// A change to the selected environment's vars touches every component.
+	commit(t, f.root)
+	writeFiles(t, f.root, map[string]string{preview.ProjectFile: strings.Replace(threeComponents, `want: {x: "1"}`, `want: {x: "2"}`, 1) + "environments:\n  prod:\n    vars: {tier: gold}\n"})
+	f.load(t)
+	f.opts.Env = "prod"
+	if p := f.plan(t); len(p.Document.Members) != 3 {
+		t.Errorf("members %+v, want all three after the environment changed", p.Document.Members)
+	}
+	// Another environment's change touches none.
+	commit(t, f.root)
+	writeFiles(t, f.root, map[string]string{preview.ProjectFile: strings.Replace(threeComponents, `want: {x: "1"}`, `want: {x: "2"}`, 1) + "environments:\n  prod:\n    vars: {tier: gold}\n  dev:\n    vars: {tier: tin}\n"})
+	f.load(t)
+	if p := f.plan(t); len(p.Document.Members) != 0 {
+		t.Errorf("members %+v, want none: only another environment changed", p.Document.Members)
+	}
 }
 
 func TestOutputsResolution(t *testing.T) {
