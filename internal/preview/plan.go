@@ -101,6 +101,9 @@ func PlanChangeSet(ctx context.Context, o Options) (*Preview, error) {
 			return nil, fmt.Errorf("%w: seed outputs: no component is named %q", ErrInvalid, comp)
 		}
 	}
+	if err := checkReferences(o.Project, o.Registry); err != nil {
+		return nil, err
+	}
 	inChange, err := selectComponents(ctx, o)
 	if err != nil {
 		return nil, err
@@ -136,6 +139,23 @@ func (p *Preview) Close() {
 	if p.scratch != "" {
 		os.RemoveAll(p.scratch)
 	}
+}
+
+// checkReferences refuses a stackOutput of a component none of whose steps
+// has outputs: no read and no plan could ever give it a value.
+func checkReferences(proj *Project, reg Registry) error {
+	for _, c := range proj.Components {
+		for i, s := range c.Steps {
+			for _, ref := range references(s.Inputs) {
+				target := proj.Component(ref.Component)
+				if !slices.ContainsFunc(target.Steps, func(t *Step) bool { return reg.plans(t.Kind) }) {
+					return fmt.Errorf("%w: %s:%d: components.%s.steps[%d].inputs: stackOutput reads component %q, none of whose steps has outputs",
+						ErrInvalid, proj.File, s.line, c.Name, i, ref.Component)
+				}
+			}
+		}
+	}
+	return nil
 }
 
 // lockedWriter serialises writes to w.

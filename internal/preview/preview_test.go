@@ -665,6 +665,25 @@ components:
 	}
 }
 
+func TestOutputOfComponentWithoutOutputs(t *testing.T) {
+	f := setup(t, map[string]string{preview.ProjectFile: `
+components:
+  site:
+    steps:
+      - kind: shell
+        inputs: {run: "true"}
+  app:
+    steps:
+      - kind: fake-plan
+        inputs: {url: {stackOutput: {component: site, name: url}}}
+`})
+	_, err := preview.PlanChangeSet(context.Background(), f.opts)
+	want := `captf.yaml:9: components.app.steps[0].inputs: stackOutput reads component "site", none of whose steps has outputs`
+	if !errors.Is(err, preview.ErrInvalid) || !strings.Contains(err.Error(), want) {
+		t.Errorf("error %v, want one containing %q", err, want)
+	}
+}
+
 func TestProjectErrors(t *testing.T) {
 	known := preview.Registry{previewtest.New("fake-plan")}.Known
 	cases := []struct {
