@@ -187,7 +187,7 @@ func (p *Preview) applyComponent(ctx context.Context, c *Component, state map[st
 			req, _, err = p.request(ctx, c, s, lookup, "plan")
 			if err == nil {
 				var got Outputs
-				got, err = m.cap.Apply(ctx, req, m.plan)
+				got, err = m.capability.Apply(ctx, req, m.plan)
 				for k, v := range got {
 					outs[k] = v
 				}

@@ -66,13 +66,12 @@ type member struct {
 	comp *Component
 	// step is the planning step; nil for a composition member.
 	step *Step
-	// steps are the steps a composition member binds.
-	steps   []*Step
-	cap     Capability
-	plan    *Plan
-	doc     changeset.Member
-	entries []changeset.Entry
-	effects []changeset.SideEffect
+	// capability plans step; nil when no capability serves its kind.
+	capability Capability
+	plan       *Plan
+	doc        changeset.Member
+	entries    []changeset.Entry
+	effects    []changeset.SideEffect
 }
 
 // PlanChangeSet plans every member of the change without changing anything and
@@ -298,7 +297,7 @@ func (p *Preview) membersOf(ctx context.Context, c *Component) ([]*member, error
 		if planning > 1 {
 			name = c.Name + "/" + s.Name
 		}
-		ms = append(ms, &member{comp: c, step: s, cap: p.opts.Registry.Lookup(s.Kind),
+		ms = append(ms, &member{comp: c, step: s, capability: p.opts.Registry.Lookup(s.Kind),
 			doc: changeset.Member{Name: name, Component: c.Name, Capability: s.Kind}})
 	}
 	if len(without) == 0 {
@@ -319,7 +318,7 @@ func (p *Preview) membersOf(ctx context.Context, c *Component) ([]*member, error
 	if err != nil {
 		return nil, err
 	}
-	return append(ms, &member{comp: c, steps: without, doc: changeset.Member{
+	return append(ms, &member{comp: c, doc: changeset.Member{
 		Name: name, Component: c.Name, Capability: CompositionCapability,
 		Status: changeset.StatusPlanned, PlanDigest: digest, Holes: b.holes,
 	}}), nil
@@ -327,13 +326,13 @@ func (p *Preview) membersOf(ctx context.Context, c *Component) ([]*member, error
 
 // planMember asks the capability of one planning step.
 func (p *Preview) planMember(ctx context.Context, m *member, req Request, unknown []string) {
-	if m.cap == nil {
+	if m.capability == nil {
 		m.doc.Status = changeset.StatusFailed
 		m.doc.Error = fmt.Sprintf("%s plans in spec 003 but this captf has no capability for it, so what it would change cannot be shown", m.step.Kind)
 		return
 	}
 	fmt.Fprintf(p.opts.Log, "captf: planning %s (%s)\n", m.doc.Name, m.step.Kind)
-	plan, err := m.cap.Plan(ctx, req)
+	plan, err := m.capability.Plan(ctx, req)
 	if err != nil {
 		m.doc.Status = changeset.StatusFailed
 		m.doc.Error = err.Error()
