@@ -93,9 +93,11 @@ func (o *previewOptions) options(ctx context.Context, stderr io.Writer) (preview
 	if info, err := os.Stat(root); err != nil || !info.IsDir() {
 		return preview.Options{}, fmt.Errorf("%w: --root %s is not a directory", preview.ErrInvalid, root)
 	}
-	file := o.file
-	if file == "" {
-		file = filepath.Join(root, preview.ProjectFile)
+	file := filepath.Join(root, preview.ProjectFile)
+	if o.file != "" {
+		if file, err = filepath.Abs(o.file); err != nil {
+			return preview.Options{}, err
+		}
 	}
 	proj, err := preview.LoadProject(file, o.registry.Known)
 	if err != nil {
