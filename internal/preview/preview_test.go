@@ -201,6 +201,15 @@ func TestChangedFromPlansTouchedAndDependents(t *testing.T) {
 	if p := f.plan(t); len(p.Components) != 2 {
 		t.Errorf("levels %v; an untracked file under src/b touches b", names(p.Components))
 	}
+	if err := os.Remove(filepath.Join(f.root, "src/b/new.txt")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Remove(filepath.Join(f.root, "src/b/main.txt")); err != nil {
+		t.Fatal(err)
+	}
+	if p := f.plan(t); len(p.Components) != 2 {
+		t.Errorf("levels %v; a deleted file under src/b touches b", names(p.Components))
+	}
 }
 
 func TestChangedFromProjectFile(t *testing.T) {
