@@ -14,6 +14,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/captf/captf/internal/planstore"
+	"github.com/captf/captf/internal/preview"
 	"github.com/captf/captf/internal/runner"
 	"github.com/captf/captf/internal/tfexec"
 	"github.com/captf/captf/pkg/fingerprint"
@@ -29,13 +30,18 @@ const exitCodesHelp = `Exit codes:
 
 // Run runs the captf command line with args and returns its exit code.
 func Run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	cmd := newRoot(stdout, stderr)
+	return run(ctx, args, stdout, stderr, capabilities)
+}
+
+// run is Run with the capabilities preview offers.
+func run(ctx context.Context, args []string, stdout, stderr io.Writer, registry preview.Registry) int {
+	cmd := newRoot(stdout, stderr, registry)
 	cmd.SetArgs(args)
 	err := cmd.ExecuteContext(ctx)
 	if err != nil {
 		fmt.Fprintf(stderr, "captf: %v\n", err)
 	}
-	return runner.ExitCode(err)
+	return exitCode(err)
 }
 
 // options are the flags shared by plan and apply.
@@ -46,7 +52,7 @@ type options struct {
 	json     bool
 }
 
-func newRoot(stdout, stderr io.Writer) *cobra.Command {
+func newRoot(stdout, stderr io.Writer, registry preview.Registry) *cobra.Command {
 	root := &cobra.Command{
 		Use:   "captf",
 		Short: "Apply exactly the terraform plan that was approved",
@@ -56,6 +62,8 @@ applies only when a fresh plan hashes to the approved value.
 
   captf plan DIR                         plan and print the hash to approve
   captf apply DIR --expect-plan p2:...   plan again; apply only if it hashes the same
+  captf preview plan                     plan a change across deploy tools (captf.yaml)
+  captf preview apply --expect-digest cs1:...
 
 ` + exitCodesHelp,
 		SilenceUsage:  true,
@@ -66,7 +74,7 @@ applies only when a fresh plan hashes to the approved value.
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error {
 		return fmt.Errorf("%w: %w", runner.ErrBadInput, err)
 	})
-	root.AddCommand(newPlan(stdout, stderr), newApply(stdout, stderr), newFingerprint(stdout))
+	root.AddCommand(newPlan(stdout, stderr), newApply(stdout, stderr), newFingerprint(stdout), newPreview(stdout, stderr, registry))
 	return root
 }
 

@@ -1,0 +1,335 @@
+package cli
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/captf/captf/internal/preview"
+	"github.com/captf/captf/internal/runner"
+	"github.com/captf/captf/pkg/changeset"
+)
+
+// ExitHeld: the preview apply applied what it could; members were held
+// until their upstream applied and their new plan needs its own approval.
+const ExitHeld = 4
+
+// Files a preview writes into --out.
+const (
+	DocumentFile = "changeset.json"
+	NoteFile     = "note.md"
+)
+
+const previewExitCodes = `Exit codes:
+  0  planned (plan), or everything applied (apply)
+  1  a member's plan failed, or an apply failed (its dependents were not applied)
+  2  bad usage or bad input: the project file, a flag, the seed outputs file
+  3  the change-set digest (or a member's plan) moved: nothing of it was applied
+  4  apply only: members were held until their upstream applied; they were
+     planned again, and that plan needs its own approval (its digest is printed)`
+
+// exitCode maps an error to the documented exit code, preview errors
+// included.
+func exitCode(err error) int {
+	switch {
+	case err == nil:
+		return runner.ExitOK
+	case errors.Is(err, preview.ErrInvalid):
+		return runner.ExitBadInput
+	case errors.Is(err, preview.ErrMoved):
+		return runner.ExitPlanChanged
+	case errors.Is(err, preview.ErrPlanFailed), errors.Is(err, preview.ErrApplyFailed):
+		return runner.ExitFailure
+	case errors.Is(err, preview.ErrHeld):
+		return ExitHeld
+	}
+	return runner.ExitCode(err)
+}
+
+// previewOptions are the flags of preview plan and apply.
+type previewOptions struct {
+	root        string
+	file        string
+	env         string
+	changedFrom string
+	seedFile    string
+	out         string
+	json        bool
+	registry    preview.Registry
+}
+
+func (o *previewOptions) register(cmd *cobra.Command) {
+	f := cmd.Flags()
+	f.StringVar(&o.root, "root", "", "the repository root (default: the top of the git work tree holding the current directory)")
+	f.StringVar(&o.file, "file", "", "the project file (default: ROOT/"+preview.ProjectFile+")")
+	f.StringVar(&o.env, "env", "", "the environment of the project file whose vars the steps get")
+	f.StringVar(&o.changedFrom, "changed-from", "", "a git revision: plan only the components whose steps read a file changed since it, and their dependents (default: every component)")
+	f.StringVar(&o.seedFile, "seed-outputs", "", `a JSON file {"component": {"output": value}} supplying outputs instead of reading them`)
+	f.StringVar(&o.out, "out", "", "the directory that gets "+DocumentFile+" and "+NoteFile+" (default: ROOT/.captf/preview)")
+}
+
+// options checks the flags and loads the project file.
+func (o *previewOptions) options(ctx context.Context, stderr io.Writer) (preview.Options, error) {
+	root := o.root
+	if root == "" {
+		out, err := exec.CommandContext(ctx, "git", "rev-parse", "--show-toplevel").Output()
+		if err != nil {
+			return preview.Options{}, fmt.Errorf("%w: not in a git work tree; name the repository with --root", preview.ErrInvalid)
+		}
+		root = strings.TrimSpace(string(out))
+	}
+	root, err := filepath.Abs(root)
+	if err != nil {
+		return preview.Options{}, err
+	}
+	if info, err := os.Stat(root); err != nil || !info.IsDir() {
+		return preview.Options{}, fmt.Errorf("%w: --root %s is not a directory", preview.ErrInvalid, root)
+	}
+	file := filepath.Join(root, preview.ProjectFile)
+	if o.file != "" {
+		if file, err = filepath.Abs(o.file); err != nil {
+			return preview.Options{}, err
+		}
+	}
+	proj, err := preview.LoadProject(file, o.registry.Known)
+	if err != nil {
+		return preview.Options{}, err
+	}
+	opts := preview.Options{Root: root, Project: proj, Env: o.env, ChangedFrom: o.changedFrom, Registry: o.registry, Log: stderr, Output: stderr}
+	if o.seedFile != "" {
+		if opts.Seed, err = preview.ReadSeed(o.seedFile); err != nil {
+			return preview.Options{}, err
+		}
+	}
+	if o.changedFrom != "" {
+		// The apply command names the merge base, which still selects the
+		// same components once the change merged.
+		if opts.ChangedFrom, err = preview.MergeBase(ctx, root, o.changedFrom); err != nil {
+			return preview.Options{}, err
+		}
+	}
+	if o.out == "" {
+		if err := runner.EnsureStateDir(root); err != nil {
+			return preview.Options{}, err
+		}
+		o.out = filepath.Join(root, runner.StateDir, "preview")
+	}
+	return opts, nil
+}
+
+// applyCommand is the exact command that applies digest with this run's
+// flags.
+func (o *previewOptions) applyCommand(opts preview.Options, digest string) string {
+	args := []string{"captf", "preview", "apply"}
+	if o.root != "" {
+		args = append(args, "--root", o.root)
+	}
+	if o.file != "" {
+		args = append(args, "--file", o.file)
+	}
+	if o.env != "" {
+		args = append(args, "--env", o.env)
+	}
+	if opts.ChangedFrom != "" {
+		args = append(args, "--changed-from", opts.ChangedFrom)
+	}
+	if o.seedFile != "" {
+		args = append(args, "--seed-outputs", o.seedFile)
+	}
+	return shellJoin(append(args, "--expect-digest", digest))
+}
+
+// write saves the document and the note into --out and returns the note.
+func (o *previewOptions) write(opts preview.Options, doc *changeset.Document, title string) (string, error) {
+	if err := os.MkdirAll(o.out, 0o755); err != nil {
+		return "", fmt.Errorf("output directory: %w", err)
+	}
+	docPath := filepath.Join(o.out, DocumentFile)
+	note := changeset.Note(doc, changeset.NoteOptions{
+		ApplyCommand: o.applyCommand(opts, doc.Digest),
+		DocumentFile: docPath,
+		Title:        title,
+	})
+	raw, err := json.MarshalIndent(doc, "", "  ")
+	if err != nil {
+		return "", fmt.Errorf("change-set document: %w", err)
+	}
+	if err := os.WriteFile(docPath, append(raw, '\n'), 0o644); err != nil {
+		return "", fmt.Errorf("change-set document: %w", err)
+	}
+	if err := os.WriteFile(filepath.Join(o.out, NoteFile), []byte(note), 0o644); err != nil {
+		return "", fmt.Errorf("note: %w", err)
+	}
+	return note, nil
+}
+
+func (o *previewOptions) title() string {
+	if o.env != "" {
+		return "captf preview: " + o.env
+	}
+	return "captf preview"
+}
+
+func newPreview(stdout, stderr io.Writer, registry preview.Registry) *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "preview",
+		Short: "Plan a pull request across deploy tools and apply exactly what was approved",
+		Long: `captf preview plans every component of the project file (` + preview.ProjectFile + `) that a
+change touches, across terraform, kubectl and CloudFormation, and prints one
+digest over the whole change set. captf preview apply plans again and applies
+only when that digest holds.
+
+` + previewExitCodes,
+	}
+	cmd.AddCommand(newPreviewPlan(stdout, stderr, registry), newPreviewApply(stdout, stderr, registry))
+	return cmd
+}
+
+func newPreviewPlan(stdout, stderr io.Writer, registry preview.Registry) *cobra.Command {
+	o := previewOptions{registry: registry}
+	cmd := &cobra.Command{
+		Use:   "plan",
+		Short: "Plan the change set and print its note and digest",
+		Long: `Plans every member of the change without changing anything, writes the
+change-set document (` + DocumentFile + `) and the Markdown note (` + NoteFile + `) into --out, and
+prints the note, or the document with --json.
+
+` + previewExitCodes,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			opts, err := o.options(cmd.Context(), stderr)
+			if err != nil {
+				return err
+			}
+			p, err := preview.PlanChangeSet(cmd.Context(), opts)
+			if err != nil {
+				return err
+			}
+			defer p.Close()
+			note, err := o.write(opts, p.Document, o.title())
+			if err != nil {
+				return err
+			}
+			if o.json {
+				err = printJSON(stdout, p.Document)
+			} else {
+				_, err = io.WriteString(stdout, note)
+			}
+			if err != nil {
+				return err
+			}
+			return failedMembers(p.Document)
+		},
+	}
+	o.register(cmd)
+	cmd.Flags().BoolVar(&o.json, "json", false, "print the change-set document as JSON instead of the note")
+	return cmd
+}
+
+// failedMembers is an error naming the members whose plan failed.
+func failedMembers(doc *changeset.Document) error {
+	var failed []string
+	for _, m := range doc.Members {
+		if m.Status == changeset.StatusFailed {
+			failed = append(failed, m.Name)
+		}
+	}
+	if len(failed) == 0 {
+		return nil
+	}
+	return fmt.Errorf("%w: %s", preview.ErrPlanFailed, strings.Join(failed, ", "))
+}
+
+// applyReport is preview apply's JSON output.
+type applyReport struct {
+	Approved   string                     `json:"approved"`
+	Digest     string                     `json:"digest,omitempty"`
+	Components []preview.ComponentOutcome `json:"components"`
+	// Next is the plan of the held members' round, to approve next.
+	Next *changeset.Document `json:"next,omitempty"`
+	// Plan is the fresh plan when nothing was applied because it failed
+	// or moved.
+	Plan *changeset.Document `json:"plan,omitempty"`
+}
+
+func newPreviewApply(stdout, stderr io.Writer, registry preview.Registry) *cobra.Command {
+	o := previewOptions{registry: registry}
+	var expect string
+	cmd := &cobra.Command{
+		Use:   "apply --expect-digest cs1:...",
+		Short: "Plan again and apply only when the change set digests to the approved value",
+		Long: `Plans every member again before applying any. When a member fails or the
+digest is not --expect-digest, nothing is applied; the fresh note is printed.
+Otherwise the components are applied in dependency order, each planning step
+exactly as planned and shell steps run in the repository root; a failure
+blocks only the components that depend on it. Members held until their
+upstream applied are planned again; that plan's note and digest are printed
+and written to --out for their own approval (exit 4).
+
+` + previewExitCodes,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if !strings.HasPrefix(expect, changeset.DigestPrefix) {
+				return fmt.Errorf("%w: --expect-digest %q: want the %s digest a preview plan printed", preview.ErrInvalid, expect, changeset.DigestPrefix)
+			}
+			opts, err := o.options(cmd.Context(), stderr)
+			if err != nil {
+				return err
+			}
+			a, err := preview.ApplyChangeSet(cmd.Context(), opts, expect)
+			if a == nil {
+				return err
+			}
+			defer a.Close()
+			report := applyReport{Approved: expect, Digest: a.Fresh.Document.Digest, Components: a.Components}
+			var note string
+			var werr error
+			switch {
+			case a.Next != nil:
+				report.Next = a.Next.Document
+				note, werr = o.write(opts, a.Next.Document, o.title()+" (held members, next round)")
+			case errors.Is(err, preview.ErrPlanFailed), len(a.Components) == 0 && err != nil:
+				report.Plan = a.Fresh.Document
+				note, werr = o.write(opts, a.Fresh.Document, o.title())
+			}
+			if werr != nil {
+				return errors.Join(err, werr)
+			}
+			if o.json {
+				return errors.Join(err, printJSON(stdout, report))
+			}
+			printOutcomes(stdout, a.Components)
+			if note != "" {
+				if a.Next != nil {
+					fmt.Fprintln(stdout, "\nHeld members were planned again after their upstream applied; this plan needs its own approval:")
+				} else {
+					fmt.Fprintln(stdout, "\nNothing was applied. The fresh plan:")
+				}
+				fmt.Fprintf(stdout, "\n%s", note)
+			}
+			return err
+		},
+	}
+	o.register(cmd)
+	cmd.Flags().BoolVar(&o.json, "json", false, "print what was applied as JSON: {approved, digest, components, next, plan}")
+	cmd.Flags().StringVar(&expect, "expect-digest", "", "the approved "+changeset.DigestPrefix+" change-set digest (required)")
+	return cmd
+}
+
+func printOutcomes(w io.Writer, outcomes []preview.ComponentOutcome) {
+	for _, c := range outcomes {
+		line := fmt.Sprintf("captf: %-8s %s", c.Outcome, c.Component)
+		if c.Error != "" {
+			line += ": " + c.Error
+		}
+		fmt.Fprintln(w, line)
+	}
+}
