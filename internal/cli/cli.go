@@ -30,7 +30,7 @@ const exitCodesHelp = `Exit codes:
 
 // Run runs the captf command line with args and returns its exit code.
 func Run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	return run(ctx, args, stdout, stderr, capabilities)
+	return run(ctx, args, stdout, stderr, capabilities(stderr))
 }
 
 // run is Run with the capabilities preview offers.
