@@ -1,0 +1,206 @@
+package crd
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	infrav1 "github.com/captf/captf/api/v1alpha1"
+	"github.com/captf/captf/internal/testenv"
+)
+
+func plan(name string, mutate func(*infrav1.TerraformPlan)) *infrav1.TerraformPlan {
+	p := &infrav1.TerraformPlan{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "default"},
+		Spec: infrav1.TerraformPlanSpec{
+			TargetRef:  infrav1.PlanTargetReference{Kind: "TerraformCluster", Name: "demo"},
+			PlanHash:   "p2:" + strings.Repeat("9c", 32),
+			InputsHash: "h2:" + strings.Repeat("51", 32),
+			Reason:     infrav1.ReasonDestructive,
+			Summary: infrav1.PlanSummary{Create: 1, Update: 2, Replace: 1, Resources: []string{
+				"aws_instance.control_plane (replace)", "aws_lb.api (update)",
+				"aws_route53_record.api (update)", "aws_security_group_rule.api (create)",
+			}},
+		},
+	}
+	if mutate != nil {
+		mutate(p)
+	}
+	return p
+}
+
+// wantInvalid fails unless err is a 422 Invalid whose message names want.
+func wantInvalid(t *testing.T, err error, want string) {
+	t.Helper()
+	if err == nil || !apierrors.IsInvalid(err) || !strings.Contains(err.Error(), want) {
+		t.Errorf("err = %v, want 422 Invalid naming %q", err, want)
+	}
+}
+
+// TestTerraformPlanCEL proves the schema and the CEL rules of spec 002 on
+// a real API server with no webhook registered: they hold even when the
+// webhook is down.
+func TestTerraformPlanCEL(t *testing.T) {
+	env := testenv.Start(t, "../..")
+	ctx := context.Background()
+
+	t.Run("create", func(t *testing.T) {
+		if err := env.Client.Create(ctx, plan("valid", nil)); err != nil {
+			t.Fatalf("a valid plan: %v", err)
+		}
+		refused := []struct {
+			name   string
+			mutate func(*infrav1.TerraformPlan)
+			want   string
+		}{
+			{"approved-without-approvedby", func(p *infrav1.TerraformPlan) { p.Spec.Approved = true }, "approvedBy is required exactly when approved is true"},
+			{"approvedby-without-approved", func(p *infrav1.TerraformPlan) { p.Spec.ApprovedBy = "alice" }, "approvedBy is required exactly when approved is true"},
+			{"bad-plan-hash", func(p *infrav1.TerraformPlan) { p.Spec.PlanHash = "p1:abc" }, "spec.planHash"},
+			{"bad-inputs-hash", func(p *infrav1.TerraformPlan) { p.Spec.InputsHash = "" }, "spec.inputsHash"},
+			{"bad-reason", func(p *infrav1.TerraformPlan) { p.Spec.Reason = "Because" }, "spec.reason: Unsupported value"},
+			{"bad-target-kind", func(p *infrav1.TerraformPlan) { p.Spec.TargetRef.Kind = "Secret" }, "spec.targetRef.kind: Unsupported value"},
+			{"no-target-name", func(p *infrav1.TerraformPlan) { p.Spec.TargetRef.Name = "" }, "spec.targetRef.name"},
+			{"negative-count", func(p *infrav1.TerraformPlan) { p.Spec.Summary.Delete = -1 }, "spec.summary.delete"},
+			{"too-many-resources", func(p *infrav1.TerraformPlan) {
+				p.Spec.Summary.Resources = nil
+				for i := range 51 {
+					p.Spec.Summary.Resources = append(p.Spec.Summary.Resources, fmt.Sprintf("terraform_data.x[%d] (create)", i))
+				}
+			}, "spec.summary.resources: Too many"},
+		}
+		for _, r := range refused {
+			t.Run(r.name, func(t *testing.T) {
+				wantInvalid(t, env.Client.Create(ctx, plan(r.name, r.mutate)), r.want)
+			})
+		}
+	})
+
+	t.Run("required-and-min-properties", func(t *testing.T) {
+		for _, tc := range []struct {
+			name   string
+			remove []string
+			want   string
+		}{
+			{"no-summary", []string{"spec", "summary"}, "spec.summary: Required value"},
+			{"no-plan-hash", []string{"spec", "planHash"}, "spec.planHash: Required value"},
+			{"no-reason", []string{"spec", "reason"}, "spec.reason: Required value"},
+			{"no-target", []string{"spec", "targetRef"}, "spec.targetRef: Required value"},
+		} {
+			t.Run(tc.name, func(t *testing.T) {
+				u := toUnstructured(t, env, plan(tc.name, nil))
+				unstructured.RemoveNestedField(u.Object, tc.remove...)
+				wantInvalid(t, env.Client.Create(ctx, u), tc.want)
+			})
+		}
+		t.Run("empty-summary", func(t *testing.T) {
+			u := toUnstructured(t, env, plan("empty-summary", nil))
+			if err := unstructured.SetNestedMap(u.Object, map[string]any{}, "spec", "summary"); err != nil {
+				t.Fatal(err)
+			}
+			wantInvalid(t, env.Client.Create(ctx, u), "spec.summary: Invalid value: 0: spec.summary in body should have at least 1 properties")
+		})
+	})
+
+	t.Run("update", func(t *testing.T) {
+		immutable := []struct {
+			name   string
+			mutate func(*infrav1.TerraformPlan)
+			want   string
+		}{
+			{"plan-hash", func(p *infrav1.TerraformPlan) { p.Spec.PlanHash = "p2:" + strings.Repeat("0f", 32) }, "planHash is immutable"},
+			{"inputs-hash", func(p *infrav1.TerraformPlan) { p.Spec.InputsHash = "h2:" + strings.Repeat("0f", 32) }, "inputsHash is immutable"},
+			{"reason", func(p *infrav1.TerraformPlan) { p.Spec.Reason = infrav1.ReasonManual }, "reason is immutable"},
+			{"summary-count", func(p *infrav1.TerraformPlan) { p.Spec.Summary.Delete = 3 }, "summary is immutable"},
+			{"summary-resources", func(p *infrav1.TerraformPlan) { p.Spec.Summary.Resources = p.Spec.Summary.Resources[1:] }, "summary is immutable"},
+			{"target", func(p *infrav1.TerraformPlan) { p.Spec.TargetRef.Name = "other" }, "targetRef is immutable"},
+		}
+		for _, r := range immutable {
+			t.Run(r.name, func(t *testing.T) {
+				p := plan("immutable-"+r.name, nil)
+				if err := env.Client.Create(ctx, p); err != nil {
+					t.Fatal(err)
+				}
+				r.mutate(p)
+				wantInvalid(t, env.Client.Update(ctx, p), r.want)
+			})
+		}
+	})
+
+	t.Run("approval", func(t *testing.T) {
+		p := plan("approval", nil)
+		if err := env.Client.Create(ctx, p); err != nil {
+			t.Fatal(err)
+		}
+		approved := p.DeepCopy()
+		approved.Spec.Approved, approved.Spec.ApprovedBy = true, "alice"
+		if err := env.Client.Update(ctx, approved); err != nil {
+			t.Fatalf("approve: %v", err)
+		}
+		for _, tc := range []struct {
+			name   string
+			mutate func(*infrav1.TerraformPlan)
+			want   string
+		}{
+			{"withdraw", func(p *infrav1.TerraformPlan) { p.Spec.Approved, p.Spec.ApprovedBy = false, "" }, "an approval can be neither withdrawn nor changed"},
+			{"withdraw-keep-name", func(p *infrav1.TerraformPlan) { p.Spec.Approved = false }, "approvedBy is required exactly when approved is true"},
+			{"change-approver", func(p *infrav1.TerraformPlan) { p.Spec.ApprovedBy = "mallory" }, "an approval can be neither withdrawn nor changed"},
+		} {
+			t.Run(tc.name, func(t *testing.T) {
+				q := approved.DeepCopy()
+				tc.mutate(q)
+				wantInvalid(t, env.Client.Update(ctx, q), tc.want)
+			})
+		}
+		var got infrav1.TerraformPlan
+		if err := env.Client.Get(ctx, client.ObjectKeyFromObject(p), &got); err != nil {
+			t.Fatal(err)
+		}
+		if !got.Spec.Approved || got.Spec.ApprovedBy != "alice" {
+			t.Errorf("stored approval = %v by %q, want true by alice", got.Spec.Approved, got.Spec.ApprovedBy)
+		}
+	})
+
+	t.Run("status", func(t *testing.T) {
+		p := plan("status", nil)
+		if err := env.Client.Create(ctx, p); err != nil {
+			t.Fatal(err)
+		}
+		p.Status = infrav1.TerraformPlanStatus{Phase: infrav1.PlanPending, ObservedGeneration: 1}
+		if err := env.Client.Status().Update(ctx, p); err != nil {
+			t.Fatalf("status: %v", err)
+		}
+		bad := p.DeepCopy()
+		bad.Status.Phase = "Waiting"
+		wantInvalid(t, env.Client.Status().Update(ctx, bad), "status.phase: Unsupported value")
+
+		bad = p.DeepCopy()
+		for i := range 33 {
+			bad.Status.Conditions = append(bad.Status.Conditions, metav1.Condition{
+				Type: fmt.Sprintf("C%d", i), Status: metav1.ConditionTrue, Reason: "R", LastTransitionTime: metav1.Now(),
+			})
+		}
+		wantInvalid(t, env.Client.Status().Update(ctx, bad), "status.conditions: Too many")
+
+		u := toUnstructured(t, env, p)
+		if err := unstructured.SetNestedMap(u.Object, map[string]any{}, "status"); err != nil {
+			t.Fatal(err)
+		}
+		wantInvalid(t, env.Client.Status().Update(ctx, u), "status: Invalid value: 0:  in body should have at least 1 properties")
+	})
+}
+
+func toUnstructured(t *testing.T, env *testenv.Env, p *infrav1.TerraformPlan) *unstructured.Unstructured {
+	t.Helper()
+	u := &unstructured.Unstructured{}
+	if err := env.Client.Scheme().Convert(p, u, nil); err != nil {
+		t.Fatal(err)
+	}
+	u.SetGroupVersionKind(infrav1.GroupVersion.WithKind("TerraformPlan"))
+	return u
+}
