@@ -42,7 +42,46 @@ func Assets(t testing.TB) string {
 type Env struct {
 	Config *rest.Config
 	Client client.Client
-	env    *envtest.Environment
+	// Webhook says where the API server calls the webhooks that
+	// StartWithWebhooks installed: the test serves them on
+	// LocalServingHost:LocalServingPort with the certificate in
+	// LocalServingCertDir. Nil when Start installed none.
+	Webhook *envtest.WebhookInstallOptions
+	env     *envtest.Environment
+}
+
+// ClientAs returns a client that acts as user with groups, by
+// impersonation: the API server authorizes each request as that user (give
+// the user RBAC) and tells admission webhooks that user's name.
+func (e *Env) ClientAs(t testing.TB, user string, groups ...string) client.Client {
+	t.Helper()
+	cfg := rest.CopyConfig(e.Config)
+	cfg.Impersonate = rest.ImpersonationConfig{UserName: user, Groups: groups}
+	c, err := client.New(cfg, client.Options{Scheme: e.Client.Scheme()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+// UserKubeconfig writes a kubeconfig for user with groups, who
+// authenticates with a client certificate of their own (no impersonation,
+// no administrator rights: give the user RBAC), and returns its path.
+func (e *Env) UserKubeconfig(t testing.TB, user string, groups ...string) string {
+	t.Helper()
+	u, err := e.env.AddUser(envtest.User{Name: user, Groups: groups}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := u.KubeConfig()
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(t.TempDir(), "kubeconfig")
+	if err := os.WriteFile(path, b, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return path
 }
 
 // Kubeconfig writes a kubeconfig for an administrator of the control plane
@@ -69,10 +108,29 @@ func (e *Env) Kubeconfig(t testing.TB) string {
 // the test ends.
 func Start(t testing.TB, root string) *Env {
 	t.Helper()
+	return start(t, root, false)
+}
+
+// StartWithWebhooks is Start that also installs the webhook configurations
+// of config/webhook, pointed at a port of this process (see Env.Webhook).
+// Until the test serves them, every request they match is refused: their
+// failure policy is Fail.
+func StartWithWebhooks(t testing.TB, root string) *Env {
+	t.Helper()
+	return start(t, root, true)
+}
+
+func start(t testing.TB, root string, webhooks bool) *Env {
+	t.Helper()
 	env := &envtest.Environment{
 		BinaryAssetsDirectory: Assets(t),
 		CRDDirectoryPaths:     []string{filepath.Join(root, "config", "crd", "bases")},
 		ErrorIfCRDPathMissing: true,
+	}
+	if webhooks {
+		env.WebhookInstallOptions = envtest.WebhookInstallOptions{
+			Paths: []string{filepath.Join(root, "config", "webhook")},
+		}
 	}
 	cfg, err := env.Start()
 	if err != nil {
@@ -88,5 +146,9 @@ func Start(t testing.TB, root string) *Env {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return &Env{Config: cfg, Client: c, env: env}
+	e := &Env{Config: cfg, Client: c, env: env}
+	if webhooks {
+		e.Webhook = &env.WebhookInstallOptions
+	}
+	return e
 }
