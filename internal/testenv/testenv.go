@@ -5,14 +5,21 @@
 package testenv
 
 import (
+	"context"
+	"net/http"
 	"os"
 	"path/filepath"
 	"runtime"
+	"sync"
 	"testing"
+	"time"
 
 	"k8s.io/client-go/rest"
+	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+	"sigs.k8s.io/controller-runtime/pkg/webhook"
 
 	"github.com/captf/captf/internal/tftest"
 )
@@ -151,4 +158,51 @@ func start(t testing.TB, root string, webhooks bool) *Env {
 		e.Webhook = &env.WebhookInstallOptions
 	}
 	return e
+}
+
+// ServeWebhooks runs a controller-runtime manager in this process whose
+// webhook server listens where StartWithWebhooks pointed the API server;
+// register adds the webhooks to it. It returns once the server accepts
+// connections; stop (also called when the test ends) stops the manager and
+// waits for it.
+func (e *Env) ServeWebhooks(t testing.TB, register func(ctrl.Manager) error) (stop func()) {
+	t.Helper()
+	if e.Webhook == nil {
+		t.Fatal("ServeWebhooks needs StartWithWebhooks")
+	}
+	mgr, err := ctrl.NewManager(e.Config, ctrl.Options{
+		Scheme:  e.Client.Scheme(),
+		Metrics: metricsserver.Options{BindAddress: "0"},
+		WebhookServer: webhook.NewServer(webhook.Options{
+			Host:    e.Webhook.LocalServingHost,
+			Port:    e.Webhook.LocalServingPort,
+			CertDir: e.Webhook.LocalServingCertDir,
+		}),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := register(mgr); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- mgr.Start(ctx) }()
+	var once sync.Once
+	stop = func() {
+		once.Do(func() {
+			cancel()
+			if err := <-done; err != nil {
+				t.Errorf("webhook manager: %v", err)
+			}
+		})
+	}
+	t.Cleanup(stop)
+	started := mgr.GetWebhookServer().StartedChecker()
+	for deadline := time.Now().Add(30 * time.Second); started(&http.Request{}) != nil; time.Sleep(100 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("the webhook server did not start")
+		}
+	}
+	return stop
 }

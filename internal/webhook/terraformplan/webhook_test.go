@@ -3,19 +3,13 @@ package terraformplan
 import (
 	"context"
 	"errors"
-	"net/http"
 	"strings"
-	"sync"
 	"testing"
-	"time"
 
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
-	"sigs.k8s.io/controller-runtime/pkg/webhook"
 
 	infrav1 "github.com/captf/captf/api/v1alpha1"
 	"github.com/captf/captf/internal/testenv"
@@ -23,48 +17,11 @@ import (
 
 const testers = "plan-testers"
 
-// serve runs the webhook in a controller-runtime manager of this process,
-// where the real API server calls it, until the returned stop is called or
-// the test ends.
+// serve runs the webhook in this process, where the real API server calls
+// it.
 func serve(t *testing.T, env *testenv.Env) (stop func()) {
 	t.Helper()
-	mgr, err := ctrl.NewManager(env.Config, ctrl.Options{
-		Scheme:  env.Client.Scheme(),
-		Metrics: metricsserver.Options{BindAddress: "0"},
-		WebhookServer: webhook.NewServer(webhook.Options{
-			Host:    env.Webhook.LocalServingHost,
-			Port:    env.Webhook.LocalServingPort,
-			CertDir: env.Webhook.LocalServingCertDir,
-		}),
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := (&Validator{ManagerUsername: manager}).SetupWithManager(mgr); err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- mgr.Start(ctx) }()
-	var once sync.Once
-	halt := func() {
-		once.Do(func() {
-			cancel()
-			if err := <-done; err != nil {
-				t.Errorf("webhook manager: %v", err)
-			}
-		})
-	}
-	t.Cleanup(halt)
-	check := mgr.GetWebhookServer().StartedChecker()
-	deadline := time.Now().Add(30 * time.Second)
-	for check(&http.Request{}) != nil {
-		if time.Now().After(deadline) {
-			t.Fatal("the webhook server did not start")
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
-	return halt
+	return env.ServeWebhooks(t, (&Validator{ManagerUsername: manager}).SetupWithManager)
 }
 
 // grantPlans lets the group testers do everything to terraformplans, so
