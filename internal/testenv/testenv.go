@@ -6,6 +6,8 @@ package testenv
 
 import (
 	"context"
+	"errors"
+	"io"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -14,6 +16,8 @@ import (
 	"testing"
 	"time"
 
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -205,4 +209,30 @@ func (e *Env) ServeWebhooks(t testing.TB, register func(ctrl.Manager) error) (st
 		}
 	}
 	return stop
+}
+
+// CreateFromFile creates every object of a multi-document YAML file, as
+// kubectl create -f does, as the administrator.
+func (e *Env) CreateFromFile(t testing.TB, path string) {
+	t.Helper()
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	dec := utilyaml.NewYAMLOrJSONDecoder(f, 4096)
+	for {
+		var u unstructured.Unstructured
+		if err := dec.Decode(&u.Object); errors.Is(err, io.EOF) {
+			return
+		} else if err != nil {
+			t.Fatalf("%s: %v", path, err)
+		}
+		if len(u.Object) == 0 {
+			continue
+		}
+		if err := e.Client.Create(context.Background(), &u); err != nil {
+			t.Fatalf("%s: create %s %s: %v", path, u.GetKind(), u.GetName(), err)
+		}
+	}
 }
