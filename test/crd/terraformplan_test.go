@@ -2,13 +2,22 @@ package crd
 
 import (
 	"context"
+	"encoding/json"
+	"flag"
 	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
+	"text/tabwriter"
+
+	"github.com/google/go-cmp/cmp"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	infrav1 "github.com/captf/captf/api/v1alpha1"
@@ -203,4 +212,85 @@ func toUnstructured(t *testing.T, env *testenv.Env, p *infrav1.TerraformPlan) *u
 	}
 	u.SetGroupVersionKind(infrav1.GroupVersion.WithKind("TerraformPlan"))
 	return u
+}
+
+var update = flag.Bool("update", false, "rewrite the golden files")
+
+// TestTerraformPlanPrinterColumns asks the real API server for the table
+// kubectl get terraformplans prints (every column, -o wide included) and
+// compares it with a golden file; Age is left out, since it moves.
+func TestTerraformPlanPrinterColumns(t *testing.T) {
+	env := testenv.Start(t, "../..")
+	ctx := context.Background()
+	pending := plan("demo-3f9a1c07be", nil)
+	approved := plan("demo-77d0e1f2aa", func(p *infrav1.TerraformPlan) {
+		p.Spec.Reason = infrav1.ReasonManual
+		p.Spec.Summary = infrav1.PlanSummary{Update: 1, OutputChanges: 1}
+		p.Spec.Approved, p.Spec.ApprovedBy = true, "alice"
+	})
+	for _, p := range []*infrav1.TerraformPlan{pending, approved} {
+		if err := env.Client.Create(ctx, p); err != nil {
+			t.Fatal(err)
+		}
+	}
+	pending.Status.Phase = infrav1.PlanPending
+	approved.Status.Phase = infrav1.PlanApproved
+	for _, p := range []*infrav1.TerraformPlan{pending, approved} {
+		if err := env.Client.Status().Update(ctx, p); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	cfg := rest.CopyConfig(env.Config)
+	cfg.GroupVersion = &infrav1.GroupVersion
+	cfg.APIPath = "/apis"
+	cfg.NegotiatedSerializer = clientgoscheme.Codecs.WithoutConversion()
+	rc, err := rest.RESTClientFor(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	raw, err := rc.Get().Namespace("default").Resource("terraformplans").
+		SetHeader("Accept", "application/json;as=Table;v=v1;g=meta.k8s.io").Do(ctx).Raw()
+	if err != nil {
+		t.Fatalf("get the table: %v", err)
+	}
+	var table metav1.Table
+	if err := json.Unmarshal(raw, &table); err != nil {
+		t.Fatal(err)
+	}
+	var b strings.Builder
+	tw := tabwriter.NewWriter(&b, 0, 8, 2, ' ', 0)
+	var keep []int
+	for i, c := range table.ColumnDefinitions {
+		if c.Name == "Age" {
+			fmt.Fprintf(&b, "# Age: %s, priority %d (not compared below)\n", c.Type, c.Priority)
+			continue
+		}
+		keep = append(keep, i)
+		fmt.Fprintf(tw, "%s(%s,%d)\t", c.Name, c.Type, c.Priority)
+	}
+	fmt.Fprintln(tw)
+	for _, row := range table.Rows {
+		for _, i := range keep {
+			fmt.Fprintf(tw, "%v\t", row.Cells[i])
+		}
+		fmt.Fprintln(tw)
+	}
+	if err := tw.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	got := b.String()
+	path := filepath.Join("testdata", "terraformplan-columns.golden")
+	if *update {
+		if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("%v (go test -update writes it)", err)
+	}
+	if diff := cmp.Diff(string(want), got); diff != "" {
+		t.Errorf("printer columns (-want +got):\n%s", diff)
+	}
 }
