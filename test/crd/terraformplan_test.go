@@ -294,3 +294,41 @@ func TestTerraformPlanPrinterColumns(t *testing.T) {
 		t.Errorf("printer columns (-want +got):\n%s", diff)
 	}
 }
+
+// TestTerraformPlanHoldsNoValue sends a plan with values where the schema
+// has no field for them: the API server prunes them, so a TerraformPlan
+// cannot carry a value even when its writer tries.
+func TestTerraformPlanHoldsNoValue(t *testing.T) {
+	env := testenv.Start(t, "../..")
+	ctx := context.Background()
+	const canary = "CANARY-PLAN-VALUE-7e21"
+	u := toUnstructured(t, env, plan("canary", nil))
+	for _, path := range [][]string{
+		{"spec", "values"},
+		{"spec", "summary", "before"},
+		{"spec", "targetRef", "password"},
+		{"status", "plan"},
+	} {
+		if err := unstructured.SetNestedField(u.Object, canary, path...); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := env.Client.Create(ctx, u); err != nil {
+		t.Fatalf("create: %v", err)
+	}
+	var stored unstructured.Unstructured
+	stored.SetGroupVersionKind(u.GroupVersionKind())
+	if err := env.Client.Get(ctx, client.ObjectKey{Namespace: "default", Name: "canary"}, &stored); err != nil {
+		t.Fatal(err)
+	}
+	raw, err := json.Marshal(stored.Object)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(string(raw), canary) {
+		t.Errorf("the stored plan holds the canary: %s", raw)
+	}
+	if !strings.Contains(string(raw), `"planHash":"p2:`) {
+		t.Errorf("the stored plan lacks its hash: %s", raw)
+	}
+}
