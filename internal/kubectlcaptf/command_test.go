@@ -83,6 +83,11 @@ func TestPlugin(t *testing.T) {
 			t.Errorf("plans --pending --json = %+v, want only demo-3f9a1c07be", plans)
 		}
 
+		out, err = run(t, "plans", "--kubeconfig", admin, "-n", "kube-system")
+		if err != nil || out != "No TerraformPlans found in namespace kube-system.\n" {
+			t.Errorf("plans of an empty namespace: %v, %q", err, out)
+		}
+
 		// alice may read plans of default only.
 		if out, err := run(t, "plans", "--kubeconfig", alice, "-A"); err == nil || !strings.Contains(err.Error(), "forbidden") {
 			t.Errorf("plans -A as alice: err = %v, want forbidden\n%s", err, out)
