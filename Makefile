@@ -5,12 +5,14 @@ all: build
 
 build:
 	go build -o bin/captf ./cmd/captf
+	go build -o bin/kubectl-captf ./cmd/kubectl-captf
 
-# Deepcopy, CRDs and RBAC from the markers in api/ (never edited by hand).
+# Deepcopy, CRDs, RBAC and webhook configurations from the markers in api/ (never edited by hand).
 generate:
 	go tool controller-gen object:headerFile="" paths=./api/...
 	go tool controller-gen crd paths=./api/... output:crd:dir=config/crd/bases
 	go tool controller-gen rbac:roleName=manager-role paths=./internal/controller/... output:rbac:dir=config/rbac
+	go tool controller-gen webhook paths=./internal/webhook/... output:webhook:dir=config/webhook
 
 # Every test, with the real terraform, tofu, kube-apiserver and etcd
 # (installed by hack/ when missing). This is what CI runs (.ci/run).

@@ -1,5 +1,6 @@
 // Command manager runs captf's controllers: it reconciles TerraformClusters
-// into runner Jobs, with leader election, metrics and health probes.
+// into runner Jobs, with leader election, metrics and health probes. With
+// --enable-webhooks it also serves the TerraformPlan admission webhook.
 package main
 
 import (
@@ -16,9 +17,11 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+	"sigs.k8s.io/controller-runtime/pkg/webhook"
 
 	infrav1 "github.com/captf/captf/api/v1alpha1"
 	"github.com/captf/captf/internal/controller/terraformcluster"
+	planwebhook "github.com/captf/captf/internal/webhook/terraformplan"
 )
 
 func main() {
@@ -36,6 +39,11 @@ func run(args []string) error {
 	leaderNS := fs.String("leader-election-namespace", "", "where the leader Lease lives (default: the pod's namespace)")
 	runnerImage := fs.String("runner-image", "", "the image that holds "+terraformcluster.RunnerImagePath+" (required)")
 	retry := fs.Duration("retry-base", 30*time.Second, "the first wait after a failed run; it doubles per failure in a row")
+	webhooks := fs.Bool("enable-webhooks", false, "serve the TerraformPlan admission webhook (config/default turns it on)")
+	webhookPort := fs.Int("webhook-port", 9443, "where the webhook server listens")
+	webhookCertDir := fs.String("webhook-cert-dir", "/tmp/k8s-webhook-server/serving-certs", "the folder holding the webhook server's tls.crt and tls.key")
+	managerUsername := fs.String("manager-username", "", "the username of this manager's own requests, system:serviceaccount:<namespace>:<name>; "+
+		"the webhook lets only it create plans in any phase and move their phase label (required with --enable-webhooks)")
 	opts := zap.Options{}
 	opts.BindFlags(fs)
 	if err := fs.Parse(args); err != nil {
@@ -43,6 +51,9 @@ func run(args []string) error {
 	}
 	if *runnerImage == "" {
 		return fmt.Errorf("--runner-image is required")
+	}
+	if *webhooks && *managerUsername == "" {
+		return fmt.Errorf("--manager-username is required with --enable-webhooks")
 	}
 	ctrl.SetLogger(zap.New(zap.UseFlagOptions(&opts)))
 
@@ -65,6 +76,7 @@ func run(args []string) error {
 		LeaderElection:          *leaderElect,
 		LeaderElectionID:        "captf-manager.captf.io",
 		LeaderElectionNamespace: *leaderNS,
+		WebhookServer:           webhook.NewServer(webhook.Options{Port: *webhookPort, CertDir: *webhookCertDir}),
 	})
 	if err != nil {
 		return fmt.Errorf("manager: %w", err)
@@ -81,6 +93,15 @@ func run(args []string) error {
 	}
 	if err := r.SetupWithManager(mgr, controller.Options{}); err != nil {
 		return fmt.Errorf("TerraformCluster controller: %w", err)
+	}
+	if *webhooks {
+		v := &planwebhook.Validator{ManagerUsername: *managerUsername}
+		if err := v.SetupWithManager(mgr); err != nil {
+			return err
+		}
+		if err := mgr.AddReadyzCheck("webhook", mgr.GetWebhookServer().StartedChecker()); err != nil {
+			return err
+		}
 	}
 	if err := mgr.AddHealthzCheck("healthz", healthz.Ping); err != nil {
 		return err

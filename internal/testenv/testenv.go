@@ -5,14 +5,25 @@
 package testenv
 
 import (
+	"context"
+	"errors"
+	"io"
+	"net/http"
 	"os"
 	"path/filepath"
 	"runtime"
+	"sync"
 	"testing"
+	"time"
 
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"k8s.io/client-go/rest"
+	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+	"sigs.k8s.io/controller-runtime/pkg/webhook"
 
 	"github.com/captf/captf/internal/tftest"
 )
@@ -42,7 +53,46 @@ func Assets(t testing.TB) string {
 type Env struct {
 	Config *rest.Config
 	Client client.Client
-	env    *envtest.Environment
+	// Webhook says where the API server calls the webhooks that
+	// StartWithWebhooks installed: the test serves them on
+	// LocalServingHost:LocalServingPort with the certificate in
+	// LocalServingCertDir. Nil when Start installed none.
+	Webhook *envtest.WebhookInstallOptions
+	env     *envtest.Environment
+}
+
+// ClientAs returns a client that acts as user with groups, by
+// impersonation: the API server authorizes each request as that user (give
+// the user RBAC) and tells admission webhooks that user's name.
+func (e *Env) ClientAs(t testing.TB, user string, groups ...string) client.Client {
+	t.Helper()
+	cfg := rest.CopyConfig(e.Config)
+	cfg.Impersonate = rest.ImpersonationConfig{UserName: user, Groups: groups}
+	c, err := client.New(cfg, client.Options{Scheme: e.Client.Scheme()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+// UserKubeconfig writes a kubeconfig for user with groups, who
+// authenticates with a client certificate of their own (no impersonation,
+// no administrator rights: give the user RBAC), and returns its path.
+func (e *Env) UserKubeconfig(t testing.TB, user string, groups ...string) string {
+	t.Helper()
+	u, err := e.env.AddUser(envtest.User{Name: user, Groups: groups}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := u.KubeConfig()
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(t.TempDir(), "kubeconfig")
+	if err := os.WriteFile(path, b, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return path
 }
 
 // Kubeconfig writes a kubeconfig for an administrator of the control plane
@@ -69,10 +119,29 @@ func (e *Env) Kubeconfig(t testing.TB) string {
 // the test ends.
 func Start(t testing.TB, root string) *Env {
 	t.Helper()
+	return start(t, root, false)
+}
+
+// StartWithWebhooks is Start that also installs the webhook configurations
+// of config/webhook, pointed at a port of this process (see Env.Webhook).
+// Until the test serves them, every request they match is refused: their
+// failure policy is Fail.
+func StartWithWebhooks(t testing.TB, root string) *Env {
+	t.Helper()
+	return start(t, root, true)
+}
+
+func start(t testing.TB, root string, webhooks bool) *Env {
+	t.Helper()
 	env := &envtest.Environment{
 		BinaryAssetsDirectory: Assets(t),
 		CRDDirectoryPaths:     []string{filepath.Join(root, "config", "crd", "bases")},
 		ErrorIfCRDPathMissing: true,
+	}
+	if webhooks {
+		env.WebhookInstallOptions = envtest.WebhookInstallOptions{
+			Paths: []string{filepath.Join(root, "config", "webhook")},
+		}
 	}
 	cfg, err := env.Start()
 	if err != nil {
@@ -88,5 +157,82 @@ func Start(t testing.TB, root string) *Env {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return &Env{Config: cfg, Client: c, env: env}
+	e := &Env{Config: cfg, Client: c, env: env}
+	if webhooks {
+		e.Webhook = &env.WebhookInstallOptions
+	}
+	return e
+}
+
+// ServeWebhooks runs a controller-runtime manager in this process whose
+// webhook server listens where StartWithWebhooks pointed the API server;
+// register adds the webhooks to it. It returns once the server accepts
+// connections; stop (also called when the test ends) stops the manager and
+// waits for it.
+func (e *Env) ServeWebhooks(t testing.TB, register func(ctrl.Manager) error) (stop func()) {
+	t.Helper()
+	if e.Webhook == nil {
+		t.Fatal("ServeWebhooks needs StartWithWebhooks")
+	}
+	mgr, err := ctrl.NewManager(e.Config, ctrl.Options{
+		Scheme:  e.Client.Scheme(),
+		Metrics: metricsserver.Options{BindAddress: "0"},
+		WebhookServer: webhook.NewServer(webhook.Options{
+			Host:    e.Webhook.LocalServingHost,
+			Port:    e.Webhook.LocalServingPort,
+			CertDir: e.Webhook.LocalServingCertDir,
+		}),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := register(mgr); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- mgr.Start(ctx) }()
+	var once sync.Once
+	stop = func() {
+		once.Do(func() {
+			cancel()
+			if err := <-done; err != nil {
+				t.Errorf("webhook manager: %v", err)
+			}
+		})
+	}
+	t.Cleanup(stop)
+	started := mgr.GetWebhookServer().StartedChecker()
+	for deadline := time.Now().Add(30 * time.Second); started(&http.Request{}) != nil; time.Sleep(100 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("the webhook server did not start")
+		}
+	}
+	return stop
+}
+
+// CreateFromFile creates every object of a multi-document YAML file, as
+// kubectl create -f does, as the administrator.
+func (e *Env) CreateFromFile(t testing.TB, path string) {
+	t.Helper()
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	dec := utilyaml.NewYAMLOrJSONDecoder(f, 4096)
+	for {
+		var u unstructured.Unstructured
+		if err := dec.Decode(&u.Object); errors.Is(err, io.EOF) {
+			return
+		} else if err != nil {
+			t.Fatalf("%s: %v", path, err)
+		}
+		if len(u.Object) == 0 {
+			continue
+		}
+		if err := e.Client.Create(context.Background(), &u); err != nil {
+			t.Fatalf("%s: create %s %s: %v", path, u.GetKind(), u.GetName(), err)
+		}
+	}
 }

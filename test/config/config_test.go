@@ -10,6 +10,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/envtest"
 	"sigs.k8s.io/kustomize/api/krusty"
 	"sigs.k8s.io/kustomize/kyaml/filesys"
 
@@ -36,6 +37,11 @@ func TestDefaultInstalls(t *testing.T) {
 		"Namespace/captf-system",
 		"CustomResourceDefinition/terraformclusters.infrastructure.cluster.x-k8s.io",
 		"CustomResourceDefinition/terraformclustertemplates.infrastructure.cluster.x-k8s.io",
+		"CustomResourceDefinition/terraformplans.infrastructure.cluster.x-k8s.io",
+		"ValidatingWebhookConfiguration/captf-validating-webhook-configuration",
+		"Service/captf-webhook-service",
+		"Certificate/captf-serving-cert",
+		"Issuer/captf-selfsigned-issuer",
 		"ServiceAccount/captf-manager",
 		"ClusterRole/captf-manager-role",
 		"ClusterRoleBinding/captf-manager-rolebinding",
@@ -46,9 +52,16 @@ func TestDefaultInstalls(t *testing.T) {
 		}
 	}
 
+	checkWebhookWiring(t, objs)
+
 	// A real API server accepts every object (CRDs first, as kubectl does).
 	env := testenv.Start(t, "../..")
 	ctx := context.Background()
+	if _, err := envtest.InstallCRDs(env.Config, envtest.CRDInstallOptions{
+		Paths: []string{"testdata/cert-manager-crds.yaml"}, ErrorIfPathMissing: true,
+	}); err != nil {
+		t.Fatalf("cert-manager's CRDs (stand-ins): %v", err)
+	}
 	slices.SortStableFunc(objs, func(a, b *unstructured.Unstructured) int {
 		rank := func(u *unstructured.Unstructured) int {
 			switch u.GetKind() {
@@ -75,4 +88,68 @@ func TestDefaultInstalls(t *testing.T) {
 	if err := env.Client.Get(ctx, client.ObjectKey{Namespace: "captf-system", Name: "captf-manager"}, &sa); err != nil {
 		t.Errorf("the manager's ServiceAccount: %v", err)
 	}
+}
+
+// checkWebhookWiring follows the TerraformPlan webhook through the built
+// objects: the webhook configuration names the Service, the certificate
+// names the Service's DNS name (kustomize does not rewrite those strings),
+// and the manager serves the webhook with that certificate's Secret.
+func checkWebhookWiring(t *testing.T, objs []*unstructured.Unstructured) {
+	t.Helper()
+	find := func(kind string) *unstructured.Unstructured {
+		for _, u := range objs {
+			if u.GetKind() == kind {
+				return u
+			}
+		}
+		t.Fatalf("no %s in config/default", kind)
+		return nil
+	}
+	svc := find("Service")
+	vwc := find("ValidatingWebhookConfiguration")
+	hooks := slice(vwc, "webhooks")
+	if len(hooks) != 1 {
+		t.Fatalf("webhooks = %d, want 1", len(hooks))
+	}
+	ref, _, _ := unstructured.NestedStringMap(hooks[0].(map[string]any), "clientConfig", "service")
+	if ref["name"] != svc.GetName() || ref["namespace"] != svc.GetNamespace() {
+		t.Errorf("the webhook calls %s/%s, the Service is %s/%s", ref["namespace"], ref["name"], svc.GetNamespace(), svc.GetName())
+	}
+	if fp, _, _ := unstructured.NestedString(hooks[0].(map[string]any), "failurePolicy"); fp != "Fail" {
+		t.Errorf("failurePolicy = %q, want Fail", fp)
+	}
+	cert := find("Certificate")
+	dns, _, _ := unstructured.NestedStringSlice(cert.Object, "spec", "dnsNames")
+	if want := svc.GetName() + "." + svc.GetNamespace() + ".svc"; !slices.Contains(dns, want) {
+		t.Errorf("the certificate's dnsNames %v lack %s", dns, want)
+	}
+	if got, want := vwc.GetAnnotations()["cert-manager.io/inject-ca-from"], cert.GetNamespace()+"/"+cert.GetName(); got != want {
+		t.Errorf("inject-ca-from = %q, want %q", got, want)
+	}
+	secret, _, _ := unstructured.NestedString(cert.Object, "spec", "secretName")
+	dep := find("Deployment")
+	volumes := slice(dep, "spec", "template", "spec", "volumes")
+	var mounted bool
+	for _, v := range volumes {
+		name, _, _ := unstructured.NestedString(v.(map[string]any), "secret", "secretName")
+		mounted = mounted || name == secret
+	}
+	if !mounted {
+		t.Errorf("the manager does not mount the certificate's Secret %s", secret)
+	}
+	containers := slice(dep, "spec", "template", "spec", "containers")
+	args, _, _ := unstructured.NestedStringSlice(containers[0].(map[string]any), "args")
+	for _, want := range []string{"--enable-webhooks", "--manager-username=system:serviceaccount:$(POD_NAMESPACE):$(POD_SERVICE_ACCOUNT)"} {
+		if !slices.Contains(args, want) {
+			t.Errorf("the manager's args %v lack %s", args, want)
+		}
+	}
+}
+
+// slice reads a list without copying it (kustomize's maps hold Go ints,
+// which unstructured.NestedSlice's deep copy refuses).
+func slice(u *unstructured.Unstructured, path ...string) []any {
+	v, _, _ := unstructured.NestedFieldNoCopy(u.Object, path...)
+	s, _ := v.([]any)
+	return s
 }

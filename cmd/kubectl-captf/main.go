@@ -1,0 +1,24 @@
+// Command kubectl-captf is the kubectl plugin "kubectl captf": put it on
+// PATH and run kubectl captf plans, show PLAN or approve PLAN.
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/signal"
+
+	"k8s.io/cli-runtime/pkg/genericiooptions"
+
+	"github.com/captf/captf/internal/kubectlcaptf"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+	err := kubectlcaptf.NewCommand(genericiooptions.IOStreams{In: os.Stdin, Out: os.Stdout, ErrOut: os.Stderr}).ExecuteContext(ctx)
+	stop()
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "error: %v\n", err)
+		os.Exit(1)
+	}
+}

@@ -1,0 +1,80 @@
+package kubectlcaptf
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+
+	"github.com/spf13/cobra"
+	authenticationv1 "k8s.io/api/authentication/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+)
+
+func (o *options) approveCommand() *cobra.Command {
+	var expectHash string
+	cmd := &cobra.Command{
+		Use:   "approve PLAN",
+		Short: "Approve a TerraformPlan in your own name",
+		Long: "approve sets spec.approved to true and spec.approvedBy to your username, as the API server\n" +
+			"reports it (the SelfSubjectReview API, what kubectl auth whoami shows). The admission\n" +
+			"webhook accepts only your own name there. An approval cannot be withdrawn.",
+		Example: "  kubectl captf approve demo-3f9a1c07be -n default\n" +
+			"  kubectl captf approve demo-3f9a1c07be --plan-hash p2:9c1e…  # only if it is still this plan",
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			ctx := cmd.Context()
+			c, ns, err := o.client()
+			if err != nil {
+				return err
+			}
+			p, err := getPlan(ctx, c, ns, args[0])
+			if err != nil {
+				return err
+			}
+			if expectHash != "" && p.Spec.PlanHash != expectHash {
+				return fmt.Errorf("TerraformPlan %s/%s has plan hash %s, not %s: nothing approved", ns, p.Name, p.Spec.PlanHash, expectHash)
+			}
+			user, err := whoami(ctx, c)
+			if err != nil {
+				return err
+			}
+			switch phase := phaseOf(p); {
+			case p.Spec.Approved && p.Spec.ApprovedBy == user:
+				// Approving twice is a no-op, so a script may retry.
+			case p.Spec.Approved:
+				return fmt.Errorf("TerraformPlan %s/%s is already approved by %s; an approval cannot be changed", ns, p.Name, p.Spec.ApprovedBy)
+			case phase.Terminal():
+				return fmt.Errorf("TerraformPlan %s/%s is %s and can no longer be approved; its target's current plan is in status.pendingPlanRef.name", ns, p.Name, phase)
+			default:
+				patch, err := json.Marshal(map[string]any{"spec": map[string]any{"approved": true, "approvedBy": user}})
+				if err != nil {
+					return err
+				}
+				if err := c.Patch(ctx, p, client.RawPatch("application/merge-patch+json", patch)); err != nil {
+					return fmt.Errorf("approve TerraformPlan %s/%s: %w", ns, p.Name, err)
+				}
+			}
+			if o.json {
+				return writeJSON(o.streams.Out, newPlan(p))
+			}
+			_, err = fmt.Fprintf(o.streams.Out, "TerraformPlan %s/%s approved by %s (%s/%s: %s, plan hash %s).\n",
+				ns, p.Name, user, p.Spec.TargetRef.Kind, p.Spec.TargetRef.Name, changes(p.Spec.Summary), p.Spec.PlanHash)
+			return err
+		},
+	}
+	cmd.Flags().StringVar(&expectHash, "plan-hash", "", "approve only if the plan's spec.planHash is this value (the one you reviewed)")
+	return cmd
+}
+
+// whoami returns the requester's username as the API server knows it.
+func whoami(ctx context.Context, c client.Client) (string, error) {
+	review := &authenticationv1.SelfSubjectReview{}
+	if err := c.Create(ctx, review); err != nil {
+		return "", fmt.Errorf("ask the API server who you are (SelfSubjectReview): %w", err)
+	}
+	if review.Status.UserInfo.Username == "" {
+		return "", errors.New("the API server did not say who you are (SelfSubjectReview returned no username)")
+	}
+	return review.Status.UserInfo.Username, nil
+}

@@ -1,0 +1,91 @@
+// Package kubectlcaptf is the kubectl plugin "kubectl captf": it lists the
+// TerraformPlans that wait for an approval, shows one, and approves one as
+// the user the API server knows, so nobody writes spec 002's patch by hand.
+// It loads the kubeconfig as kubectl does (--kubeconfig, --context, -n).
+package kubectlcaptf
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/spf13/cobra"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/cli-runtime/pkg/genericclioptions"
+	"k8s.io/cli-runtime/pkg/genericiooptions"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	infrav1 "github.com/captf/captf/api/v1alpha1"
+)
+
+// options are what every command shares.
+type options struct {
+	streams genericiooptions.IOStreams
+	config  *genericclioptions.ConfigFlags
+	json    bool
+	// now is the clock ages are measured against.
+	now func() time.Time
+}
+
+// NewCommand returns the root command "kubectl captf" writing to streams.
+func NewCommand(streams genericiooptions.IOStreams) *cobra.Command {
+	return newCommand(streams, time.Now)
+}
+
+func newCommand(streams genericiooptions.IOStreams, now func() time.Time) *cobra.Command {
+	o := &options{streams: streams, config: genericclioptions.NewConfigFlags(true), now: now}
+	root := &cobra.Command{
+		Use:   "kubectl-captf",
+		Short: "List, show and approve captf's TerraformPlans",
+		Long: "kubectl captf lists the TerraformPlans that wait for an approval, shows what one changes,\n" +
+			"and approves one in your own name (spec.approvedBy is filled from the API server's\n" +
+			"answer to who you are, as kubectl auth whoami reports it).",
+		Annotations: map[string]string{
+			cobra.CommandDisplayNameAnnotation: "kubectl captf",
+		},
+		SilenceUsage:  true,
+		SilenceErrors: true,
+	}
+	root.SetIn(streams.In)
+	root.SetOut(streams.Out)
+	root.SetErr(streams.ErrOut)
+	o.config.AddFlags(root.PersistentFlags())
+	root.PersistentFlags().BoolVar(&o.json, "json", false, "print JSON instead of text")
+	root.AddCommand(o.plansCommand(), o.showCommand(), o.approveCommand())
+	return root
+}
+
+// client returns a client for the API server of the kubeconfig and the
+// namespace the flags and the kubeconfig name.
+func (o *options) client() (client.Client, string, error) {
+	cfg, err := o.config.ToRESTConfig()
+	if err != nil {
+		return nil, "", fmt.Errorf("kubeconfig: %w", err)
+	}
+	ns, _, err := o.config.ToRawKubeConfigLoader().Namespace()
+	if err != nil {
+		return nil, "", fmt.Errorf("kubeconfig namespace: %w", err)
+	}
+	scheme := runtime.NewScheme()
+	if err := clientgoscheme.AddToScheme(scheme); err != nil {
+		return nil, "", err
+	}
+	if err := infrav1.AddToScheme(scheme); err != nil {
+		return nil, "", err
+	}
+	c, err := client.New(cfg, client.Options{Scheme: scheme})
+	if err != nil {
+		return nil, "", fmt.Errorf("API client: %w", err)
+	}
+	return c, ns, nil
+}
+
+// getPlan reads the plan name in ns.
+func getPlan(ctx context.Context, c client.Client, ns, name string) (*infrav1.TerraformPlan, error) {
+	var p infrav1.TerraformPlan
+	if err := c.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, &p); err != nil {
+		return nil, fmt.Errorf("TerraformPlan %s/%s: %w", ns, name, err)
+	}
+	return &p, nil
+}

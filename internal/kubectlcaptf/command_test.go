@@ -1,0 +1,186 @@
+package kubectlcaptf
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"strings"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/cli-runtime/pkg/genericiooptions"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	infrav1 "github.com/captf/captf/api/v1alpha1"
+	"github.com/captf/captf/internal/testenv"
+	"github.com/captf/captf/internal/webhook/terraformplan"
+)
+
+const manager = "system:serviceaccount:captf-system:captf-manager"
+
+// run runs kubectl captf in this process with args and returns what it
+// printed on stdout and its error.
+func run(t *testing.T, args ...string) (string, error) {
+	t.Helper()
+	var out, errOut bytes.Buffer
+	cmd := NewCommand(genericiooptions.IOStreams{In: strings.NewReader(""), Out: &out, ErrOut: &errOut})
+	cmd.SetArgs(args)
+	err := cmd.ExecuteContext(context.Background())
+	return out.String() + errOut.String(), err
+}
+
+// TestPlugin runs plans, show and approve against a real API server, with
+// the TerraformPlan webhook served by the test, as alice: a user with a
+// client certificate of her own and only the sample approver role.
+func TestPlugin(t *testing.T) {
+	env := testenv.StartWithWebhooks(t, "../..")
+	env.ServeWebhooks(t, (&terraformplan.Validator{ManagerUsername: manager}).SetupWithManager)
+	env.CreateFromFile(t, "../../config/samples/terraformplan-rbac.yaml")
+	ctx := context.Background()
+	if err := env.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "infra"}}); err != nil {
+		t.Fatal(err)
+	}
+	mgr := env.ClientAs(t, manager, "system:masters")
+	for _, p := range examplePlans() {
+		p.CreationTimestamp = metav1.Time{}
+		p.Status = infrav1.TerraformPlanStatus{}
+		if p.Spec.Approved {
+			// Created pending; approved below as its approver would.
+			p.Spec.Approved, p.Spec.ApprovedBy = false, ""
+		}
+		if err := mgr.Create(ctx, p); err != nil {
+			t.Fatalf("the manager creates %s: %v", p.Name, err)
+		}
+	}
+	alice := env.UserKubeconfig(t, "alice", "platform-approvers")
+	admin := env.Kubeconfig(t)
+
+	t.Run("plans", func(t *testing.T) {
+		out, err := run(t, "plans", "--kubeconfig", alice)
+		if err != nil {
+			t.Fatalf("plans: %v\n%s", err, out)
+		}
+		lines := strings.Split(strings.TrimSpace(out), "\n")
+		if len(lines) != 3 || !strings.HasPrefix(lines[0], "NAME ") {
+			t.Fatalf("plans printed %d lines, want a header and the 2 plans of default:\n%s", len(lines), out)
+		}
+		for _, want := range []string{"demo-3f9a1c07be", "Pending", "TerraformCluster/demo", "Destructive", "+1 ~2 -/+1 -0"} {
+			if !strings.Contains(lines[2], want) {
+				t.Errorf("the row of demo-3f9a1c07be lacks %q: %s", want, lines[2])
+			}
+		}
+
+		out, err = run(t, "plans", "--kubeconfig", alice, "--pending", "--json")
+		if err != nil {
+			t.Fatalf("plans --pending --json: %v\n%s", err, out)
+		}
+		var plans []Plan
+		if err := json.Unmarshal([]byte(out), &plans); err != nil {
+			t.Fatalf("plans --json is not JSON: %v\n%s", err, out)
+		}
+		if len(plans) != 1 || plans[0].Name != "demo-3f9a1c07be" || !plans[0].Destructive || plans[0].Summary.Replace != 1 {
+			t.Errorf("plans --pending --json = %+v, want only demo-3f9a1c07be", plans)
+		}
+
+		out, err = run(t, "plans", "--kubeconfig", admin, "-n", "kube-system")
+		if err != nil || out != "No TerraformPlans found in namespace kube-system.\n" {
+			t.Errorf("plans of an empty namespace: %v, %q", err, out)
+		}
+
+		// alice may read plans of default only.
+		if out, err := run(t, "plans", "--kubeconfig", alice, "-A"); err == nil || !strings.Contains(err.Error(), "forbidden") {
+			t.Errorf("plans -A as alice: err = %v, want forbidden\n%s", err, out)
+		}
+		out, err = run(t, "plans", "--kubeconfig", admin, "-A", "--json")
+		if err != nil {
+			t.Fatalf("plans -A: %v\n%s", err, out)
+		}
+		plans = nil
+		if err := json.Unmarshal([]byte(out), &plans); err != nil {
+			t.Fatal(err)
+		}
+		var names []string
+		for _, p := range plans {
+			names = append(names, p.Namespace+"/"+p.Name)
+		}
+		if want := "default/demo-0a0b0c0d0e default/demo-3f9a1c07be infra/pool-a-77d0e1f2aa"; strings.Join(names, " ") != want {
+			t.Errorf("plans -A = %v, want %s", names, want)
+		}
+	})
+
+	t.Run("show", func(t *testing.T) {
+		out, err := run(t, "show", "demo-3f9a1c07be", "--kubeconfig", alice)
+		if err != nil {
+			t.Fatalf("show: %v\n%s", err, out)
+		}
+		for _, want := range []string{
+			"Target:    TerraformCluster/demo\n", "Phase:     Pending\n", "Reason:    Destructive\n",
+			"Changes:   1 to create, 2 to update, 1 to replace, 0 to delete (destructive)\n",
+			"  aws_instance.control_plane (replace)\n",
+			"Approved:  no; to approve: kubectl captf approve demo-3f9a1c07be -n default\n",
+		} {
+			if !strings.Contains(out, want) {
+				t.Errorf("show lacks %q:\n%s", want, out)
+			}
+		}
+		out, err = run(t, "show", "demo-3f9a1c07be", "--kubeconfig", alice, "--json")
+		if err != nil {
+			t.Fatal(err)
+		}
+		var p Plan
+		if err := json.Unmarshal([]byte(out), &p); err != nil {
+			t.Fatalf("show --json: %v\n%s", err, out)
+		}
+		if p.PlanHash != examplePlans()[0].Spec.PlanHash || len(p.Summary.Resources) != 4 {
+			t.Errorf("show --json = %+v", p)
+		}
+		if _, err := run(t, "show", "missing", "--kubeconfig", alice); err == nil || !strings.Contains(err.Error(), "TerraformPlan default/missing") {
+			t.Errorf("show of a missing plan: err = %v", err)
+		}
+	})
+
+	t.Run("approve", func(t *testing.T) {
+		if out, err := run(t, "approve", "demo-3f9a1c07be", "--kubeconfig", alice, "--plan-hash", "p2:"+strings.Repeat("00", 32)); err == nil ||
+			!strings.Contains(err.Error(), "nothing approved") {
+			t.Errorf("approve with another hash: err = %v\n%s", err, out)
+		}
+		out, err := run(t, "approve", "demo-3f9a1c07be", "--kubeconfig", alice, "--json",
+			"--plan-hash", examplePlans()[0].Spec.PlanHash)
+		if err != nil {
+			t.Fatalf("approve: %v\n%s", err, out)
+		}
+		var p Plan
+		if err := json.Unmarshal([]byte(out), &p); err != nil {
+			t.Fatalf("approve --json: %v\n%s", err, out)
+		}
+		if !p.Approved || p.ApprovedBy != "alice" {
+			t.Errorf("approve --json = approved %v by %q, want by alice", p.Approved, p.ApprovedBy)
+		}
+		var stored infrav1.TerraformPlan
+		if err := env.Client.Get(ctx, client.ObjectKey{Namespace: "default", Name: "demo-3f9a1c07be"}, &stored); err != nil {
+			t.Fatal(err)
+		}
+		if !stored.Spec.Approved || stored.Spec.ApprovedBy != "alice" {
+			t.Errorf("stored approval = %v by %q, want by alice", stored.Spec.Approved, stored.Spec.ApprovedBy)
+		}
+
+		out, err = run(t, "approve", "demo-3f9a1c07be", "--kubeconfig", alice)
+		if err != nil || !strings.Contains(out, "approved by alice") {
+			t.Errorf("approving again: %v\n%s", err, out)
+		}
+		out, err = run(t, "approve", "demo-3f9a1c07be", "--kubeconfig", admin)
+		if err == nil || !strings.Contains(err.Error(), "already approved by alice") {
+			t.Errorf("another user approving an approved plan: err = %v\n%s", err, out)
+		}
+		_, err = run(t, "approve", "demo-0a0b0c0d0e", "--kubeconfig", alice)
+		if err == nil || !strings.Contains(err.Error(), "is Superseded and can no longer be approved") {
+			t.Errorf("approving a superseded plan: err = %v", err)
+		}
+		// alice has no RoleBinding in infra.
+		_, err = run(t, "approve", "pool-a-77d0e1f2aa", "-n", "infra", "--kubeconfig", alice)
+		if err == nil || !strings.Contains(err.Error(), "forbidden") {
+			t.Errorf("approving outside her namespace: err = %v", err)
+		}
+	})
+}
