@@ -20,10 +20,8 @@ import (
 	infrav1 "github.com/captf/captf/api/v1alpha1"
 )
 
-// Path is where the webhook server serves the validation of TerraformPlans
-// (controller-runtime's path for the type).
-const Path = "/validate-infrastructure-cluster-x-k8s-io-v1alpha1-terraformplan"
-
+// The path below is controller-runtime's for the type, where
+// SetupWithManager registers the webhook.
 // +kubebuilder:webhook:path=/validate-infrastructure-cluster-x-k8s-io-v1alpha1-terraformplan,mutating=false,failurePolicy=fail,sideEffects=None,groups=infrastructure.cluster.x-k8s.io,resources=terraformplans,verbs=create;update,versions=v1alpha1,name=validation.terraformplan.infrastructure.cluster.x-k8s.io,admissionReviewVersions=v1,timeoutSeconds=10
 
 // Validator validates TerraformPlans on create and update.
