@@ -150,7 +150,7 @@ func scalar(v any) (string, error) {
 	case nil:
 		return "", fmt.Errorf("null (leave the parameter out to use its Default)")
 	default:
-		return "", fmt.Errorf("a %s, not a string, number, boolean or list of them", kindOf(v))
+		return "", fmt.Errorf("%s, not a string, number, boolean or list of them", kindOf(v))
 	}
 }
 
