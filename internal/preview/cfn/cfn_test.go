@@ -194,8 +194,8 @@ func TestApplyRefusesWhenTemplateChangedAfterPlan(t *testing.T) {
 	if !errors.Is(err, preview.ErrMoved) || !strings.Contains(err.Error(), "refusing to apply") {
 		t.Fatalf("apply of a moved template: %v, want refusing to apply wrapping ErrMoved", err)
 	}
-	if !strings.Contains(err.Error(), plan.Member.PlanDigest) {
-		t.Errorf("error %q does not name the approved digest", err)
+	if !strings.Contains(err.Error(), "the plan digest is cfn1:") || !strings.Contains(err.Error(), plan.Member.PlanDigest) {
+		t.Errorf("error %q does not name both plan digests", err)
 	}
 	if diff := cmp.Diff(before, resources(t, cf, stack)); diff != "" {
 		t.Errorf("resources changed by a refused apply (-before +after):\n%s", diff)
@@ -239,6 +239,9 @@ func TestApplyRefusesWhenStackMovedAfterPlan(t *testing.T) {
 	_, err = d.Apply(ctx, req, plan)
 	if !errors.Is(err, preview.ErrMoved) || !strings.Contains(err.Error(), "refusing to apply") {
 		t.Fatalf("apply over a moved stack: %v, want refusing to apply wrapping ErrMoved", err)
+	}
+	if !strings.Contains(err.Error(), "the change set is cfnc1:") || !strings.Contains(err.Error(), plan.Private.(*planState).Changes) {
+		t.Errorf("error %q does not name both changes digests", err)
 	}
 	if strings.Contains(err.Error(), canary) {
 		t.Error("the error holds the NoEcho value")
