@@ -414,3 +414,30 @@ func cfnParams(m map[string]string) []types.Parameter {
 	}
 	return out
 }
+
+// TestApplyOfAFailingChangeSetIsAnError: the SSM parameter's name is taken
+// by another stack, so moto refuses to execute the change set.
+func TestApplyOfAFailingChangeSetIsAnError(t *testing.T) {
+	ctx := context.Background()
+	d := testDeploy()
+	first := unique("taken-")
+	name := "/" + first + "/secret"
+	applyPlanned(t, d, request(t, first, fmt.Sprintf(templateV1, name), secretParams()))
+
+	second := unique("clash-")
+	req := request(t, second, fmt.Sprintf(templateV1, name), secretParams())
+	plan, err := d.Plan(ctx, req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = d.Apply(ctx, req, plan)
+	if err == nil || !strings.Contains(err.Error(), "execute change set of stack "+second+": ") {
+		t.Fatalf("apply of a change set CloudFormation cannot execute: %v", err)
+	}
+	if errors.Is(err, preview.ErrMoved) {
+		t.Error("a failed apply reads as a moved plan")
+	}
+	if strings.Contains(err.Error(), canary) {
+		t.Error("the error holds the NoEcho value")
+	}
+}

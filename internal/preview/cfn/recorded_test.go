@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"encoding/xml"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -23,7 +24,8 @@ import (
 // CloudFormation's query API, not a live CloudFormation). It is a stand-in
 // only for what moto_server cannot give: Replacement, Details and nested
 // change sets. A response is picked by the request's Action, then its
-// NextToken or the name inside its ChangeSetName ARN; GetTemplate answers
+// NextToken or the name inside its ChangeSetName ARN (or, first, the
+// action's nth call as "<Action>#<n>"); GetTemplate answers
 // with the scenario's template.
 type recordedAPI struct {
 	t        *testing.T
@@ -50,6 +52,12 @@ func (a *recordedAPI) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	action := r.PostForm.Get("Action")
 	a.mu.Lock()
 	a.calls = append(a.calls, action)
+	n := 0
+	for _, c := range a.calls {
+		if c == action {
+			n++
+		}
+	}
 	a.mu.Unlock()
 	w.Header().Set("Content-Type", "text/xml")
 	if action == "GetTemplate" {
@@ -59,7 +67,7 @@ func (a *recordedAPI) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			body.String() + `</TemplateBody></GetTemplateResult><ResponseMetadata><RequestId>r</RequestId></ResponseMetadata></GetTemplateResponse>`))
 		return
 	}
-	var names []string
+	names := []string{fmt.Sprintf("%s#%d", action, n)}
 	if tok := r.PostForm.Get("NextToken"); tok != "" {
 		names = append(names, action+"-"+tok)
 	}
@@ -263,5 +271,29 @@ Outputs:
 	wantCalls := []string{"DescribeStacks", "CreateChangeSet", "DescribeChangeSet", "DeleteChangeSet"}
 	if diff := cmp.Diff(wantCalls, api.called()); diff != "" {
 		t.Errorf("calls (-want +got):\n%s", diff)
+	}
+}
+
+func TestRecordedRollbackIsAnError(t *testing.T) {
+	tmpl := `Resources:
+  Jobs:
+    Type: AWS::SQS::Queue
+    Properties:
+      VisibilityTimeout: 7200
+`
+	api, url := serveRecorded(t, "rollback", tmpl)
+	d := testDeploy()
+	req := recordedRequest(t, url, "queue", tmpl, nil, "")
+	plan, err := d.Plan(context.Background(), req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = d.Apply(context.Background(), req, plan)
+	want := "stack queue: UPDATE_ROLLBACK_COMPLETE: The following resource(s) failed to update: [Jobs]. "
+	if err == nil || err.Error() != want {
+		t.Fatalf("apply of a change set that rolled back: %v\nwant: %s", err, want)
+	}
+	if !contains(api.called(), "ExecuteChangeSet") {
+		t.Errorf("calls %v: the change set was not executed", api.called())
 	}
 }
