@@ -6,9 +6,9 @@ package cfn
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
+	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"sort"
@@ -68,10 +68,9 @@ type member struct {
 	session  *session
 	body     []byte
 	tmpl     *template
-	frame    map[string]any
-	holes    []changeset.Hole
-	missing  []string
 	document changeset.Member
+	// frame is the digest Apply holds a member with holes to.
+	frame string
 }
 
 // Plan creates a change set, reads it and deletes it. A member whose
@@ -81,12 +80,8 @@ func (d *Deploy) Plan(ctx context.Context, req preview.Request) (*preview.Plan, 
 	if err != nil {
 		return nil, err
 	}
-	frame, err := changeset.Digest("cfnf1:", m.frame)
-	if err != nil {
-		return nil, err
-	}
-	plan := &preview.Plan{Member: m.document, Private: &planState{Frame: frame}}
-	if len(m.holes) > 0 {
+	plan := &preview.Plan{Member: m.document, Private: &planState{Frame: m.frame}}
+	if len(m.document.Holes) > 0 {
 		return plan, nil
 	}
 	if err := m.checkParameters(); err != nil {
@@ -137,12 +132,8 @@ func (d *Deploy) Apply(ctx context.Context, req preview.Request, approved *previ
 		if len(req.Missing) > 0 {
 			return nil, fmt.Errorf("stack %s: inputs from %s still have no value; nothing applied", stack, strings.Join(req.Missing, ", "))
 		}
-		frame, err := changeset.Digest("cfnf1:", m.frame)
-		if err != nil {
-			return nil, err
-		}
-		if frame != state.Frame {
-			return nil, moved(stack, "template or target", frame, state.Frame)
+		if m.frame != state.Frame {
+			return nil, moved(stack, "template or target", m.frame, state.Frame)
 		}
 	} else if m.document.PlanDigest != approved.Member.PlanDigest {
 		return nil, moved(stack, "plan digest", m.document.PlanDigest, approved.Member.PlanDigest)
@@ -230,6 +221,9 @@ func (d *Deploy) prepare(ctx context.Context, req preview.Request) (*member, err
 	}
 	m := &member{in: in}
 	m.body, err = os.ReadFile(filepath.Join(req.Root, filepath.FromSlash(in.Template)))
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, fmt.Errorf("input template: %s does not exist in the repository", in.Template)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("input template: %w", err)
 	}
@@ -249,30 +243,10 @@ func (d *Deploy) prepare(ctx context.Context, req preview.Request) (*member, err
 	if err != nil {
 		return nil, err
 	}
-	m.missing = append([]string(nil), req.Missing...)
-	sort.Strings(m.missing)
-	m.holes = holes(m.missing)
-	sum := sha256.Sum256(m.body)
-	capabilities := append([]string{}, in.Capabilities...)
-	sort.Strings(capabilities)
-	m.frame = map[string]any{
-		"environment":  req.Environment,
-		"stack":        in.Stack,
-		"region":       m.region,
-		"endpoint":     in.Endpoint,
-		"template":     map[string]string{"path": in.Template, "sha256": hex.EncodeToString(sum[:])},
-		"onReplace":    in.OnReplace,
-		"capabilities": capabilities,
-	}
-	// Parameter values enter the digest hashed, so that what is hashed
-	// holds no value either.
-	params := map[string]string{}
-	for k, v := range in.Parameters {
-		h := sha256.Sum256([]byte(v))
-		params[k] = hex.EncodeToString(h[:])
-	}
-	whole := map[string]any{"frame": m.frame, "parameters": params, "missing": m.missing}
-	digest, err := changeset.Digest("cfn1:", whole)
+	missing := append([]string(nil), req.Missing...)
+	sort.Strings(missing)
+	var digest string
+	digest, m.frame, err = digests(req.Environment, in, m.region, m.body, missing)
 	if err != nil {
 		return nil, err
 	}
@@ -282,7 +256,7 @@ func (d *Deploy) prepare(ctx context.Context, req preview.Request) (*member, err
 		Capability: Kind,
 		Status:     changeset.StatusPlanned,
 		PlanDigest: digest,
-		Holes:      m.holes,
+		Holes:      holes(missing),
 	}
 	return m, nil
 }

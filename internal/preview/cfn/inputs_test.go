@@ -73,7 +73,7 @@ func TestPlanRefusesBadInput(t *testing.T) {
 		extra    map[string]any
 		err      string
 	}{
-		{reason: "template file missing", template: "", err: "input template: open "},
+		{reason: "template file missing", template: "", err: "input template: infra/absent.yaml does not exist in the repository"},
 		{reason: "not YAML", template: "Resources: [", params: map[string]any{"Secret": canary}, err: "template infra/template.yaml: not JSON or YAML: yaml: line 1:"},
 		{reason: "resource without type", template: "Resources:\n  Q:\n    Properties: {}\n", err: "template infra/template.yaml: field Resources.Q.Type: missing or not a string"},
 		{reason: "undeclared parameter", template: good, params: map[string]any{"Secret": canary, "Other": canary}, err: "input parameters.Other: template infra/template.yaml declares no parameter Other"},
