@@ -25,9 +25,9 @@ import (
 // motoURL is the endpoint of the moto_server TestMain started.
 var motoURL string
 
-// TestMain starts one real moto_server (moto 5.2.1 on the machine image)
-// for the package's tests; every test uses stacks of its own. A missing
-// moto_server fails the run.
+// TestMain starts one real moto_server (moto 5.2.1 on the machine image;
+// $CAPTF_MOTO_SERVER or PATH) for the package's tests; every test uses
+// stacks of its own. A missing moto_server fails the run.
 func TestMain(m *testing.M) {
 	// Static dummy credentials and no shared files: the SDK must reach
 	// moto and nothing else.
@@ -61,9 +61,12 @@ func TestMain(m *testing.M) {
 }
 
 func startMoto() (func(), error) {
-	bin, err := exec.LookPath("moto_server")
-	if err != nil {
-		return nil, fmt.Errorf("not found on PATH (moto 5.2.1 is on the machine image; pip install 'moto[server]==5.2.1'): %w", err)
+	bin := os.Getenv("CAPTF_MOTO_SERVER")
+	if bin == "" {
+		var err error
+		if bin, err = exec.LookPath("moto_server"); err != nil {
+			return nil, fmt.Errorf("not found on PATH nor in CAPTF_MOTO_SERVER (moto 5.2.1 is on the machine image; pip install 'moto[server]==5.2.1'): %w", err)
+		}
 	}
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {

@@ -256,6 +256,9 @@ func (s *session) deleteReviewStack(ctx context.Context, stackID string) error {
 		if err != nil || st == nil {
 			return err
 		}
+		if st.StackStatus == types.StackStatusDeleteFailed {
+			return fmt.Errorf("delete the empty stack %s: %s", s.stack, st.StackStatus)
+		}
 		if err := sleep(ctx, &wait); err != nil {
 			return err
 		}
