@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"os"
 	"strings"
 	"testing"
 
@@ -170,6 +171,10 @@ func TestPlanApplyNewStackThenUpdate(t *testing.T) {
 	}
 	if got := resources(t, cf, stack); got["Queue"] == "" {
 		t.Errorf("the applied update has no Queue: %v", got)
+	}
+	// Nothing is left on disk.
+	if left, _ := os.ReadDir(req.WorkDir); len(left) != 0 {
+		t.Errorf("files left in the work dir: %v", left)
 	}
 }
 

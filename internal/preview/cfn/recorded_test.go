@@ -78,6 +78,9 @@ func (a *recordedAPI) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	for _, n := range names {
 		b, err := os.ReadFile(filepath.Join(a.dir, n+".xml"))
 		if err == nil {
+			if strings.HasPrefix(string(b), "<ErrorResponse") {
+				w.WriteHeader(http.StatusBadRequest)
+			}
 			_, _ = w.Write(b)
 			return
 		}
@@ -295,5 +298,25 @@ func TestRecordedRollbackIsAnError(t *testing.T) {
 	}
 	if !contains(api.called(), "ExecuteChangeSet") {
 		t.Errorf("calls %v: the change set was not executed", api.called())
+	}
+}
+
+func TestRecordedFailedCreateLeavesNoStack(t *testing.T) {
+	tmpl := `Resources:
+  Subnet:
+    Type: AWS::EC2::Subnet
+    Properties:
+      VpcId: !ImportValue shared-vpc
+      CidrBlock: 10.0.1.0/24
+`
+	api, url := serveRecorded(t, "create-failed", tmpl)
+	_, err := testDeploy().Plan(context.Background(), recordedRequest(t, url, "fresh", tmpl, nil, ""))
+	want := "change set for stack fresh failed: No export named shared-vpc found"
+	if err == nil || err.Error() != want {
+		t.Fatalf("plan: %v\nwant: %s", err, want)
+	}
+	wantCalls := []string{"DescribeStacks", "CreateChangeSet", "DescribeChangeSet", "DeleteChangeSet", "DescribeStacks", "DeleteStack", "DescribeStacks"}
+	if diff := cmp.Diff(wantCalls, api.called()); diff != "" {
+		t.Errorf("calls (-want +got):\n%s", diff)
 	}
 }
