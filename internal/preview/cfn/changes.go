@@ -70,10 +70,19 @@ func readChange(prefix string, c types.Change) (change, bool) {
 	return out, true
 }
 
-// sortChanges orders changes by address so that the digest does not depend
-// on the order CloudFormation lists them in.
+// sortChanges orders changes by address, and each change's scope and
+// details, so that the digest does not depend on the order CloudFormation
+// lists them in.
 func sortChanges(cs []change) {
 	sort.SliceStable(cs, func(i, j int) bool { return cs[i].Address < cs[j].Address })
+	for _, c := range cs {
+		sort.Strings(c.Scope)
+		sort.SliceStable(c.Details, func(i, j int) bool { return detailKey(c.Details[i]) < detailKey(c.Details[j]) })
+	}
+}
+
+func detailKey(d detail) string {
+	return strings.Join([]string{d.Attribute, d.Name, d.ChangeSource, d.Evaluation, d.CausingEntity, d.RequiresRecreation}, "\x00")
 }
 
 // changesDigest is the digest Plan hands Apply through Plan.Private.

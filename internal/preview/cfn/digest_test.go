@@ -125,3 +125,27 @@ func copyFile(from, to string) error {
 	}
 	return os.WriteFile(to, b, 0o644)
 }
+
+func TestChangesDigestIgnoresListingOrder(t *testing.T) {
+	d1 := detail{Attribute: "Properties", Name: "A", ChangeSource: "DirectModification", Evaluation: "Static"}
+	d2 := detail{Attribute: "Properties", Name: "A", ChangeSource: "ParameterReference", Evaluation: "Dynamic", CausingEntity: "P"}
+	d3 := detail{Attribute: "Tags"}
+	a := []change{
+		{Address: "X", Action: "Add"},
+		{Address: "Y", Action: "Modify", Scope: []string{"Properties", "Tags"}, Details: []detail{d1, d2, d3}},
+	}
+	b := []change{
+		{Address: "Y", Action: "Modify", Scope: []string{"Tags", "Properties"}, Details: []detail{d3, d2, d1}},
+		{Address: "X", Action: "Add"},
+	}
+	sortChanges(a)
+	sortChanges(b)
+	if diff := cmp.Diff(a, b); diff != "" {
+		t.Errorf("the same changes listed in another order (-a +b):\n%s", diff)
+	}
+	da, _ := changesDigest(a)
+	db, _ := changesDigest(b)
+	if da != db {
+		t.Errorf("digests %s and %s of the same changes", da, db)
+	}
+}
