@@ -6,6 +6,7 @@ package cfn
 
 import (
 	"context"
+	"crypto/hmac"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -59,6 +60,16 @@ type planState struct {
 	// Frame is the digest of what the member deploys leaving out its
 	// parameters: Apply holds a member with holes to it.
 	Frame string
+	// key is random and only ever in memory; sensitive is the HMAC under
+	// it of the NoEcho parameters' values, which the public digest leaves
+	// out.
+	key       []byte
+	sensitive string
+}
+
+// String keeps the key and the HMAC out of anything that prints the plan.
+func (s *planState) String() string {
+	return fmt.Sprintf("cfn-deploy plan state (changes %s, frame %s)", s.Changes, s.Frame)
 }
 
 // member is one step's stack, prepared for a change set.
@@ -80,9 +91,17 @@ func (d *Deploy) Plan(ctx context.Context, req preview.Request) (*preview.Plan, 
 	if err != nil {
 		return nil, err
 	}
-	plan := &preview.Plan{Member: m.document, Private: &planState{Frame: m.frame}}
+	key, err := newKey()
+	if err != nil {
+		return nil, err
+	}
+	state := &planState{Frame: m.frame, key: key}
+	plan := &preview.Plan{Member: m.document, Private: state}
 	if len(m.document.Holes) > 0 {
 		return plan, nil
+	}
+	if state.sensitive, err = sensitiveDigest(key, m.in.Parameters, m.tmpl.noEcho()); err != nil {
+		return nil, err
 	}
 	if err := m.checkParameters(); err != nil {
 		return nil, err
@@ -99,7 +118,7 @@ func (d *Deploy) Plan(ctx context.Context, req preview.Request) (*preview.Plan, 
 	if err != nil {
 		return nil, err
 	}
-	plan.Private.(*planState).Changes, err = changesDigest(p.Changes)
+	state.Changes, err = changesDigest(p.Changes)
 	if err != nil {
 		return nil, err
 	}
@@ -135,8 +154,17 @@ func (d *Deploy) Apply(ctx context.Context, req preview.Request, approved *previ
 		if m.frame != state.Frame {
 			return nil, moved(stack, "template or target", m.frame, state.Frame)
 		}
-	} else if m.document.PlanDigest != approved.Member.PlanDigest {
-		return nil, moved(stack, "plan digest", m.document.PlanDigest, approved.Member.PlanDigest)
+	} else {
+		if m.document.PlanDigest != approved.Member.PlanDigest {
+			return nil, moved(stack, "plan digest", m.document.PlanDigest, approved.Member.PlanDigest)
+		}
+		sensitive, err := sensitiveDigest(state.key, m.in.Parameters, m.tmpl.noEcho())
+		if err != nil {
+			return nil, err
+		}
+		if !hmac.Equal([]byte(sensitive), []byte(state.sensitive)) {
+			return nil, fmt.Errorf("stack %s: refusing to apply: a NoEcho parameter changed since the plan %s: %w", stack, approved.Member.PlanDigest, preview.ErrMoved)
+		}
 	}
 	if err := m.checkParameters(); err != nil {
 		return nil, err
@@ -167,22 +195,24 @@ func (d *Deploy) Apply(ctx context.Context, req preview.Request, approved *previ
 		return nil, err
 	}
 	out, _, err := m.session.outputs(ctx)
-	return out, err
+	if err != nil {
+		return nil, err
+	}
+	return m.withoutSensitive(out), nil
 }
 
 // Outputs reads the stack's outputs with DescribeStacks; none for a stack
-// that does not exist.
+// that does not exist. An output that shows a NoEcho parameter is left out.
 func (d *Deploy) Outputs(ctx context.Context, req preview.Request) (preview.Outputs, error) {
-	in, err := parseInputs(req.Component, req.Inputs)
+	m, err := d.prepare(ctx, req)
 	if err != nil {
 		return nil, err
 	}
-	s, _, err := d.connect(ctx, in)
+	out, _, err := m.session.outputs(ctx)
 	if err != nil {
 		return nil, err
 	}
-	out, _, err := s.outputs(ctx)
-	return out, err
+	return m.withoutSensitive(out), nil
 }
 
 func moved(stack, what, got, approved string) error {
@@ -246,7 +276,7 @@ func (d *Deploy) prepare(ctx context.Context, req preview.Request) (*member, err
 	missing := append([]string(nil), req.Missing...)
 	sort.Strings(missing)
 	var digest string
-	digest, m.frame, err = digests(req.Environment, in, m.region, m.body, missing)
+	digest, m.frame, err = digests(req.Environment, in, m.region, m.body, missing, m.tmpl.noEcho())
 	if err != nil {
 		return nil, err
 	}

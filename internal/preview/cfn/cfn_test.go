@@ -368,11 +368,12 @@ func TestOutputsOfExistingAndMissingStack(t *testing.T) {
 		t.Fatal(err)
 	}
 	topic := resources(t, cf, stack)["Topic"]
+	// SecretOut shows the NoEcho parameter (CloudFormation does not mask
+	// outputs), so it is left out.
 	want := preview.Outputs{
-		"Fixed":     json.RawMessage(`"fixed"`),
-		"Where":     json.RawMessage(`"` + stack + `-dev"`),
-		"TopicArn":  json.RawMessage(`"` + topic + `"`),
-		"SecretOut": json.RawMessage(`"another-value"`),
+		"Fixed":    json.RawMessage(`"fixed"`),
+		"Where":    json.RawMessage(`"` + stack + `-dev"`),
+		"TopicArn": json.RawMessage(`"` + topic + `"`),
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("outputs (-want +got):\n%s", diff)
@@ -444,5 +445,37 @@ func TestApplyOfAFailingChangeSetIsAnError(t *testing.T) {
 	}
 	if strings.Contains(err.Error(), canary) {
 		t.Error("the error holds the NoEcho value")
+	}
+}
+
+// TestApplyRefusesChangedNoEchoValue: the public digest leaves NoEcho values
+// out, the plan's private keyed hash does not.
+func TestApplyRefusesChangedNoEchoValue(t *testing.T) {
+	ctx := context.Background()
+	cf := motoClient(t)
+	d := testDeploy()
+	stack := unique("noecho-")
+	req := request(t, stack, fmt.Sprintf(templateV1, "/"+stack+"/secret"), secretParams())
+	plan, err := d.Plan(ctx, req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Inputs["parameters"] = map[string]any{"Secret": canary + "-rotated"}
+	again, err := d.Plan(ctx, req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if again.Member.PlanDigest != plan.Member.PlanDigest {
+		t.Error("the public digest covers a NoEcho value")
+	}
+	_, err = d.Apply(ctx, req, plan)
+	if !errors.Is(err, preview.ErrMoved) || !strings.Contains(err.Error(), "refusing to apply: a NoEcho parameter changed") {
+		t.Fatalf("apply with another NoEcho value: %v", err)
+	}
+	if strings.Contains(err.Error(), canary) {
+		t.Error("the error holds the NoEcho value")
+	}
+	if s := stackStatus(t, cf, stack); s != "" {
+		t.Errorf("a refused apply made a stack (%s)", s)
 	}
 }

@@ -33,7 +33,7 @@ func (m *member) plannedOutputs(ctx context.Context, p *proposal) (preview.Outpu
 			}
 			out[aws.ToString(o.OutputKey)] = v
 		}
-		return out, nil
+		return m.withoutSensitive(out), nil
 	}
 	current := map[string]string{}
 	currentParams := map[string]string{}
@@ -100,7 +100,35 @@ func (m *member) plannedOutputs(ctx context.Context, p *proposal) (preview.Outpu
 		}
 		out[name], _ = json.Marshal(v)
 	}
-	return out, nil
+	return m.withoutSensitive(out), nil
+}
+
+// withoutSensitive leaves out each output whose template value reads a
+// NoEcho parameter (CloudFormation does not mask those) and each output
+// that holds a given NoEcho parameter's value: outputs travel into the
+// report and the note, and into the inputs of dependents.
+func (m *member) withoutSensitive(out preview.Outputs) preview.Outputs {
+	noEcho := m.tmpl.noEcho()
+	for name, o := range m.tmpl.Outputs {
+		for _, ref := range references(o.Value).Names {
+			if noEcho[ref] {
+				delete(out, name)
+			}
+		}
+	}
+	for name, raw := range out {
+		var v string
+		if json.Unmarshal(raw, &v) != nil {
+			continue
+		}
+		for param := range noEcho {
+			secret := m.in.Parameters[param]
+			if secret != "" && (v == secret || len(secret) >= minRedacted && strings.Contains(v, secret)) {
+				delete(out, name)
+			}
+		}
+	}
+	return out
 }
 
 // inPlace is true for a change that keeps the resource: a Modify without

@@ -118,6 +118,17 @@ func parseTemplate(body []byte) (*template, error) {
 	return t, nil
 }
 
+// noEcho names the NoEcho parameters.
+func (t *template) noEcho() map[string]bool {
+	out := map[string]bool{}
+	for name, p := range t.Parameters {
+		if p.NoEcho {
+			out[name] = true
+		}
+	}
+	return out
+}
+
 func section(root map[string]any, name string) (map[string]any, error) {
 	v, ok := root[name]
 	if !ok || v == nil {
