@@ -77,6 +77,9 @@ func parseInputs(component string, raw map[string]any) (inputs, error) {
 	if in.Stack == "" {
 		return inputs{}, fmt.Errorf("input stack: empty, and the step has no component to name the stack after")
 	}
+	if _, given := raw["stack"]; !given && !validStackName(in.Stack) {
+		return inputs{}, fmt.Errorf("input stack: not set, and the component's name %q is not a CloudFormation stack name (a letter, then letters, digits and hyphens, at most 128)", in.Stack)
+	}
 	if !validStackName(in.Stack) {
 		return inputs{}, fmt.Errorf("input stack: %q is not a CloudFormation stack name (a letter, then letters, digits and hyphens, at most 128)", in.Stack)
 	}

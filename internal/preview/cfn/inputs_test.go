@@ -101,3 +101,11 @@ func TestPlanRefusesBadInput(t *testing.T) {
 		})
 	}
 }
+
+func TestStackDefaultsToAValidComponentName(t *testing.T) {
+	_, err := parseInputs("my_app", map[string]any{"template": "t.yaml"})
+	want := `input stack: not set, and the component's name "my_app" is not a CloudFormation stack name (a letter, then letters, digits and hyphens, at most 128)`
+	if err == nil || err.Error() != want {
+		t.Errorf("error %v, want %s", err, want)
+	}
+}
