@@ -479,3 +479,37 @@ func TestApplyRefusesChangedNoEchoValue(t *testing.T) {
 		t.Errorf("a refused apply made a stack (%s)", s)
 	}
 }
+
+// TestParameterChangeMovesDigest: a parameter the change set may not show
+// (moto misses parameter-only changes) still moves the member digest, and
+// an apply with another value than the approved one is refused.
+func TestParameterChangeMovesDigest(t *testing.T) {
+	ctx := context.Background()
+	cf := motoClient(t)
+	d := testDeploy()
+	stack := unique("param-")
+	req := request(t, stack, fmt.Sprintf(templateV1, "/"+stack+"/secret"), secretParams())
+	applyPlanned(t, d, req)
+	before := resources(t, cf, stack)
+	dev, err := d.Plan(ctx, req)
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	req.Inputs["parameters"] = map[string]any{"Secret": canary, "Stage": "prod"}
+	prod, err := d.Plan(ctx, req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if prod.Member.PlanDigest == dev.Member.PlanDigest {
+		t.Fatal("a changed parameter left the digest as it was")
+	}
+	req.Inputs["parameters"] = map[string]any{"Secret": canary, "Stage": "test"}
+	_, err = d.Apply(ctx, req, prod)
+	if !errors.Is(err, preview.ErrMoved) || !strings.Contains(err.Error(), "refusing to apply") {
+		t.Fatalf("apply with another parameter value than approved: %v", err)
+	}
+	if diff := cmp.Diff(before, resources(t, cf, stack)); diff != "" {
+		t.Errorf("resources changed by a refused apply (-before +after):\n%s", diff)
+	}
+}
