@@ -194,7 +194,7 @@ func (d *Deploy) Apply(ctx context.Context, req preview.Request, approved *previ
 	} else if err := m.session.execute(ctx, p); err != nil {
 		return nil, err
 	}
-	out, _, err := m.session.outputs(ctx)
+	out, err := m.session.outputs(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -208,7 +208,7 @@ func (d *Deploy) Outputs(ctx context.Context, req preview.Request) (preview.Outp
 	if err != nil {
 		return nil, err
 	}
-	out, _, err := m.session.outputs(ctx)
+	out, err := m.session.outputs(ctx)
 	if err != nil {
 		return nil, err
 	}

@@ -26,14 +26,11 @@ func (m *member) plannedOutputs(ctx context.Context, p *proposal) (preview.Outpu
 		if p.Current == nil {
 			return out, nil
 		}
-		for _, o := range p.Current.Outputs {
-			v, err := json.Marshal(aws.ToString(o.OutputValue))
-			if err != nil {
-				return nil, err
-			}
-			out[aws.ToString(o.OutputKey)] = v
+		current, err := stackOutputs(p.Current)
+		if err != nil {
+			return nil, err
 		}
-		return m.withoutSensitive(out), nil
+		return m.withoutSensitive(current), nil
 	}
 	current := map[string]string{}
 	currentParams := map[string]string{}

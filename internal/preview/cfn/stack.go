@@ -300,20 +300,25 @@ func (s *session) execute(ctx context.Context, p *proposal) error {
 
 // outputs reads the stack's outputs; none for a stack that does not exist
 // or holds only a change set under review.
-func (s *session) outputs(ctx context.Context) (preview.Outputs, *types.Stack, error) {
+func (s *session) outputs(ctx context.Context) (preview.Outputs, error) {
 	st, err := s.describeStack(ctx, s.stack)
 	if err != nil || st == nil || st.StackStatus == types.StackStatusReviewInProgress {
-		return preview.Outputs{}, nil, err
+		return preview.Outputs{}, err
 	}
+	return stackOutputs(st)
+}
+
+// stackOutputs are the outputs DescribeStacks gave, as JSON strings.
+func stackOutputs(st *types.Stack) (preview.Outputs, error) {
 	out := preview.Outputs{}
 	for _, o := range st.Outputs {
 		v, err := json.Marshal(aws.ToString(o.OutputValue))
 		if err != nil {
-			return nil, nil, fmt.Errorf("stack %s: output %s: %w", s.stack, aws.ToString(o.OutputKey), err)
+			return nil, fmt.Errorf("stack %s: output %s: %w", aws.ToString(st.StackName), aws.ToString(o.OutputKey), err)
 		}
 		out[aws.ToString(o.OutputKey)] = v
 	}
-	return out, st, nil
+	return out, nil
 }
 
 func sleep(ctx context.Context, wait *time.Duration) error {
