@@ -4,6 +4,7 @@ import (
 	"io"
 
 	"github.com/captf/captf/internal/preview"
+	"github.com/captf/captf/internal/preview/cfn"
 	"github.com/captf/captf/internal/preview/terraform"
 )
 
@@ -15,5 +16,6 @@ import (
 func capabilities(stderr io.Writer) preview.Registry {
 	return preview.Registry{
 		&terraform.Capability{Stderr: stderr},
+		cfn.New(),
 	}
 }

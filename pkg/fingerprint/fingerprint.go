@@ -53,9 +53,12 @@ var (
 // Report is what a plan does, without a value: counts, the changed
 // resources with their labels, and the hash to approve.
 type Report struct {
-	Add           int      `json:"add"`
-	Change        int      `json:"change"`
-	Destroy       int      `json:"destroy"`
+	Add     int `json:"add"`
+	Change  int `json:"change"`
+	Destroy int `json:"destroy"`
+	// Replace counts the replacements among Add and Destroy (each is
+	// counted in both), for summaries that show them apart.
+	Replace       int      `json:"replace,omitempty"`
 	OutputChanges int      `json:"outputChanges"`
 	Resources     []string `json:"resources"`
 	Truncated     bool     `json:"truncated,omitempty"`
@@ -321,6 +324,7 @@ func (c *computation) resource(root int32) error {
 	case "replace":
 		c.report.Add++
 		c.report.Destroy++
+		c.report.Replace++
 	}
 	c.add(&ch)
 	return nil

@@ -321,7 +321,7 @@ func TestReport(t *testing.T) {
 		t.Errorf("%d changes, want 11 (9 resources, 2 outputs)", len(r.Changes))
 	}
 	want := Report{
-		Add: 2, Change: 2, Destroy: 2, OutputChanges: 2,
+		Add: 2, Change: 2, Destroy: 2, Replace: 1, OutputChanges: 2,
 		Resources: []string{
 			"r.both (import, move)",
 			"s.moved (update, move)",
