@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 
@@ -101,9 +102,9 @@ func readFile(root, rel string) ([]document, error) {
 // items of a List, or the object itself. Its errors never quote the
 // document, which may be a Secret.
 func decodeDocument(where string, raw []byte) ([]document, error) {
-	j, err := yaml.YAMLToJSON(raw)
+	j, err := yaml.YAMLToJSONStrict(raw)
 	if err != nil {
-		return nil, fmt.Errorf("%s: not YAML: %w", where, err)
+		return nil, fmt.Errorf("%s: not YAML: %s", where, unquote(err.Error()))
 	}
 	var v any
 	// utiljson keeps whole numbers as int64, as the API machinery expects.
@@ -175,6 +176,16 @@ func checkObject(where string, obj map[string]any) (document, error) {
 		}
 	}
 	return d, nil
+}
+
+// quoted matches what a YAML error quotes from the document: a value, an
+// anchor or a key, each of which may be a Secret's.
+var quoted = regexp.MustCompile("`[^`]*`|'[^']*'|\"[^\"]*\"")
+
+// unquote drops what a YAML error quotes from the document, keeping the line
+// and what is wrong.
+func unquote(msg string) string {
+	return quoted.ReplaceAllString(msg, "(…)")
 }
 
 func jsonKind(v any) string {
