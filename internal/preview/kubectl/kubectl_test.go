@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"flag"
 	"os"
 	"path/filepath"
 	"slices"
@@ -15,12 +16,17 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/captf/captf/internal/preview"
 	"github.com/captf/captf/internal/testenv"
 	"github.com/captf/captf/pkg/changeset"
 )
+
+var update = flag.Bool("update", false, "rewrite golden files")
+
+func ptr[T any](v T) *T { return &v }
 
 // canary is a Secret value that must appear nowhere: not in a plan, an
 // error, an output or a hole.
@@ -518,6 +524,92 @@ func TestKubectlApply(t *testing.T) {
 		s.apply(p)
 		if err := c.env.Client.Get(ctx, client.ObjectKey{Namespace: "fresh", Name: "settings"}, &corev1.ConfigMap{}); err != nil {
 			t.Errorf("the ConfigMap was not created: %v", err)
+		}
+	})
+
+	t.Run("a field another manager owns is taken, and the plan shows it", func(t *testing.T) {
+		s := c.newStep(t, "conflict")
+		s.manifest(deployment("nginx:1.27", 2, "api"))
+		s.apply(s.plan())
+		// Someone scales by hand: replicas now belong to another manager.
+		var dep appsv1.Deployment
+		key := client.ObjectKey{Namespace: "conflict", Name: "api"}
+		if err := c.env.Client.Get(ctx, key, &dep); err != nil {
+			t.Fatal(err)
+		}
+		dep.Spec.Replicas = ptr(int32(7))
+		if err := c.env.Client.Update(ctx, &dep, client.FieldOwner("someone")); err != nil {
+			t.Fatal(err)
+		}
+		p := s.plan()
+		want := []changeset.Entry{{Member: "web", Address: "Deployment/conflict/api", Action: "update",
+			Attributes: []changeset.Attribute{{Name: "spec.replicas", Before: json.RawMessage(`7`), After: json.RawMessage(`2`)}}}}
+		if diff := cmp.Diff(want, p.Entries); diff != "" {
+			t.Errorf("entries (-want +got):\n%s", diff)
+		}
+		s.apply(p)
+		if err := c.env.Client.Get(ctx, key, &dep); err != nil {
+			t.Fatal(err)
+		}
+		if *dep.Spec.Replicas != 2 {
+			t.Errorf("replicas after apply: %d", *dep.Spec.Replicas)
+		}
+	})
+
+	t.Run("the digest binds the context; a relative kubeconfig is read from the root", func(t *testing.T) {
+		s := c.newStep(t, "target")
+		s.manifest(configMap("settings", "  a: \"1\""))
+		first := s.plan().Member.PlanDigest
+		// The same cluster under another context name, in a kubeconfig
+		// inside the repository.
+		kc, err := clientcmd.LoadFromFile(c.kubeconfig)
+		if err != nil {
+			t.Fatal(err)
+		}
+		kc.Contexts["second"] = kc.Contexts[kc.CurrentContext].DeepCopy()
+		if err := clientcmd.WriteToFile(*kc, filepath.Join(s.root, "kubeconfig")); err != nil {
+			t.Fatal(err)
+		}
+		s.inputs["kubeconfig"] = "kubeconfig"
+		if d := s.plan().Member.PlanDigest; d != first {
+			t.Errorf("the same kubeconfig read from the root moved the digest: %s, %s", first, d)
+		}
+		s.inputs["context"] = "second"
+		if d := s.plan().Member.PlanDigest; d == first {
+			t.Error("another context did not move the digest")
+		}
+		s.inputs["context"] = "nowhere"
+		if _, err := (Capability{}).Plan(ctx, s.request()); err == nil || err.Error() != `kubeconfig: no context "nowhere"` {
+			t.Errorf("a context that does not exist: %v", err)
+		}
+	})
+
+	t.Run("golden plan", func(t *testing.T) {
+		s := c.newStep(t, "golden")
+		s.manifest(configMap("settings", "  color: blue\n  size: \"3\"") + deployment("nginx:1.27", 2, "api") + secret)
+		s.apply(s.plan())
+		s.manifest(configMap("settings", "  color: red\n  size: \"3\"") + deployment("nginx:1.28", 3, "api") +
+			strings.Replace(secret, canary, canary+"-2", 1) + configMap("new", "  k: v"))
+		s.inputs["outputs"] = map[string]any{"color": map[string]any{"object": "ConfigMap/golden/settings", "field": "data.color"}}
+		p := s.plan()
+		p.Member.PlanDigest = DigestPrefix + "…"
+		got, err := json.MarshalIndent(p, "", "  ")
+		if err != nil {
+			t.Fatal(err)
+		}
+		got = append(got, '\n')
+		golden := filepath.Join("testdata", "golden-plan.json")
+		if *update {
+			if err := os.WriteFile(golden, got, 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+		want, err := os.ReadFile(golden)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if diff := cmp.Diff(string(want), string(got)); diff != "" {
+			t.Errorf("plan differs from %s (-want +got):\n%s", golden, diff)
 		}
 	})
 
