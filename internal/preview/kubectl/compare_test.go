@@ -201,7 +201,7 @@ func TestRedact(t *testing.T) {
 
 func TestSecretValues(t *testing.T) {
 	got := secretValues(map[string]any{"data": map[string]any{"k": "aGVsbG8="}, "stringData": map[string]any{"s": "plain"}})
-	want := []string{"aGVsbG8=", "hello", "plain"}
+	want := []string{"aGVsbG8=", "hello", "plain", "cGxhaW4="}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("(-want +got):\n%s", diff)
 	}

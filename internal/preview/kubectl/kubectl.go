@@ -112,7 +112,7 @@ func (Capability) Outputs(ctx context.Context, req preview.Request) (preview.Out
 		return nil, err
 	}
 	p := &planned{cfg: cfg}
-	if p.target, err = connect(req.Root, cfg); err != nil {
+	if p.target, err = connect(req.Root, cfg, p.secretsSeen); err != nil {
 		return nil, err
 	}
 	if p.docs, err = p.resolve(docs); err != nil {

@@ -10,13 +10,17 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/go-logr/logr/funcr"
 	"github.com/google/go-cmp/cmp"
+	admissionv1 "k8s.io/api/admissionregistration/v1"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/clientcmd"
+	"k8s.io/klog/v2"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/captf/captf/internal/preview"
@@ -296,6 +300,78 @@ func TestKubectlApply(t *testing.T) {
 		_, err := Capability{}.Apply(ctx, s.request(), p)
 		if err == nil || strings.Contains(err.Error(), canary) {
 			t.Errorf("apply of a refused Secret: %v", err)
+		}
+	})
+
+	t.Run("a server message that echoes a Secret value is redacted", func(t *testing.T) {
+		s := c.newStep(t, "echo")
+		// An admission policy whose message quotes the Secret's value: the
+		// API server itself puts the value in its answer.
+		policy := &admissionv1.ValidatingAdmissionPolicy{
+			ObjectMeta: metav1.ObjectMeta{Name: "echo-secrets"},
+			Spec: admissionv1.ValidatingAdmissionPolicySpec{
+				MatchConstraints: &admissionv1.MatchResources{
+					NamespaceSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"kubernetes.io/metadata.name": "echo"}},
+					ResourceRules: []admissionv1.NamedRuleWithOperations{{RuleWithOperations: admissionv1.RuleWithOperations{
+						Operations: []admissionv1.OperationType{admissionv1.Create, admissionv1.Update},
+						Rule:       admissionv1.Rule{APIGroups: []string{""}, APIVersions: []string{"v1"}, Resources: []string{"secrets"}},
+					}}},
+				},
+				Validations: []admissionv1.Validation{{
+					Expression:        "false",
+					MessageExpression: "'refusing the password ' + string(object.data['password'])",
+				}},
+			},
+		}
+		binding := &admissionv1.ValidatingAdmissionPolicyBinding{
+			ObjectMeta: metav1.ObjectMeta{Name: "echo-secrets"},
+			Spec:       admissionv1.ValidatingAdmissionPolicyBindingSpec{PolicyName: "echo-secrets", ValidationActions: []admissionv1.ValidationAction{admissionv1.Deny}},
+		}
+		for _, o := range []client.Object{policy, binding} {
+			if err := c.env.Client.Create(ctx, o); err != nil {
+				t.Fatal(err)
+			}
+		}
+		s.manifest(secret)
+		// The API server loads a new policy within a few seconds.
+		var p *preview.Plan
+		for range 50 {
+			if p = s.plan(); len(p.Member.Holes) > 0 {
+				break
+			}
+			time.Sleep(200 * time.Millisecond)
+		}
+		want := []changeset.Hole{{Address: "Secret/echo/creds", Reason: "the API server refused the dry run: secrets \"creds\" is forbidden: ValidatingAdmissionPolicy 'echo-secrets' with binding 'echo-secrets' denied request: refusing the password <redacted>"}}
+		if diff := cmp.Diff(want, p.Member.Holes); diff != "" {
+			t.Errorf("holes (-want +got):\n%s", diff)
+		}
+		_, err := Capability{}.Apply(ctx, s.request(), p)
+		if err == nil || strings.Contains(err.Error(), canary) || !strings.Contains(err.Error(), "<redacted>") {
+			t.Errorf("apply: %v", err)
+		}
+
+		// The same policy in warn mode: the dry run passes with a warning,
+		// which goes to the context's logger redacted.
+		binding.Spec.ValidationActions = []admissionv1.ValidationAction{admissionv1.Warn}
+		if err := c.env.Client.Update(ctx, binding); err != nil {
+			t.Fatal(err)
+		}
+		var logged []string
+		logCtx := klog.NewContext(ctx, funcr.New(func(prefix, args string) { logged = append(logged, args) }, funcr.Options{}))
+		for range 50 {
+			logged = nil
+			p, err = Capability{}.Plan(logCtx, s.request())
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(p.Member.Holes) == 0 {
+				break
+			}
+			time.Sleep(200 * time.Millisecond)
+		}
+		all := strings.Join(logged, "\n")
+		if strings.Contains(all, canary) || strings.Contains(all, "Y2FuYXJ5") || !strings.Contains(all, "refusing the password <redacted>") {
+			t.Errorf("logged: %s", all)
 		}
 	})
 

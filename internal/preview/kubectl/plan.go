@@ -76,7 +76,7 @@ func plan(ctx context.Context, req preview.Request) (*planned, error) {
 	if err != nil {
 		return nil, err
 	}
-	if p.target, err = connect(req.Root, cfg); err != nil {
+	if p.target, err = connect(req.Root, cfg, p.secretsSeen); err != nil {
 		return nil, err
 	}
 	if p.docs, err = p.resolve(docs); err != nil {
@@ -300,7 +300,7 @@ func (p *planned) defaultNamespace() string {
 }
 
 // secretValues returns the values of a Secret's data (as written and
-// decoded) and stringData.
+// decoded) and stringData (as written and encoded).
 func secretValues(obj map[string]any) []string {
 	var vals []string
 	if data, ok := obj["data"].(map[string]any); ok {
@@ -315,11 +315,15 @@ func secretValues(obj map[string]any) []string {
 	if data, ok := obj["stringData"].(map[string]any); ok {
 		for _, v := range data {
 			s, _ := v.(string)
-			vals = append(vals, s)
+			// The server stores stringData in data, base64-encoded, and
+			// may quote it that way.
+			vals = append(vals, s, base64.StdEncoding.EncodeToString([]byte(s)))
 		}
 	}
 	return vals
 }
+
+func (p *planned) secretsSeen() []string { return p.secrets }
 
 // minRedacted is the shortest Secret value replaced in a message; a message
 // holding a shorter one is withheld whole, since replacing every occurrence

@@ -1,6 +1,7 @@
 package kubectl
 
 import (
+	"context"
 	"fmt"
 	"path/filepath"
 
@@ -11,6 +12,7 @@ import (
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/restmapper"
 	"k8s.io/client-go/tools/clientcmd"
+	"k8s.io/klog/v2"
 )
 
 // target is the cluster a step applies to.
@@ -28,7 +30,8 @@ type target struct {
 // connect loads the kubeconfig with the standard loading rules (KUBECONFIG,
 // then ~/.kube/config), or the kubeconfig input (relative to root), and the
 // context input or the current context.
-func connect(root string, cfg config) (*target, error) {
+// secrets gives the Secret values seen so far, which warnings must not show.
+func connect(root string, cfg config, secrets func() []string) (*target, error) {
 	rules := clientcmd.NewDefaultClientConfigLoadingRules()
 	if cfg.Kubeconfig != "" {
 		p := cfg.Kubeconfig
@@ -56,6 +59,7 @@ func connect(root string, cfg config) (*target, error) {
 	if err != nil {
 		return nil, fmt.Errorf("kubeconfig: %w", err)
 	}
+	rc.WarningHandlerWithContext = warnings{secrets: secrets}
 	ns, _, err := cc.Namespace()
 	if err != nil {
 		return nil, fmt.Errorf("kubeconfig: %w", err)
@@ -75,6 +79,19 @@ func connect(root string, cfg config) (*target, error) {
 		dyn:       dyn,
 		mapper:    restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(disc)),
 	}, nil
+}
+
+// warnings logs the API server's warnings (a deprecated API, an unknown
+// field, a policy in warn mode) to the context's logger, with every Secret
+// value the plan saw redacted: a policy's message may quote one.
+type warnings struct{ secrets func() []string }
+
+// HandleWarningHeaderWithContext logs one warning.
+func (w warnings) HandleWarningHeaderWithContext(ctx context.Context, code int, _ string, text string) {
+	if code != 299 || text == "" {
+		return
+	}
+	klog.FromContext(ctx).Info("Warning from the API server", "warning", redact(text, w.secrets()))
 }
 
 // mapping finds the resource of a kind, asking discovery again once when the
