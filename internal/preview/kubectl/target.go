@@ -49,15 +49,26 @@ func connect(root string, cfg config, secrets func() []string) (*target, error) 
 	if name == "" {
 		name = raw.CurrentContext
 	}
-	if _, ok := raw.Contexts[name]; !ok {
+	// With no kubeconfig at all, client-go falls back to the pod's service
+	// account when it runs in a cluster.
+	inCluster := cfg.Kubeconfig == "" && cfg.Context == "" && len(raw.Contexts) == 0
+	if _, ok := raw.Contexts[name]; !ok && !inCluster {
 		if name == "" {
 			return nil, fmt.Errorf("kubeconfig: no current context, and the context input is not set")
 		}
 		return nil, fmt.Errorf("kubeconfig: no context %q", name)
 	}
+	if inCluster {
+		name = "in-cluster"
+	}
 	rc, err := cc.ClientConfig()
 	if err != nil {
 		return nil, fmt.Errorf("kubeconfig: %w", err)
+	}
+	// client-go's defaults (5 requests a second) would make a plan of a
+	// hundred objects wait; kubectl raises them the same way.
+	if rc.QPS == 0 {
+		rc.QPS, rc.Burst = 50, 100
 	}
 	rc.WarningHandlerWithContext = warnings{secrets: secrets}
 	ns, _, err := cc.Namespace()
