@@ -183,16 +183,18 @@ func TestRedact(t *testing.T) {
 	cases := []struct {
 		reason, msg string
 		secrets     []string
+		aboutSecret bool
 		want        string
 	}{
-		{"no secret in the message", "field is immutable", []string{"hunter22"}, "field is immutable"},
-		{"each occurrence replaced, longest value first", `bad "hunter22" and "hunter2233"`, []string{"hunter22", "hunter2233"}, `bad "<redacted>" and "<redacted>"`},
-		{"a short value withholds the message", `bad value "ab"`, []string{"ab"}, "(message withheld: it could hold a Secret value)"},
-		{"an empty value is no match", "anything", []string{""}, "anything"},
+		{"no secret in the message", "field is immutable", []string{"hunter22"}, true, "field is immutable"},
+		{"each occurrence replaced, longest value first", `bad "hunter22" and "hunter2233"`, []string{"hunter22", "hunter2233"}, false, `bad "<redacted>" and "<redacted>"`},
+		{"a short value withholds a message about a Secret", `bad value "ab"`, []string{"ab"}, true, withheld},
+		{"a short value is not looked for in other messages", `apps/v1 Deployment "ab" is invalid`, []string{"ab"}, false, `apps/v1 Deployment "ab" is invalid`},
+		{"an empty value is no match", "anything", []string{""}, true, "anything"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.reason, func(t *testing.T) {
-			if diff := cmp.Diff(tc.want, redact(tc.msg, tc.secrets)); diff != "" {
+			if diff := cmp.Diff(tc.want, redact(tc.msg, tc.secrets, tc.aboutSecret)); diff != "" {
 				t.Errorf("(-want +got):\n%s", diff)
 			}
 		})

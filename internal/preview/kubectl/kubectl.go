@@ -82,16 +82,18 @@ func (Capability) Apply(ctx context.Context, req preview.Request, approved *prev
 		if p.objects[i].Action == changeset.ActionNoOp {
 			continue
 		}
+		p.inSecret = d.Ref.isSecret()
 		_, err := p.target.resource(d.Mapping, d.Ref.Namespace).Apply(ctx, d.Ref.Name, &unstructured.Unstructured{Object: d.Object}, p.applyOptions(false))
+		p.inSecret = false
 		if err != nil {
-			return nil, fmt.Errorf("apply %s (%s): %w", d.Ref.address(), d.Where, errors.New(p.redact(err.Error())))
+			return nil, fmt.Errorf("apply %s (%s): %w", d.Ref.address(), d.Where, errors.New(p.redact(err.Error(), d.Ref.isSecret())))
 		}
 	}
 	for _, d := range p.deletes {
 		uid := types.UID(d.UID)
 		err := p.target.resource(d.Mapping, d.Ref.Namespace).Delete(ctx, d.Ref.Name, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &uid}})
 		if err != nil && !apierrors.IsNotFound(err) {
-			return nil, fmt.Errorf("delete %s: %w", d.Ref.address(), errors.New(p.redact(err.Error())))
+			return nil, fmt.Errorf("delete %s: %w", d.Ref.address(), errors.New(p.redact(err.Error(), d.Ref.isSecret())))
 		}
 	}
 	return p.readOutputs(ctx)
@@ -112,7 +114,7 @@ func (Capability) Outputs(ctx context.Context, req preview.Request) (preview.Out
 		return nil, err
 	}
 	p := &planned{cfg: cfg}
-	if p.target, err = connect(req.Root, cfg, p.secretsSeen); err != nil {
+	if p.target, err = connect(req.Root, cfg, p.redactWarning); err != nil {
 		return nil, err
 	}
 	if p.docs, err = p.resolve(docs); err != nil {

@@ -57,7 +57,10 @@ type planned struct {
 	holes   []changeset.Hole
 	// secrets are the Secret values the plan saw, to keep out of messages.
 	secrets []string
-	digest  string
+	// inSecret is true while a request about a Secret is under way, for
+	// the warnings it may bring.
+	inSecret bool
+	digest   string
 }
 
 // plan reads the manifest and the cluster and decides every object.
@@ -76,7 +79,7 @@ func plan(ctx context.Context, req preview.Request) (*planned, error) {
 	if err != nil {
 		return nil, err
 	}
-	if p.target, err = connect(req.Root, cfg, p.secretsSeen); err != nil {
+	if p.target, err = connect(req.Root, cfg, p.redactWarning); err != nil {
 		return nil, err
 	}
 	if p.docs, err = p.resolve(docs); err != nil {
@@ -137,11 +140,11 @@ func (p *planned) resolve(docs []document) ([]resolved, error) {
 		if labels == nil {
 			labels = map[string]any{}
 		}
-		for k, v := range map[string]string{StackLabel: p.cfg.Stack, ManagedByLabel: ManagedByValue} {
-			if have, ok := labels[k]; ok && have != v {
-				return nil, fmt.Errorf("%s: metadata.labels[%q] is set to another value; captf sets it to mark what it applies", d.Where, k)
+		for _, l := range [][2]string{{StackLabel, p.cfg.Stack}, {ManagedByLabel, ManagedByValue}} {
+			if have, ok := labels[l[0]]; ok && have != l[1] {
+				return nil, fmt.Errorf("%s: metadata.labels[%q] is set to another value; captf sets it to mark what it applies", d.Where, l[0])
 			}
-			labels[k] = v
+			labels[l[0]] = l[1]
 		}
 		md["labels"] = labels
 		ref := objectRef{Group: gv.Group, Kind: d.Kind, Namespace: ns, Name: d.Name}
@@ -167,16 +170,19 @@ func (p *planned) applyOptions(dryRun bool) metav1.ApplyOptions {
 
 // planObject reads one object and dry-runs its apply.
 func (p *planned) planObject(ctx context.Context, d resolved) error {
+	secret := d.Ref.isSecret()
+	p.inSecret = secret
+	defer func() { p.inSecret = false }()
 	client := p.target.resource(d.Mapping, d.Ref.Namespace)
 	var live map[string]any
 	got, err := client.Get(ctx, d.Ref.Name, metav1.GetOptions{})
 	switch {
 	case apierrors.IsNotFound(err):
 	case err != nil:
-		return fmt.Errorf("%s: read %s: %w", d.Where, d.Ref.address(), errors.New(p.redact(err.Error())))
+		return fmt.Errorf("%s: read %s: %w", d.Where, d.Ref.address(), errors.New(p.redact(err.Error(), secret)))
 	default:
 		live = got.Object
-		if d.Ref.isSecret() {
+		if secret {
 			p.secrets = append(p.secrets, secretValues(live)...)
 		}
 	}
@@ -193,9 +199,9 @@ func (p *planned) planObject(ctx context.Context, d resolved) error {
 		// cannot dry-run into it yet, the apply will create it first.
 		op = decide(d.Ref, d.Object, nil, nil)
 	case errors.As(err, &status):
-		op = refused(d.Ref, d.Object, live, p.redact(status.Status().Message))
+		op = refused(d.Ref, d.Object, live, p.redact(status.Status().Message, secret))
 	default:
-		return fmt.Errorf("%s: dry run of %s: %w", d.Where, d.Ref.address(), errors.New(p.redact(err.Error())))
+		return fmt.Errorf("%s: dry run of %s: %w", d.Where, d.Ref.address(), errors.New(p.redact(err.Error(), secret)))
 	}
 	p.objects = append(p.objects, op)
 	p.live = append(p.live, live)
@@ -323,19 +329,28 @@ func secretValues(obj map[string]any) []string {
 	return vals
 }
 
-func (p *planned) secretsSeen() []string { return p.secrets }
-
-// minRedacted is the shortest Secret value replaced in a message; a message
-// holding a shorter one is withheld whole, since replacing every occurrence
-// of a short string would not read.
+// minRedacted is the shortest Secret value looked for in a message about an
+// object that is not a Secret. A message about a Secret that holds a shorter
+// value is withheld whole, since replacing every occurrence of a short
+// string would not read.
 const minRedacted = 4
 
+// withheld replaces a message that could hold a short Secret value.
+const withheld = "(message withheld: it could hold a Secret value)"
+
 // redact removes every Secret value the plan saw from a server's message.
-func (p *planned) redact(msg string) string {
-	return redact(msg, p.secrets)
+// aboutSecret says the message answers a request about a Secret, where a
+// short value is as likely to be quoted as a long one.
+func (p *planned) redact(msg string, aboutSecret bool) string {
+	return redact(msg, p.secrets, aboutSecret)
 }
 
-func redact(msg string, secrets []string) string {
+// redactWarning redacts a warning of the request under way.
+func (p *planned) redactWarning(msg string) string {
+	return p.redact(msg, p.inSecret)
+}
+
+func redact(msg string, secrets []string, aboutSecret bool) string {
 	// Longest first: a value may hold another.
 	secrets = slices.Clone(secrets)
 	slices.SortFunc(secrets, func(a, b string) int { return len(b) - len(a) })
@@ -344,7 +359,10 @@ func redact(msg string, secrets []string) string {
 			continue
 		}
 		if len(s) < minRedacted {
-			return "(message withheld: it could hold a Secret value)"
+			if aboutSecret {
+				return withheld
+			}
+			continue
 		}
 		msg = strings.ReplaceAll(msg, s, "<redacted>")
 	}

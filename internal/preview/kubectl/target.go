@@ -30,8 +30,8 @@ type target struct {
 // connect loads the kubeconfig with the standard loading rules (KUBECONFIG,
 // then ~/.kube/config), or the kubeconfig input (relative to root), and the
 // context input or the current context.
-// secrets gives the Secret values seen so far, which warnings must not show.
-func connect(root string, cfg config, secrets func() []string) (*target, error) {
+// redact removes the Secret values seen so far from a warning.
+func connect(root string, cfg config, redact func(string) string) (*target, error) {
 	rules := clientcmd.NewDefaultClientConfigLoadingRules()
 	if cfg.Kubeconfig != "" {
 		p := cfg.Kubeconfig
@@ -70,7 +70,7 @@ func connect(root string, cfg config, secrets func() []string) (*target, error) 
 	if rc.QPS == 0 {
 		rc.QPS, rc.Burst = 50, 100
 	}
-	rc.WarningHandlerWithContext = warnings{secrets: secrets}
+	rc.WarningHandlerWithContext = warnings{redact: redact}
 	ns, _, err := cc.Namespace()
 	if err != nil {
 		return nil, fmt.Errorf("kubeconfig: %w", err)
@@ -95,14 +95,14 @@ func connect(root string, cfg config, secrets func() []string) (*target, error) 
 // warnings logs the API server's warnings (a deprecated API, an unknown
 // field, a policy in warn mode) to the context's logger, with every Secret
 // value the plan saw redacted: a policy's message may quote one.
-type warnings struct{ secrets func() []string }
+type warnings struct{ redact func(string) string }
 
 // HandleWarningHeaderWithContext logs one warning.
 func (w warnings) HandleWarningHeaderWithContext(ctx context.Context, code int, _ string, text string) {
 	if code != 299 || text == "" {
 		return
 	}
-	klog.FromContext(ctx).Info("Warning from the API server", "warning", redact(text, w.secrets()))
+	klog.FromContext(ctx).Info("Warning from the API server", "warning", w.redact(text))
 }
 
 // mapping finds the resource of a kind, asking discovery again once when the

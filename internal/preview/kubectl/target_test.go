@@ -18,7 +18,7 @@ func TestConnectErrors(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(root, "kc"), []byte(kc), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	none := func() []string { return nil }
+	none := func(s string) string { return s }
 	cases := []struct {
 		reason string
 		cfg    config
