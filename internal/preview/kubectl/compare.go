@@ -70,8 +70,9 @@ type objectPlan struct {
 	Action     string
 	Disruption string
 	Changes    []change
-	// Refused is the API server's message when it refused the dry run.
-	Refused string
+	// Hole says why the plan cannot bind the object (the API server refused
+	// its dry run, it is being deleted); empty when it can.
+	Hole string
 }
 
 // bookkeeping lists the metadata fields the server writes by itself; they
@@ -128,12 +129,13 @@ func decide(ref objectRef, declared, live, dry map[string]any) objectPlan {
 	return op
 }
 
-// refused is the plan of an object whose dry run the server refused: an
-// update (a create when nothing is live) with unknown disruption. With no
+// refused is the plan of an object the plan cannot bind, for the reason
+// hole (the server refused its dry run): an update (a create when nothing is
+// live) with unknown disruption. With no
 // dry-run answer to compare, its changes are the declared fields whose live
 // value differs from the manifest.
-func refused(ref objectRef, declared, live map[string]any, message string) objectPlan {
-	op := objectPlan{Ref: ref, Action: changeset.ActionUpdate, Disruption: changeset.DisruptionUnknown, Refused: message}
+func refused(ref objectRef, declared, live map[string]any, hole string) objectPlan {
+	op := objectPlan{Ref: ref, Action: changeset.ActionUpdate, Disruption: changeset.DisruptionUnknown, Hole: hole}
 	if live == nil {
 		op.Action = changeset.ActionCreate
 		op.Changes = declaredFields(declared, nil)

@@ -108,6 +108,22 @@ func TestDecide(t *testing.T) {
 			{Name: "spec.replicas", Before: raw(`2`), After: raw(`3`)},
 		}},
 	}, {
+		reason: "a StatefulSet's template change rolls its pods",
+		ref:    objectRef{Group: "apps", Kind: "StatefulSet", Namespace: "ns", Name: "s"},
+		live:   `{"spec":{"template":{"metadata":{"annotations":{"x":"1"}}}}}`,
+		dry:    `{"spec":{"template":{"metadata":{"annotations":{"x":"2"}}}}}`,
+		want: changeset.Entry{Member: "m", Address: "StatefulSet/ns/s", Action: "update", Disruption: "rolling", Attributes: []changeset.Attribute{
+			{Name: "spec.template.metadata.annotations.x", Before: raw(`"1"`), After: raw(`"2"`)},
+		}},
+	}, {
+		reason: "a DaemonSet's change outside the template rolls nothing",
+		ref:    objectRef{Group: "apps", Kind: "DaemonSet", Namespace: "ns", Name: "d"},
+		live:   `{"spec":{"minReadySeconds":0,"template":{}}}`,
+		dry:    `{"spec":{"minReadySeconds":5,"template":{}}}`,
+		want: changeset.Entry{Member: "m", Address: "DaemonSet/ns/d", Action: "update", Attributes: []changeset.Attribute{
+			{Name: "spec.minReadySeconds", Before: raw(`0`), After: raw(`5`)},
+		}},
+	}, {
 		reason: "a ReplicaSet's template change keeps its pods",
 		ref:    rs,
 		live:   `{"spec":{"template":{"spec":{"containers":[{"image":"a"}]}}}}`,
@@ -169,8 +185,8 @@ func TestRefused(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.reason, func(t *testing.T) {
 			op := refused(dep, obj(t, tc.declared), obj(t, tc.live), "the message")
-			if op.Refused != "the message" {
-				t.Errorf("refused: %q", op.Refused)
+			if op.Hole != "the message" {
+				t.Errorf("hole: %q", op.Hole)
 			}
 			if diff := cmp.Diff(tc.want, op.entry("m")); diff != "" {
 				t.Errorf("entry (-want +got):\n%s", diff)

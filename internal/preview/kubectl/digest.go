@@ -54,7 +54,7 @@ func (p *planned) computeDigest() (string, error) {
 		in.Documents = append(in.Documents, doc)
 	}
 	for _, op := range p.objects {
-		o := digestObject{Group: op.Ref.Group, Address: op.Ref.address(), Action: op.Action, Disruption: op.Disruption, Refused: op.Refused != ""}
+		o := digestObject{Group: op.Ref.Group, Address: op.Ref.address(), Action: op.Action, Disruption: op.Disruption, Refused: op.Hole != ""}
 		for _, c := range op.Changes {
 			dc := digestChange{Path: c.Path.String(), HasBefore: c.HasBefore, HasAfter: c.HasAfter, Before: c.Before, After: c.After}
 			if op.Ref.sensitive(c.Path) {

@@ -689,6 +689,39 @@ func TestKubectlApply(t *testing.T) {
 		}
 	})
 
+	t.Run("an object being deleted is a create with a hole, not a no-op", func(t *testing.T) {
+		s := c.newStep(t, "terminating")
+		s.manifest(configMap("settings", "  a: \"1\""))
+		s.apply(s.plan())
+		var cm corev1.ConfigMap
+		key := client.ObjectKey{Namespace: "terminating", Name: "settings"}
+		if err := c.env.Client.Get(ctx, key, &cm); err != nil {
+			t.Fatal(err)
+		}
+		cm.Finalizers = []string{"example.com/hold"}
+		if err := c.env.Client.Update(ctx, &cm); err != nil {
+			t.Fatal(err)
+		}
+		if err := c.env.Client.Delete(ctx, &cm); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() {
+			if err := c.env.Client.Get(ctx, key, &cm); err == nil {
+				cm.Finalizers = nil
+				_ = c.env.Client.Update(ctx, &cm)
+			}
+		})
+		p := s.plan()
+		e := entry(t, p, "ConfigMap/terminating/settings")
+		if e.Action != "create" || e.Disruption != "unknown" {
+			t.Errorf("entry: %+v", e)
+		}
+		want := []changeset.Hole{{Address: "ConfigMap/terminating/settings", Reason: beingDeleted}}
+		if diff := cmp.Diff(want, p.Member.Holes); diff != "" {
+			t.Errorf("holes (-want +got):\n%s", diff)
+		}
+	})
+
 	t.Run("bad input is a precise error", func(t *testing.T) {
 		s := c.newStep(t, "bad")
 		cases := []struct {

@@ -70,7 +70,7 @@ func (p *planned) plannedOutputs() (preview.Outputs, error) {
 			return nil, err
 		}
 		op := p.objects[i]
-		if op.Refused != "" {
+		if op.Hole != "" {
 			continue
 		}
 		if op.Action == changeset.ActionNoOp {

@@ -101,8 +101,8 @@ func plan(ctx context.Context, req preview.Request) (*planned, error) {
 		}
 	}
 	for _, op := range p.objects {
-		if op.Refused != "" {
-			p.holes = append(p.holes, changeset.Hole{Address: op.Ref.address(), Reason: "the API server refused the dry run: " + op.Refused})
+		if op.Hole != "" {
+			p.holes = append(p.holes, changeset.Hole{Address: op.Ref.address(), Reason: op.Hole})
 		}
 	}
 	p.digest, err = p.computeDigest()
@@ -186,6 +186,14 @@ func (p *planned) planObject(ctx context.Context, d resolved) error {
 			p.secrets = append(p.secrets, secretValues(live)...)
 		}
 	}
+	if live != nil && got.GetDeletionTimestamp() != nil {
+		// An apply would change an object that is going away (its
+		// finalizers still run); the reviewer must see that, not a no-op.
+		p.objects = append(p.objects, refused(d.Ref, d.Object, nil, beingDeleted))
+		p.live = append(p.live, nil)
+		p.dry = append(p.dry, nil)
+		return nil
+	}
 	var op objectPlan
 	var dry map[string]any
 	answer, err := client.Apply(ctx, d.Ref.Name, &unstructured.Unstructured{Object: d.Object}, p.applyOptions(true))
@@ -199,7 +207,7 @@ func (p *planned) planObject(ctx context.Context, d resolved) error {
 		// cannot dry-run into it yet, the apply will create it first.
 		op = decide(d.Ref, d.Object, nil, nil)
 	case errors.As(err, &status):
-		op = refused(d.Ref, d.Object, live, p.redact(status.Status().Message, secret))
+		op = refused(d.Ref, d.Object, live, "the API server refused the dry run: "+p.redact(status.Status().Message, secret))
 	default:
 		return fmt.Errorf("%s: dry run of %s: %w", d.Where, d.Ref.address(), errors.New(p.redact(err.Error(), secret)))
 	}
@@ -209,10 +217,13 @@ func (p *planned) planObject(ctx context.Context, d resolved) error {
 	return nil
 }
 
+// beingDeleted is the hole of an object whose deletion is under way.
+const beingDeleted = "the live object is being deleted (its finalizers have not finished); plan again once it is gone"
+
 // createsNamespace says whether an earlier document creates namespace ns.
 func (p *planned) createsNamespace(ns string) bool {
 	for _, op := range p.objects {
-		if op.Ref.Group == "" && op.Ref.Kind == "Namespace" && op.Ref.Name == ns && op.Action == changeset.ActionCreate && op.Refused == "" {
+		if op.Ref.Group == "" && op.Ref.Kind == "Namespace" && op.Ref.Name == ns && op.Action == changeset.ActionCreate && op.Hole == "" {
 			return true
 		}
 	}
