@@ -21,7 +21,9 @@ import (
 // Kind is the step kind the capability serves.
 const Kind = "kubectl-apply"
 
-// Capability plans and applies kubectl-apply steps.
+// Capability plans and applies kubectl-apply steps. The zero value is ready
+// to use; it keeps nothing between calls (Plan.Private stays nil: Apply
+// needs only the approved digest).
 type Capability struct{}
 
 var _ preview.Capability = Capability{}
