@@ -263,7 +263,18 @@ func TestKubectlApply(t *testing.T) {
 		s.manifest(configMap("settings", "  color: blue\n  size: \"3\"\n  gone: x"))
 		s.apply(s.plan())
 		s.manifest(configMap("settings", "  color: red\n  size: \"3\"\n  added: new"))
+		var before, after corev1.ConfigMap
+		key := client.ObjectKey{Namespace: "update", Name: "settings"}
+		if err := c.env.Client.Get(ctx, key, &before); err != nil {
+			t.Fatal(err)
+		}
 		p := s.plan()
+		if err := c.env.Client.Get(ctx, key, &after); err != nil {
+			t.Fatal(err)
+		}
+		if before.ResourceVersion != after.ResourceVersion || after.Data["color"] != "blue" {
+			t.Errorf("the plan wrote the object: resourceVersion %s then %s", before.ResourceVersion, after.ResourceVersion)
+		}
 		want := []changeset.Entry{{
 			Member: "web", Address: "ConfigMap/update/settings", Action: "update",
 			Attributes: []changeset.Attribute{
