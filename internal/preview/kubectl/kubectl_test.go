@@ -476,7 +476,7 @@ func TestKubectlApply(t *testing.T) {
 		}
 	})
 
-	t.Run("the digest is stable and moves with the manifest, the target and the delete mode", func(t *testing.T) {
+	t.Run("the digest is stable and moves with the manifest, a Secret value and the delete mode", func(t *testing.T) {
 		s := c.newStep(t, "digest")
 		s.manifest(configMap("settings", "  color: blue") + secret)
 		first, second := s.plan().Member.PlanDigest, s.plan().Member.PlanDigest
@@ -552,6 +552,34 @@ func TestKubectlApply(t *testing.T) {
 		}
 		if img := dep.Spec.Template.Spec.Containers[0].Image; img != "nginx:1.28" {
 			t.Errorf("image after apply: %s", img)
+		}
+	})
+
+	t.Run("drift under a field the plan changes moves the digest: before values are bound", func(t *testing.T) {
+		s := c.newStep(t, "before")
+		s.manifest(deployment("nginx:1.27", 2, "api"))
+		s.apply(s.plan())
+		s.manifest(deployment("nginx:1.27", 5, "api"))
+		approved := s.plan() // replicas 2 -> 5
+		var dep appsv1.Deployment
+		key := client.ObjectKey{Namespace: "before", Name: "api"}
+		if err := c.env.Client.Get(ctx, key, &dep); err != nil {
+			t.Fatal(err)
+		}
+		dep.Spec.Replicas = ptr(int32(3))
+		if err := c.env.Client.Update(ctx, &dep, client.FieldOwner("someone")); err != nil {
+			t.Fatal(err)
+		}
+		rv := dep.ResourceVersion
+		// Now the same manifest would be replicas 3 -> 5: another change.
+		if _, err := (Capability{}).Apply(ctx, s.request(), approved); !errors.Is(err, preview.ErrMoved) {
+			t.Fatalf("apply: %v, want ErrMoved", err)
+		}
+		if err := c.env.Client.Get(ctx, key, &dep); err != nil {
+			t.Fatal(err)
+		}
+		if dep.ResourceVersion != rv || *dep.Spec.Replicas != 3 {
+			t.Errorf("the refused apply changed the Deployment: replicas %d", *dep.Spec.Replicas)
 		}
 	})
 
