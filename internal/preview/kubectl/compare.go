@@ -154,10 +154,12 @@ func refused(ref objectRef, declared, live map[string]any, hole string) objectPl
 
 // declaredFields lists every field the document declares, with the value
 // dry holds at its path when it holds one (the server may normalise a value,
-// e.g. a quantity) and the declared value otherwise.
+// e.g. a quantity) and the declared value otherwise. Status and bookkeeping
+// (such as the creationTimestamp: null that generated manifests carry) are
+// not applied by the server, so they are not listed.
 func declaredFields(declared, dry map[string]any) []change {
 	var fields []change
-	diff(nil, nil, declared, false, true, &fields)
+	diff(nil, nil, withoutBookkeeping(declared), false, true, &fields)
 	for i, f := range fields {
 		if v, ok := lookup(dry, f.Path); ok && dry != nil {
 			fields[i].After = v

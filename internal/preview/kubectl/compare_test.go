@@ -48,6 +48,14 @@ func TestDecide(t *testing.T) {
 			{Name: "spec.list.1", After: raw(`2`)},
 		}},
 	}, {
+		reason:   "a create does not list status or bookkeeping the manifest carries",
+		ref:      cm,
+		declared: `{"metadata":{"name":"c","creationTimestamp":null},"status":{"phase":"x"}}`,
+		dry:      `{"metadata":{"name":"c","creationTimestamp":"2026-11-30T00:00:00Z"}}`,
+		want: changeset.Entry{Member: "m", Address: "ConfigMap/ns/c", Action: "create", Attributes: []changeset.Attribute{
+			{Name: "metadata.name", After: raw(`"c"`)},
+		}},
+	}, {
 		reason:   "only bookkeeping and status differ: a no-op",
 		ref:      cm,
 		declared: `{"data":{"a":"1"}}`,

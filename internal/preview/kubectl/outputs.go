@@ -79,7 +79,7 @@ func (p *planned) plannedOutputs() (preview.Outputs, error) {
 			}
 			continue
 		}
-		if _, declared := lookup(p.docs[i].Object, o.Field); !declared {
+		if _, declared := lookup(withoutBookkeeping(p.docs[i].Object), o.Field); !declared {
 			continue
 		}
 		v, ok := lookup(p.dry[i], o.Field)
