@@ -196,6 +196,8 @@ func jsonKind(v any) string {
 		return "string"
 	case bool:
 		return "boolean"
+	case nil:
+		return "null"
 	default:
 		return "number"
 	}
