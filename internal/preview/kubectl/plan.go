@@ -1,0 +1,390 @@
+package kubectl
+
+import (
+	"context"
+	"encoding/base64"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"github.com/captf/captf/internal/preview"
+	"github.com/captf/captf/pkg/changeset"
+)
+
+// Labels captf sets on every object it applies. The stack label says which
+// member owns the object; the managed-by label marks it as captf's. Only an
+// object carrying both is ever deleted by delete: owned-only.
+const (
+	StackLabel     = "captf.io/stack"
+	ManagedByLabel = "app.kubernetes.io/managed-by"
+	ManagedByValue = "captf"
+)
+
+// FieldManager is the server-side apply field manager of a stack.
+func FieldManager(stack string) string { return "captf:" + stack }
+
+// resolved is a document placed in the cluster: its resource, its namespace
+// defaulted and captf's labels set.
+type resolved struct {
+	document
+	Ref     objectRef
+	Mapping *meta.RESTMapping
+}
+
+// deletion is a live object delete: owned-only would remove.
+type deletion struct {
+	Ref     objectRef
+	Mapping *meta.RESTMapping
+	UID     string
+}
+
+// planned is one plan with what Apply and the outputs need beside it.
+type planned struct {
+	cfg     config
+	target  *target
+	docs    []resolved
+	objects []objectPlan // one per document, in order, then the deletes
+	live    []map[string]any
+	dry     []map[string]any
+	deletes []deletion
+	holes   []changeset.Hole
+	// secrets are the Secret values the plan saw, to keep out of messages.
+	secrets []string
+	// inSecret is true while a request about a Secret is under way, for
+	// the warnings it may bring.
+	inSecret bool
+	digest   string
+}
+
+// plan reads the manifest and the cluster and decides every object.
+func plan(ctx context.Context, req preview.Request) (*planned, error) {
+	cfg, err := parseInputs(req.Component, req.Inputs)
+	if err != nil {
+		return nil, err
+	}
+	p := &planned{cfg: cfg}
+	if len(req.Missing) > 0 {
+		p.holes = []changeset.Hole{{Reason: "inputs from " + strings.Join(req.Missing, ", ") + "; re-checked on apply"}}
+		p.digest, err = missingDigest(cfg, req.Missing)
+		return p, err
+	}
+	docs, err := readManifest(req.Root, cfg.Manifest)
+	if err != nil {
+		return nil, err
+	}
+	if p.target, err = connect(req.Root, cfg, p.redactWarning); err != nil {
+		return nil, err
+	}
+	if p.docs, err = p.resolve(docs); err != nil {
+		return nil, err
+	}
+	for _, d := range p.docs {
+		if d.Ref.isSecret() {
+			p.secrets = append(p.secrets, secretValues(d.Object)...)
+		}
+	}
+	for _, d := range p.docs {
+		if err := p.planObject(ctx, d); err != nil {
+			return nil, err
+		}
+	}
+	if cfg.Delete == DeleteOwnedOnly {
+		if err := p.planDeletes(ctx); err != nil {
+			return nil, err
+		}
+	}
+	for _, op := range p.objects {
+		if op.Hole != "" {
+			p.holes = append(p.holes, changeset.Hole{Address: op.Ref.address(), Reason: op.Hole})
+		}
+	}
+	p.digest, err = p.computeDigest()
+	return p, err
+}
+
+// resolve maps each document to its resource, defaults its namespace, sets
+// captf's labels and refuses an object declared twice.
+func (p *planned) resolve(docs []document) ([]resolved, error) {
+	out := make([]resolved, 0, len(docs))
+	seen := map[objectRef]string{}
+	for _, d := range docs {
+		gv, err := schema.ParseGroupVersion(d.APIVersion)
+		if err != nil {
+			return nil, fmt.Errorf("%s: apiVersion: %w", d.Where, err)
+		}
+		m, err := p.target.mapping(gv.WithKind(d.Kind))
+		if meta.IsNoMatchError(err) {
+			return nil, fmt.Errorf("%s: the cluster serves no kind %s in %s", d.Where, d.Kind, d.APIVersion)
+		}
+		if err != nil {
+			return nil, fmt.Errorf("%s: discovery: %w", d.Where, err)
+		}
+		md := d.Object["metadata"].(map[string]any) // checkObject made sure
+		ns, _ := md["namespace"].(string)
+		if m.Scope.Name() == meta.RESTScopeNameNamespace {
+			if ns == "" {
+				ns = p.defaultNamespace()
+			}
+			md["namespace"] = ns
+		} else if ns != "" {
+			return nil, fmt.Errorf("%s: %s is cluster-scoped and cannot set metadata.namespace", d.Where, d.Kind)
+		}
+		labels, _ := md["labels"].(map[string]any)
+		if labels == nil {
+			labels = map[string]any{}
+		}
+		for _, l := range [][2]string{{StackLabel, p.cfg.Stack}, {ManagedByLabel, ManagedByValue}} {
+			if have, ok := labels[l[0]]; ok && have != l[1] {
+				return nil, fmt.Errorf("%s: metadata.labels[%q] is set to another value; captf sets it to mark what it applies", d.Where, l[0])
+			}
+			labels[l[0]] = l[1]
+		}
+		md["labels"] = labels
+		ref := objectRef{Group: gv.Group, Kind: d.Kind, Namespace: ns, Name: d.Name}
+		if first, dup := seen[ref]; dup {
+			return nil, fmt.Errorf("%s: %s is already declared at %s", d.Where, ref.address(), first)
+		}
+		seen[ref] = d.Where
+		out = append(out, resolved{document: d, Ref: ref, Mapping: m})
+	}
+	return out, nil
+}
+
+// applyOptions are those of the real apply; the plan adds dryRun=All. Force
+// takes the fields the manifest sets from any other field manager, as the
+// reviewed plan shows them changing.
+func (p *planned) applyOptions(dryRun bool) metav1.ApplyOptions {
+	o := metav1.ApplyOptions{FieldManager: FieldManager(p.cfg.Stack), Force: true}
+	if dryRun {
+		o.DryRun = []string{metav1.DryRunAll}
+	}
+	return o
+}
+
+// planObject reads one object and dry-runs its apply.
+func (p *planned) planObject(ctx context.Context, d resolved) error {
+	secret := d.Ref.isSecret()
+	p.inSecret = secret
+	defer func() { p.inSecret = false }()
+	client := p.target.resource(d.Mapping, d.Ref.Namespace)
+	var live map[string]any
+	got, err := client.Get(ctx, d.Ref.Name, metav1.GetOptions{})
+	switch {
+	case apierrors.IsNotFound(err):
+	case err != nil:
+		return fmt.Errorf("%s: read %s: %w", d.Where, d.Ref.address(), errors.New(p.redact(err.Error(), secret)))
+	default:
+		live = got.Object
+		if secret {
+			p.secrets = append(p.secrets, secretValues(live)...)
+		}
+	}
+	if live != nil && got.GetDeletionTimestamp() != nil {
+		// An apply would change an object that is going away (its
+		// finalizers still run); the reviewer must see that, not a no-op.
+		p.objects = append(p.objects, refused(d.Ref, d.Object, nil, beingDeleted))
+		p.live = append(p.live, nil)
+		p.dry = append(p.dry, nil)
+		return nil
+	}
+	var op objectPlan
+	var dry map[string]any
+	answer, err := client.Apply(ctx, d.Ref.Name, &unstructured.Unstructured{Object: d.Object}, p.applyOptions(true))
+	var status apierrors.APIStatus
+	switch {
+	case err == nil:
+		dry = answer.Object
+		op = decide(d.Ref, d.Object, live, dry)
+	case live == nil && apierrors.IsNotFound(err) && p.createsNamespace(d.Ref.Namespace):
+		// The namespace is created by an earlier document: the server
+		// cannot dry-run into it yet, the apply will create it first.
+		op = decide(d.Ref, d.Object, nil, nil)
+	case errors.As(err, &status):
+		op = refused(d.Ref, d.Object, live, "the API server refused the dry run: "+p.redact(status.Status().Message, secret))
+	default:
+		return fmt.Errorf("%s: dry run of %s: %w", d.Where, d.Ref.address(), errors.New(p.redact(err.Error(), secret)))
+	}
+	p.objects = append(p.objects, op)
+	p.live = append(p.live, live)
+	p.dry = append(p.dry, dry)
+	return nil
+}
+
+// beingDeleted is the hole of an object whose deletion is under way.
+const beingDeleted = "the live object is being deleted (its finalizers have not finished); plan again once it is gone"
+
+// createsNamespace says whether an earlier document creates namespace ns.
+func (p *planned) createsNamespace(ns string) bool {
+	for _, op := range p.objects {
+		if op.Ref.Group == "" && op.Ref.Kind == "Namespace" && op.Ref.Name == ns && op.Action == changeset.ActionCreate && op.Hole == "" {
+			return true
+		}
+	}
+	return false
+}
+
+// pruneKinds are searched for owned objects beside the kinds the manifest
+// declares, so that dropping the last object of a kind still deletes it.
+// They are kubectl's prune defaults less the kinds a controller makes from
+// a template (Pod, ReplicaSet, Endpoints), which never carry the labels.
+var pruneKinds = []schema.GroupKind{
+	{Kind: "Namespace"}, {Kind: "ConfigMap"}, {Kind: "Secret"}, {Kind: "Service"},
+	{Kind: "ServiceAccount"}, {Kind: "PersistentVolumeClaim"},
+	{Group: "apps", Kind: "Deployment"}, {Group: "apps", Kind: "StatefulSet"}, {Group: "apps", Kind: "DaemonSet"},
+	{Group: "batch", Kind: "Job"}, {Group: "batch", Kind: "CronJob"},
+	{Group: "networking.k8s.io", Kind: "Ingress"},
+}
+
+// planDeletes lists the objects of the declared kinds and of pruneKinds
+// that carry both of captf's labels for this stack, and plans a delete for
+// each one the manifest no longer declares. Namespaced kinds are listed in
+// the step's namespaces: the default one and each one a document is in.
+// Cluster-scoped kinds are listed across the cluster.
+func (p *planned) planDeletes(ctx context.Context) error {
+	declared := map[objectRef]bool{}
+	var mappings []*meta.RESTMapping
+	kinds := map[schema.GroupKind]bool{}
+	namespaces := []string{p.defaultNamespace()}
+	for _, d := range p.docs {
+		declared[d.Ref] = true
+		if gk := d.Mapping.GroupVersionKind.GroupKind(); !kinds[gk] {
+			kinds[gk] = true
+			mappings = append(mappings, d.Mapping)
+		}
+		if d.Ref.Namespace != "" && !slices.Contains(namespaces, d.Ref.Namespace) {
+			namespaces = append(namespaces, d.Ref.Namespace)
+		}
+	}
+	for _, gk := range pruneKinds {
+		if kinds[gk] {
+			continue
+		}
+		m, err := p.target.mapper.RESTMapping(gk)
+		if meta.IsNoMatchError(err) {
+			continue // not served by this cluster
+		}
+		if err != nil {
+			return fmt.Errorf("discovery of %s: %w", gk, err)
+		}
+		kinds[gk] = true
+		mappings = append(mappings, m)
+	}
+	selector := StackLabel + "=" + p.cfg.Stack + "," + ManagedByLabel + "=" + ManagedByValue
+	var found []deletion
+	for _, m := range mappings {
+		scopes := []string{""}
+		if m.Scope.Name() == meta.RESTScopeNameNamespace {
+			scopes = namespaces
+		}
+		for _, ns := range scopes {
+			list, err := p.target.resource(m, ns).List(ctx, metav1.ListOptions{LabelSelector: selector})
+			if err != nil {
+				return fmt.Errorf("list %s for delete %s: %w", m.Resource.Resource, DeleteOwnedOnly, err)
+			}
+			for _, item := range list.Items {
+				ref := objectRef{Group: m.GroupVersionKind.Group, Kind: m.GroupVersionKind.Kind, Namespace: item.GetNamespace(), Name: item.GetName()}
+				if declared[ref] || item.GetDeletionTimestamp() != nil {
+					continue
+				}
+				found = append(found, deletion{Ref: ref, Mapping: m, UID: string(item.GetUID())})
+			}
+		}
+	}
+	slices.SortFunc(found, func(a, b deletion) int {
+		return strings.Compare(a.Ref.Group+"\x00"+a.Ref.address(), b.Ref.Group+"\x00"+b.Ref.address())
+	})
+	for _, d := range found {
+		p.deletes = append(p.deletes, d)
+		p.objects = append(p.objects, objectPlan{Ref: d.Ref, Action: changeset.ActionDelete})
+	}
+	return nil
+}
+
+// defaultNamespace is the namespace of a namespaced object that names none:
+// the namespace input, else the kubeconfig context's.
+func (p *planned) defaultNamespace() string {
+	if p.cfg.Namespace != "" {
+		return p.cfg.Namespace
+	}
+	return p.target.Namespace
+}
+
+// secretValues returns the values of a Secret's data (as written and
+// decoded) and stringData (as written and encoded).
+func secretValues(obj map[string]any) []string {
+	var vals []string
+	if data, ok := obj["data"].(map[string]any); ok {
+		for _, v := range data {
+			s, _ := v.(string)
+			vals = append(vals, s)
+			if dec, err := base64.StdEncoding.DecodeString(s); err == nil {
+				vals = append(vals, string(dec))
+			}
+		}
+	}
+	if data, ok := obj["stringData"].(map[string]any); ok {
+		for _, v := range data {
+			s, _ := v.(string)
+			// The server stores stringData in data, base64-encoded, and
+			// may quote it that way.
+			vals = append(vals, s, base64.StdEncoding.EncodeToString([]byte(s)))
+		}
+	}
+	return vals
+}
+
+// minRedacted is the shortest Secret value looked for in a message about an
+// object that is not a Secret. A message about a Secret that holds a shorter
+// value is withheld whole, since replacing every occurrence of a short
+// string would not read.
+const minRedacted = 4
+
+// withheld replaces a message that could hold a short Secret value.
+const withheld = "(message withheld: it could hold a Secret value)"
+
+// redact removes every Secret value the plan saw from a server's message.
+// aboutSecret says the message answers a request about a Secret, where a
+// short value is as likely to be quoted as a long one.
+func (p *planned) redact(msg string, aboutSecret bool) string {
+	return redact(msg, p.secrets, aboutSecret)
+}
+
+// redactWarning redacts a warning of the request under way.
+func (p *planned) redactWarning(msg string) string {
+	return p.redact(msg, p.inSecret)
+}
+
+func redact(msg string, secrets []string, aboutSecret bool) string {
+	// Longest first: a value may hold another.
+	secrets = slices.Clone(secrets)
+	slices.SortFunc(secrets, func(a, b string) int { return len(b) - len(a) })
+	for _, s := range secrets {
+		if s == "" || !strings.Contains(msg, s) {
+			continue
+		}
+		if len(s) < minRedacted {
+			if aboutSecret {
+				return withheld
+			}
+			continue
+		}
+		msg = strings.ReplaceAll(msg, s, "<redacted>")
+	}
+	return msg
+}
+
+// entries are the change-set entries of the plan.
+func (p *planned) entries() []changeset.Entry {
+	out := make([]changeset.Entry, 0, len(p.objects))
+	for _, op := range p.objects {
+		out = append(out, op.entry(p.cfg.Stack))
+	}
+	return out
+}
