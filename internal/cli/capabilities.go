@@ -5,6 +5,7 @@ import (
 
 	"github.com/captf/captf/internal/preview"
 	"github.com/captf/captf/internal/preview/cfn"
+	"github.com/captf/captf/internal/preview/kubectl"
 	"github.com/captf/captf/internal/preview/terraform"
 )
 
@@ -17,5 +18,6 @@ func capabilities(stderr io.Writer) preview.Registry {
 	return preview.Registry{
 		&terraform.Capability{Stderr: stderr},
 		cfn.New(),
+		kubectl.Capability{},
 	}
 }
