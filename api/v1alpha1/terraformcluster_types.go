@@ -23,6 +23,12 @@ type TerraformClusterSpec struct {
 	ControlPlaneEndpoint APIEndpoint `json:"controlPlaneEndpoint,omitempty"`
 }
 
+// PlanReference names a TerraformPlan in the object's namespace.
+type PlanReference struct {
+	// +kubebuilder:validation:MinLength=1
+	Name string `json:"name"`
+}
+
 // Initialization is the Cluster API contract's provisioning status.
 type Initialization struct {
 	// Provisioned is true once the first apply succeeded.
@@ -43,6 +49,10 @@ type TerraformClusterStatus struct {
 	// Plan is the plan that waits for approval under applyPolicy Manual.
 	// +optional
 	Plan *PlanStatus `json:"plan,omitempty"`
+	// PendingPlanRef names the live TerraformPlan: the plan that waits for
+	// an approval or whose approved apply is due.
+	// +optional
+	PendingPlanRef *PlanReference `json:"pendingPlanRef,omitempty"`
 	// ActiveJob is the runner Job in progress.
 	// +optional
 	ActiveJob *ActiveJob `json:"activeJob,omitempty"`

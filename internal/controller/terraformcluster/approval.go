@@ -27,21 +27,28 @@ func (r *Reconciler) reconcileManual(ctx context.Context, tc *infrav1.TerraformC
 		setCondition(tc, infrav1.ConditionApplyJobSucceeded, unknown, ReasonPlanning, "A plan Job runs; its plan will wait for approval.")
 		return ctrl.Result{}, nil
 	}
-	if tc.Annotations[infrav1.AnnotationApprovePlan] != p.PlanHash {
-		return ctrl.Result{RequeueAfter: Recheck}, nil
+	by, err := r.approvedBy(ctx, tc, p.PlanHash)
+	if err != nil || by == "" {
+		return ctrl.Result{RequeueAfter: Recheck}, err
 	}
 	if err := r.startJob(ctx, tc, root, infrav1.OperationApply, p.PlanHash, true); err != nil {
 		return ctrl.Result{}, err
 	}
+	if err := r.approveLivePlan(ctx, tc, by); err != nil {
+		return ctrl.Result{}, err
+	}
 	r.Recorder.Eventf(tc, nil, corev1.EventTypeNormal, infrav1.EventPlanApproved, "Apply",
-		"Plan %s approved; an apply Job runs with --expect-plan.", p.PlanHash)
+		"Plan %s approved by %s; an apply Job runs with --expect-plan.", p.PlanHash, by)
 	setCondition(tc, infrav1.ConditionApplyJobSucceeded, unknown, ReasonApplying, "The approved plan is being applied.")
 	return ctrl.Result{}, nil
 }
 
-// recordPlan makes a plan wait for approval: status.plan, the condition
-// with the exact command, and one PlanReady event.
-func (r *Reconciler) recordPlan(tc *infrav1.TerraformCluster, job string, report *fingerprint.Report, inputsHash string, reason string) {
+// recordPlan makes a plan wait for approval: its TerraformPlan,
+// status.plan and the condition with the exact command.
+func (r *Reconciler) recordPlan(ctx context.Context, tc *infrav1.TerraformCluster, job string, report *fingerprint.Report, inputsHash string, reason string) error {
+	if err := r.openPlan(ctx, tc, job, report, inputsHash); err != nil {
+		return err
+	}
 	tc.Status.Plan = &infrav1.PlanStatus{
 		InputsHash: inputsHash, Job: job, PlanHash: report.PlanHash,
 		Add: int32(report.Add), Change: int32(report.Change), Destroy: int32(report.Destroy),
@@ -50,7 +57,11 @@ func (r *Reconciler) recordPlan(tc *infrav1.TerraformCluster, job string, report
 	}
 	msg := fmt.Sprintf("Plan %s (%d to add, %d to change, %d to destroy, %d output changes) waits for approval: %s",
 		report.PlanHash, report.Add, report.Change, report.Destroy, report.OutputChanges, approveCommand(tc, report.PlanHash))
+	if ref := tc.Status.PendingPlanRef; ref != nil {
+		msg += fmt.Sprintf(" (or approve TerraformPlan %s: kubectl captf approve %s -n %s)", ref.Name, ref.Name, tc.Namespace)
+	}
 	setCondition(tc, infrav1.ConditionApplyJobSucceeded, unknown, reason, msg)
+	return nil
 }
 
 // approveCommand is the exact command that approves hash.

@@ -52,12 +52,13 @@ type Reconciler struct {
 }
 
 // SetupWithManager registers the reconciler: TerraformClusters, the Jobs
-// they own and their pods, and the ConfigMaps and Secrets they read
+// and TerraformPlans they own, the Jobs' pods, and the ConfigMaps and Secrets they read
 // variables from. The manager's cache should be made with CacheOptions.
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, opts controller.Options) error {
 	return ctrl.NewControllerManagedBy(mgr).
 		For(&infrav1.TerraformCluster{}).
 		Owns(&batchv1.Job{}).
+		Owns(&infrav1.TerraformPlan{}).
 		Watches(&corev1.ConfigMap{}, handler.EnqueueRequestsFromMapFunc(r.sourcesOf("ConfigMap"))).
 		Watches(&corev1.Secret{}, handler.EnqueueRequestsFromMapFunc(r.sourcesOf("Secret"))).
 		Watches(&corev1.Pod{}, handler.EnqueueRequestsFromMapFunc(podOwner)).
@@ -67,6 +68,8 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, opts controller.Options)
 
 // +kubebuilder:rbac:groups=infrastructure.cluster.x-k8s.io,resources=terraformclusters,verbs=get;list;watch;update;patch
 // +kubebuilder:rbac:groups=infrastructure.cluster.x-k8s.io,resources=terraformclusters/status,verbs=get;update;patch
+// +kubebuilder:rbac:groups=infrastructure.cluster.x-k8s.io,resources=terraformplans,verbs=get;list;watch;create;update;patch;delete
+// +kubebuilder:rbac:groups=infrastructure.cluster.x-k8s.io,resources=terraformplans/status,verbs=get;update;patch
 // +kubebuilder:rbac:groups=batch,resources=jobs,verbs=get;list;watch;create;update;patch;delete
 // +kubebuilder:rbac:groups="",resources=pods,verbs=get;list;watch
 // +kubebuilder:rbac:groups="",resources=secrets;configmaps,verbs=get;list;watch;create;update;patch;delete
@@ -84,6 +87,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	var err error
 	if tc.DeletionTimestamp.IsZero() {
 		res, err = r.reconcileNormal(ctx, tc)
+		if err == nil {
+			err = r.syncPlans(ctx, tc)
+		}
 	} else {
 		res, err = r.reconcileDelete(ctx, tc)
 		if err == nil && !controllerutil.ContainsFinalizer(tc, Finalizer) {

@@ -90,7 +90,9 @@ func (r *Reconciler) finishJob(ctx context.Context, tc *infrav1.TerraformCluster
 			// and stops if the plan is no longer empty.
 			return r.startJob(ctx, tc, root, infrav1.OperationApply, fingerprint.EmptyPlanHash, false)
 		}
-		r.recordPlan(tc, job.Name, msg.Plan, inputsHash, infrav1.ReasonPlanAwaitingApproval)
+		if err := r.recordPlan(ctx, tc, job.Name, msg.Plan, inputsHash, infrav1.ReasonPlanAwaitingApproval); err != nil {
+			return err
+		}
 		r.Recorder.Eventf(tc, job, corev1.EventTypeNormal, infrav1.EventPlanReady, "Plan",
 			"Plan %s waits for approval: %d to add, %d to change, %d to destroy, %d output changes.",
 			msg.Plan.PlanHash, msg.Plan.Add, msg.Plan.Change, msg.Plan.Destroy, msg.Plan.OutputChanges)
@@ -106,6 +108,9 @@ func (r *Reconciler) finishJob(ctx context.Context, tc *infrav1.TerraformCluster
 			if err := r.consumeApproval(ctx, tc, hash); err != nil {
 				return err
 			}
+			if err := r.closeLivePlan(ctx, tc, infrav1.PlanApplied, infrav1.ReasonPlanApplied, "The apply planned exactly these changes and applied them."); err != nil {
+				return err
+			}
 			r.Recorder.Eventf(tc, job, corev1.EventTypeNormal, infrav1.EventPlanApplied, "Apply", "Plan %s applied.", hash)
 		}
 		tc.Status.Plan = nil
@@ -115,7 +120,13 @@ func (r *Reconciler) finishJob(ctx context.Context, tc *infrav1.TerraformCluster
 		if err := r.annotateJob(ctx, job, infrav1.AnnotationPlanChanged, msg.Plan.PlanHash); err != nil {
 			return err
 		}
-		r.recordPlan(tc, job.Name, msg.Plan, inputsHash, infrav1.ReasonPlanChanged)
+		if err := r.closeLivePlan(ctx, tc, infrav1.PlanFailed, infrav1.ReasonApplyPlanChanged,
+			"The apply found other changes than the approved ones and applied nothing; a new plan waits."); err != nil {
+			return err
+		}
+		if err := r.recordPlan(ctx, tc, job.Name, msg.Plan, inputsHash, infrav1.ReasonPlanChanged); err != nil {
+			return err
+		}
 		r.Recorder.Eventf(tc, job, corev1.EventTypeWarning, infrav1.EventPlanChanged, "Apply",
 			"The plan moved since %s was approved; nothing was applied. The new plan %s waits for approval.",
 			job.Annotations[infrav1.AnnotationApprovedPlan], msg.Plan.PlanHash)

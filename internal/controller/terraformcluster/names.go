@@ -30,3 +30,11 @@ func runName(job string) string      { return shorten("captf-run-"+job, maxName)
 func stateSuffix(name string) string { return "captf-" + kindShort + "-" + name }
 
 func stateSecretName(name string) string { return "tfstate-default-" + stateSuffix(name) }
+
+// planName names the TerraformPlan of a plan Job: deterministic per Job
+// and hash, so a recurring identical plan from a later Job is a new object
+// (spec 002).
+func planName(name, job, hash string) string {
+	sum := sha256.Sum256([]byte(job + "\n" + hash))
+	return shorten(name, maxName-11) + "-" + hex.EncodeToString(sum[:5])
+}

@@ -1,0 +1,261 @@
+package terraformcluster
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"strconv"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+
+	infrav1 "github.com/captf/captf/api/v1alpha1"
+	"github.com/captf/captf/pkg/fingerprint"
+)
+
+// The TerraformPlan of spec 002: the manager opens one for each plan that
+// waits for an approval, names it in status.pendingPlanRef, and moves it
+// through its phases as the flow of spec 001 goes on. A person approves it
+// with spec.approved, or through the captf.io/approve-plan annotation:
+// either way there is one approval, one apply and one phase history.
+
+// keepFinished is how many finished plans of a target are kept.
+const keepFinished = 10
+
+// annotationPaused is Cluster API's pause marker; nothing is pruned while
+// it is set.
+const annotationPaused = "cluster.x-k8s.io/paused"
+
+// openPlan creates the TerraformPlan for a plan that waits for approval,
+// superseding the live one, and names it in status.pendingPlanRef.
+func (r *Reconciler) openPlan(ctx context.Context, tc *infrav1.TerraformCluster, job string, report *fingerprint.Report, inputsHash string) error {
+	if err := r.closeLivePlan(ctx, tc, infrav1.PlanSuperseded, infrav1.ReasonPlanSuperseded, "A newer plan replaced this one."); err != nil {
+		return err
+	}
+	summary := infrav1.PlanSummary{
+		Create: int32(report.Add - report.Replace), Update: int32(report.Change),
+		Replace: int32(report.Replace), Delete: int32(report.Destroy - report.Replace),
+		OutputChanges: int32(report.OutputChanges), Resources: report.Resources,
+	}
+	cluster := tc.Labels[infrav1.LabelClusterName]
+	if cluster == "" {
+		cluster = tc.Name
+	}
+	plan := &infrav1.TerraformPlan{
+		ObjectMeta: metav1.ObjectMeta{
+			Name: planName(tc.Name, job, report.PlanHash), Namespace: tc.Namespace,
+			Labels: map[string]string{
+				infrav1.LabelClusterName: cluster,
+				infrav1.LabelDestructive: strconv.FormatBool(summary.Destructive()),
+				infrav1.LabelPlanPhase:   string(infrav1.PlanPending),
+				infrav1.LabelPlanReason:  string(infrav1.ReasonManual),
+			},
+		},
+		Spec: infrav1.TerraformPlanSpec{
+			TargetRef: infrav1.PlanTargetReference{Kind: "TerraformCluster", Name: tc.Name},
+			PlanHash:  report.PlanHash, InputsHash: inputsHash, Reason: infrav1.ReasonManual, Summary: summary,
+		},
+	}
+	if err := controllerutil.SetControllerReference(tc, plan, r.Client.Scheme()); err != nil {
+		return err
+	}
+	err := r.Client.Create(ctx, plan)
+	if apierrors.IsAlreadyExists(err) {
+		// A reconcile that failed after creating it: take it up again.
+		err = r.Reader.Get(ctx, client.ObjectKeyFromObject(plan), plan)
+	}
+	if err != nil {
+		return fmt.Errorf("create TerraformPlan: %w", err)
+	}
+	if plan.Status.Phase == "" {
+		plan.Status.Phase = infrav1.PlanPending
+		plan.Status.ObservedGeneration = plan.Generation
+		setPlanCondition(plan, infrav1.ConditionApproved, metav1.ConditionFalse, infrav1.ReasonAwaitingApproval, "Nobody approved the plan yet.")
+		setPlanCondition(plan, infrav1.ConditionApplied, metav1.ConditionUnknown, infrav1.ReasonAwaitingApproval, "The plan waits for an approval.")
+		if err := r.Client.Status().Update(ctx, plan); err != nil {
+			return fmt.Errorf("TerraformPlan status: %w", err)
+		}
+	}
+	tc.Status.PendingPlanRef = &infrav1.PlanReference{Name: plan.Name}
+	return nil
+}
+
+// livePlan reads the plan status.pendingPlanRef names, from the API server
+// itself: nil when there is none.
+func (r *Reconciler) livePlan(ctx context.Context, tc *infrav1.TerraformCluster) (*infrav1.TerraformPlan, error) {
+	ref := tc.Status.PendingPlanRef
+	if ref == nil {
+		return nil, nil
+	}
+	plan := &infrav1.TerraformPlan{}
+	err := r.Reader.Get(ctx, client.ObjectKey{Namespace: tc.Namespace, Name: ref.Name}, plan)
+	if apierrors.IsNotFound(err) {
+		tc.Status.PendingPlanRef = nil
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("TerraformPlan %s: %w", ref.Name, err)
+	}
+	return plan, nil
+}
+
+// approvedBy says who approved hash: through the annotation, or through
+// spec.approved of the live plan; "" when nobody did. An approval of a
+// finished plan counts for nothing.
+func (r *Reconciler) approvedBy(ctx context.Context, tc *infrav1.TerraformCluster, hash string) (string, error) {
+	if tc.Annotations[infrav1.AnnotationApprovePlan] == hash {
+		return "the " + infrav1.AnnotationApprovePlan + " annotation", nil
+	}
+	plan, err := r.livePlan(ctx, tc)
+	if err != nil || plan == nil {
+		return "", err
+	}
+	if plan.Spec.Approved && plan.Spec.PlanHash == hash && !phaseOf(plan).Terminal() {
+		return plan.Spec.ApprovedBy, nil
+	}
+	return "", nil
+}
+
+// approveLivePlan moves the live plan to Approved as its apply starts (a
+// retry after a failed step finds it there already).
+func (r *Reconciler) approveLivePlan(ctx context.Context, tc *infrav1.TerraformCluster, by string) error {
+	plan, err := r.livePlan(ctx, tc)
+	if err != nil || plan == nil || phaseOf(plan) != infrav1.PlanPending {
+		return err
+	}
+	return r.setPhase(ctx, plan, infrav1.PlanApproved, func(p *infrav1.TerraformPlan) {
+		setPlanCondition(p, infrav1.ConditionApproved, metav1.ConditionTrue, infrav1.ReasonApprovalAccepted, "Approved by "+by+".")
+		setPlanCondition(p, infrav1.ConditionApplied, metav1.ConditionUnknown, infrav1.ReasonApplying, "The approved plan is being applied with --expect-plan.")
+	})
+}
+
+// closeLivePlan finishes the live plan in a terminal phase and clears
+// status.pendingPlanRef.
+func (r *Reconciler) closeLivePlan(ctx context.Context, tc *infrav1.TerraformCluster, phase infrav1.PlanPhase, reason, message string) error {
+	plan, err := r.livePlan(ctx, tc)
+	if err != nil || plan == nil {
+		return err
+	}
+	if !phaseOf(plan).Terminal() {
+		applied := metav1.ConditionFalse
+		if phase == infrav1.PlanApplied {
+			applied = metav1.ConditionTrue
+		}
+		err = r.setPhase(ctx, plan, phase, func(p *infrav1.TerraformPlan) {
+			setPlanCondition(p, infrav1.ConditionApplied, applied, reason, message)
+		})
+		if err != nil {
+			return err
+		}
+	}
+	tc.Status.PendingPlanRef = nil
+	return nil
+}
+
+// syncPlans keeps the plans of tc in step with status.plan: a live plan
+// that no longer matches it became moot; an approval that landed on a plan
+// already superseded is ignored, visibly; old finished plans are pruned.
+func (r *Reconciler) syncPlans(ctx context.Context, tc *infrav1.TerraformCluster) error {
+	if ref, p := tc.Status.PendingPlanRef, tc.Status.Plan; ref != nil && (p == nil || ref.Name != planName(tc.Name, p.Job, p.PlanHash)) {
+		err := r.closeLivePlan(ctx, tc, infrav1.PlanSuperseded, infrav1.ReasonPlanSuperseded,
+			"The plan became moot: the inputs changed, no apply is due any more, or the applyPolicy changed.")
+		if err != nil {
+			return err
+		}
+	}
+	var list infrav1.TerraformPlanList
+	if err := r.Client.List(ctx, &list, client.InNamespace(tc.Namespace)); err != nil {
+		return fmt.Errorf("list TerraformPlans: %w", err)
+	}
+	var finished []*infrav1.TerraformPlan
+	for i := range list.Items {
+		plan := &list.Items[i]
+		if plan.Spec.TargetRef.Kind != "TerraformCluster" || plan.Spec.TargetRef.Name != tc.Name || !phaseOf(plan).Terminal() {
+			continue
+		}
+		finished = append(finished, plan)
+		if err := r.ignoreLateApproval(ctx, tc, plan); err != nil {
+			return err
+		}
+	}
+	if tc.Annotations[annotationPaused] != "" || !tc.DeletionTimestamp.IsZero() || len(finished) <= keepFinished {
+		return nil
+	}
+	sort.Slice(finished, func(i, j int) bool {
+		a, b := finished[i].CreationTimestamp, finished[j].CreationTimestamp
+		if !a.Equal(&b) {
+			return b.Before(&a)
+		}
+		return finished[i].Name > finished[j].Name
+	})
+	for _, plan := range finished[keepFinished:] {
+		if err := r.Client.Delete(ctx, plan); err != nil && !apierrors.IsNotFound(err) {
+			return fmt.Errorf("prune TerraformPlan %s: %w", plan.Name, err)
+		}
+	}
+	return nil
+}
+
+// ignoreLateApproval answers an approval that landed on a plan after it
+// was superseded: the plan says ApprovalIgnored, and a PlanSuperseded
+// warning on the target names the current plan. Once per plan.
+func (r *Reconciler) ignoreLateApproval(ctx context.Context, tc *infrav1.TerraformCluster, plan *infrav1.TerraformPlan) error {
+	c := meta.FindStatusCondition(plan.Status.Conditions, infrav1.ConditionApproved)
+	if phaseOf(plan) != infrav1.PlanSuperseded || !plan.Spec.Approved || (c != nil && (c.Status == metav1.ConditionTrue || c.Reason == infrav1.ReasonApprovalIgnored)) {
+		return nil
+	}
+	current := "none"
+	if tc.Status.PendingPlanRef != nil {
+		current = tc.Status.PendingPlanRef.Name
+	}
+	before := plan.DeepCopy()
+	setPlanCondition(plan, infrav1.ConditionApproved, metav1.ConditionFalse, infrav1.ReasonApprovalIgnored,
+		fmt.Sprintf("Approved by %s after the plan was superseded; the approval was ignored. The current plan is %s.", plan.Spec.ApprovedBy, current))
+	plan.Status.ObservedGeneration = plan.Generation
+	if err := r.Client.Status().Patch(ctx, plan, client.MergeFrom(before)); err != nil {
+		return fmt.Errorf("TerraformPlan %s status: %w", plan.Name, err)
+	}
+	r.Recorder.Eventf(tc, plan, corev1.EventTypeWarning, infrav1.EventPlanSuperseded, "Approve",
+		"Plan %s was approved by %s after it was superseded; the approval was ignored. The current plan is %s.", plan.Name, plan.Spec.ApprovedBy, current)
+	return nil
+}
+
+// setPhase moves a plan to phase: its label (which travels with the plan
+// through clusterctl move), then its status.
+func (r *Reconciler) setPhase(ctx context.Context, plan *infrav1.TerraformPlan, phase infrav1.PlanPhase, conditions func(*infrav1.TerraformPlan)) error {
+	before := plan.DeepCopy()
+	if plan.Labels == nil {
+		plan.Labels = map[string]string{}
+	}
+	plan.Labels[infrav1.LabelPlanPhase] = string(phase)
+	if err := r.Client.Patch(ctx, plan, client.MergeFrom(before)); err != nil {
+		return fmt.Errorf("TerraformPlan %s phase: %w", plan.Name, err)
+	}
+	before = plan.DeepCopy()
+	plan.Status.Phase = phase
+	plan.Status.ObservedGeneration = plan.Generation
+	conditions(plan)
+	if err := r.Client.Status().Patch(ctx, plan, client.MergeFrom(before)); err != nil {
+		return fmt.Errorf("TerraformPlan %s status: %w", plan.Name, err)
+	}
+	return nil
+}
+
+// phaseOf is a plan's phase as its label says: the label is what moves
+// with the plan and what the webhook reads.
+func phaseOf(plan *infrav1.TerraformPlan) infrav1.PlanPhase {
+	if p := plan.Labels[infrav1.LabelPlanPhase]; p != "" {
+		return infrav1.PlanPhase(p)
+	}
+	return plan.Status.Phase
+}
+
+func setPlanCondition(plan *infrav1.TerraformPlan, typ string, status metav1.ConditionStatus, reason, message string) {
+	meta.SetStatusCondition(&plan.Status.Conditions, metav1.Condition{
+		Type: typ, Status: status, Reason: reason, Message: message, ObservedGeneration: plan.Generation,
+	})
+}
