@@ -62,8 +62,8 @@ func TestGeneratedPlanIsValid(t *testing.T) {
 		t.Fatal(err)
 	}
 	r := computeDetail(t, b.String())
-	if r.Report.Add != 400 || r.Report.Change != 400 || r.Report.Destroy != 200 || len(r.Changes) != 1001 {
-		t.Errorf("generated plan of 1,000: add %d change %d destroy %d lines %d", r.Report.Add, r.Report.Change, r.Report.Destroy, len(r.Changes))
+	if r.Report.Add != 400 || r.Report.Change != 400 || r.Report.Destroy != 200 || r.Changes.Len() != 1001 {
+		t.Errorf("generated plan of 1,000: add %d change %d destroy %d lines %d", r.Report.Add, r.Report.Change, r.Report.Destroy, r.Changes.Len())
 	}
 }
 

@@ -12,10 +12,13 @@ import (
 // record holds no pointer, so the garbage collector never scans the
 // records, however many there are: addresses live in one arena, and a
 // record holds offsets into it, its kind of action, flags and digest.
+// With detail, the records' path digests live in one slice the same way.
 type lines struct {
-	arena []byte
-	recs  []record
-	paths []map[string]string // per record, with Detail only
+	arena  []byte
+	recs   []record
+	detail bool
+	refs   []pathRef // with detail: every record's path digests, in record order
+	refEnd []uint32  // with detail: where each record's refs end
 }
 
 type record struct {
@@ -25,19 +28,38 @@ type record struct {
 	digest [32]byte
 }
 
+// pathRef is the keyed digest of what a change does at one attribute path.
+type pathRef struct {
+	name   uint32 // index into the path names
+	digest [32]byte
+}
+
 const (
 	flagImport = 1 << iota
 	flagMove
 	flagOutput
 )
 
-func (l *lines) add(address []byte, kind, flags uint8, digest [32]byte, paths map[string]string) {
+// add keeps a line. With detail, the refs added since the previous line
+// are this line's.
+func (l *lines) add(address []byte, kind, flags uint8, digest [32]byte) {
 	l.recs = append(l.recs, record{off: uint32(len(l.arena)), n: uint32(len(address)), kind: kind, flags: flags, digest: digest})
 	l.arena = append(l.arena, address...)
-	if paths != nil {
-		l.paths = append(l.paths, make([]map[string]string, len(l.recs)-len(l.paths))...)
-		l.paths[len(l.recs)-1] = paths
+	if l.detail {
+		l.refEnd = append(l.refEnd, uint32(len(l.refs)))
 	}
+}
+
+// refsOf returns the path digests of record i.
+func (l *lines) refsOf(i int32) []pathRef {
+	if !l.detail {
+		return nil
+	}
+	var start uint32
+	if i > 0 {
+		start = l.refEnd[i-1]
+	}
+	return l.refs[start:l.refEnd[i]]
 }
 
 func (l *lines) address(i int32) []byte {
