@@ -33,7 +33,7 @@ func (d *Detail) Len() int {
 // Change returns change i, in address order.
 func (d *Detail) Change(i int) Change {
 	r := d.order[i]
-	rec := &d.lines.recs[r]
+	rec := d.lines.rec(r)
 	c := Change{
 		Address: string(d.lines.address(r)),
 		Actions: kindList[rec.kind].actions,
@@ -62,7 +62,7 @@ func (d *Detail) All() iter.Seq[Change] {
 }
 
 func (d *Detail) address(i int) []byte { return d.lines.address(d.order[i]) }
-func (d *Detail) rec(i int) *record    { return &d.lines.recs[d.order[i]] }
+func (d *Detail) rec(i int) *record    { return d.lines.rec(d.order[i]) }
 func (d *Detail) labels(i int) string  { return d.lines.labels(d.order[i]) }
 
 // A DetailBuilder reads a Detail back from its changes, as Detail.All gave
@@ -101,18 +101,19 @@ func (b *DetailBuilder) Add(c Change) error {
 		return fmt.Errorf("digest: %w", err)
 	}
 	b.lines.detail = true
-	start := len(b.lines.refs)
+	blk := b.lines.next()
+	start := len(blk.refs)
 	for _, name := range slices.Sorted(maps.Keys(c.Paths)) {
 		if name == "" {
-			b.lines.refs = b.lines.refs[:start]
+			blk.refs = blk.refs[:start]
 			return errors.New("paths: an empty path name")
 		}
 		d, err := parseDigest(c.Paths[name])
 		if err != nil {
-			b.lines.refs = b.lines.refs[:start]
+			blk.refs = blk.refs[:start]
 			return fmt.Errorf("paths[%q]: %w", name, err)
 		}
-		b.lines.refs = append(b.lines.refs, pathRef{name: b.names.id([]byte(name)), digest: d})
+		blk.refs = append(blk.refs, pathRef{name: b.names.id([]byte(name)), digest: d})
 	}
 	b.lines.add([]byte(c.Address), kind, uint8(flags), digest)
 	return nil
@@ -123,7 +124,7 @@ func (b *DetailBuilder) Add(c Change) error {
 func (b *DetailBuilder) Detail() *Detail {
 	l := b.lines
 	l.detail = true
-	order := make([]int32, len(l.recs))
+	order := make([]int32, l.n)
 	for i := range order {
 		order[i] = int32(i)
 	}

@@ -1,6 +1,9 @@
 package fingerprint
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
@@ -109,5 +112,38 @@ func TestCompareChangesRefusesDisorder(t *testing.T) {
 	want := []Difference{{Address: "a.x", Kind: Added, Labels: "delete"}, {Address: "b.y", Kind: Gone, Labels: "delete"}}
 	if err != nil || !cmp.Equal(want, got) {
 		t.Errorf("CompareChanges = %+v, %v; want %+v", got, err, want)
+	}
+}
+
+// TestManyBlocks fingerprints a plan of several blocks of lines, in an
+// order that is not address order: the hash is the SHA-256 of the sorted
+// lines of its changes, and every change keeps the digest it has alone.
+func TestManyBlocks(t *testing.T) {
+	const n = 3*blockLen + 7
+	changes := make([]string, n)
+	for i := range changes {
+		// Reversed, so that the lines must be sorted.
+		changes[n-1-i] = rc(fmt.Sprintf("terraform_data.r%05d", i), "update", fmt.Sprintf(`"before":{"v":%d,"w":1},"after":{"v":%d,"w":2}`, i, i+1))
+	}
+	r := computeDetail(t, doc(changes...))
+	if r.Changes.Len() != n || r.Report.Change != n {
+		t.Fatalf("%d changes, report %+v; want %d", r.Changes.Len(), r.Report, n)
+	}
+	var lines []string
+	for c := range r.Changes.All() {
+		lines = append(lines, c.Line())
+	}
+	if !slices.IsSorted(lines) {
+		t.Error("the changes are not in address order")
+	}
+	sum := sha256.Sum256([]byte(strings.Join(lines, "\n")))
+	if got, want := r.Report.PlanHash, Prefix+hex.EncodeToString(sum[:]); got != want {
+		t.Errorf("hash %s, want %s from the lines", got, want)
+	}
+	for _, i := range []int{0, blockLen - 1, blockLen, 2*blockLen + 1, n - 1} {
+		alone := computeDetail(t, doc(changes[n-1-i])).Changes.Change(0)
+		if d := cmp.Diff(alone, r.Changes.Change(i)); d != "" {
+			t.Errorf("change %d differs from the same change alone (-alone +in the plan):\n%s", i, d)
+		}
 	}
 }

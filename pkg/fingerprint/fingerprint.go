@@ -155,7 +155,7 @@ type computation struct {
 	sumBuf []byte
 
 	// With Detail: the path names, and per name where its digest for the
-	// current change may be in lines.refs.
+	// current change may be in the refs of lines.next().
 	names   pathNames
 	seen    []uint32
 	scratch []byte
@@ -471,7 +471,7 @@ var (
 // addPaths keeps, for Detail, a keyed digest per attribute path of ch (of
 // its import and its move too), as the refs of the line added next.
 func (c *computation) addPaths(ch *change) {
-	start := len(c.lines.refs)
+	start := len(c.lines.next().refs)
 	for _, l := range c.e.list {
 		c.putPath(start, c.e.paths[l.pathStart:l.pathEnd], c.sum(c.e.leaves[l.start:l.end]), true)
 	}
@@ -489,7 +489,8 @@ func (c *computation) addPaths(ch *change) {
 // container: with combine their digests then combine (the keyed digest of
 // both in hex, earlier first), else d replaces the earlier one.
 func (c *computation) putPath(start int, path []byte, d [sha256.Size]byte, combine bool) {
-	refs := c.lines.refs
+	b := c.lines.next()
+	refs := b.refs
 	id := c.names.id(path)
 	if int(id) >= len(c.seen) {
 		c.seen = append(c.seen, make([]uint32, int(id)+1-len(c.seen))...)
@@ -504,7 +505,7 @@ func (c *computation) putPath(start int, path []byte, d [sha256.Size]byte, combi
 		return
 	}
 	c.seen[id] = uint32(len(refs))
-	c.lines.refs = append(refs, pathRef{name: id, digest: d})
+	b.refs = append(refs, pathRef{name: id, digest: d})
 }
 
 // sum is the keyed HMAC of b.
@@ -536,7 +537,7 @@ func (c *computation) result() *Result {
 	var first []int32
 	n := 0
 	for _, r := range order {
-		if l.recs[r].flags&flagOutput != 0 {
+		if l.rec(r).flags&flagOutput != 0 {
 			continue
 		}
 		n++
