@@ -561,12 +561,7 @@ func (c *computation) result() *Result {
 
 	res := &Result{Report: c.report}
 	if c.e.detail {
-		// Line order is address order but for addresses holding bytes
-		// below ' '.
-		byAddress := func(a, b int32) int { return bytes.Compare(l.address(a), l.address(b)) }
-		if !slices.IsSortedFunc(order, byAddress) {
-			slices.SortStableFunc(order, byAddress)
-		}
+		l.sortByAddress(order)
 		res.Changes = &Detail{lines: c.lines, order: order, names: c.names.names}
 	}
 	return res

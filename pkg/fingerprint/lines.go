@@ -142,6 +142,16 @@ func (l *lines) sorted() []int32 {
 	return order
 }
 
+// sortByAddress sorts record indices by address, keeping the order of
+// records at one address. Line order is address order but for addresses
+// holding bytes below ' ', so this is mostly a check.
+func (l *lines) sortByAddress(order []int32) {
+	byAddress := func(a, b int32) int { return bytes.Compare(l.address(a), l.address(b)) }
+	if !slices.IsSortedFunc(order, byAddress) {
+		slices.SortStableFunc(order, byAddress)
+	}
+}
+
 // compare orders two records as their lines "<address> <actions> <digest>"
 // sort, byte by byte, without building the lines.
 func (l *lines) compare(i, j int32) int {
