@@ -179,7 +179,9 @@ func TestBadRecord(t *testing.T) {
 		record string
 		want   string
 	}{
+		{"empty", "", "unexpected EOF"},
 		{"not JSON", "nope", "invalid character 'o' in literal null (expecting 'u')"},
+		{"cut before its end", string(golden[:len(golden)-2]), "changes: unexpected EOF"},
 		{"not an object", "[]", "found [ where { belongs"},
 		{"truncated", string(golden[:len(golden)/2]), "changes: [2]: unexpected EOF"},
 		{"data after it", string(golden) + "{}", "data after the record"},

@@ -221,6 +221,9 @@ func readChanges(dec *json.Decoder, each func(fingerprint.Change) error) (listed
 // expect reads the next token and refuses anything but want.
 func expect(dec *json.Decoder, want json.Delim) error {
 	tok, err := dec.Token()
+	if errors.Is(err, io.EOF) {
+		return io.ErrUnexpectedEOF
+	}
 	if err != nil {
 		return err
 	}
