@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"time"
@@ -294,11 +295,14 @@ func (s *session) moved(approved string, fresh *fingerprint.Result) *movedReport
 	if approved == "" {
 		return nil
 	}
-	rec, err := s.store.Load(approved)
-	if err != nil {
+	diffs, err := s.store.Compare(approved, fresh.Changes)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
 		return &movedReport{Unknown: "no record of the approved plan in " + s.store.Dir + " (was it planned on another machine?)"}
+	case err != nil:
+		return &movedReport{Unknown: err.Error()}
 	}
-	return &movedReport{Differences: fingerprint.Compare(rec.Changes, fresh.Changes)}
+	return &movedReport{Differences: diffs}
 }
 
 func newFingerprint(stdout io.Writer) *cobra.Command {

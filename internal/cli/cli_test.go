@@ -410,3 +410,39 @@ func TestNoValueLeaks(t *testing.T) {
 		})
 	}
 }
+
+// TestDamagedRecord: when the record of the approved plan cannot be read,
+// a refused apply still applies nothing and says why what moved is
+// unknown: the file and the place in it, no value.
+func TestDamagedRecord(t *testing.T) {
+	setup(t)
+	bin := tftest.Binaries(t)[0]
+	dir := tftest.CopyRoot(t, "testdata/roots/canary")
+	b := "--binary=" + bin.Path
+	captf(t, "apply", dir, b, "--expect-plan", captf(t, "plan", dir, b, "--json").want(t, 0).report(t).PlanHash).want(t, 0)
+
+	writeVars(t, dir, "2", "CANARY-PLAIN-41d2e8")
+	approved := captf(t, "plan", dir, b, "--json").want(t, 0).report(t)
+	record := filepath.Join(dir, runner.StateDir, "plans", strings.ReplaceAll(approved.PlanHash, ":", "-")+".json")
+	data, err := os.ReadFile(record)
+	if err != nil {
+		t.Fatal(err)
+	}
+	write(t, record, data[:len(data)-2], 0o600)
+
+	writeVars(t, dir, "2", "CANARY-PLAIN-changed")
+	before := readState(t, dir)
+	out := captf(t, "apply", dir, b, "--json", "--expect-plan", approved.PlanHash).want(t, runner.ExitPlanChanged)
+	ref := out.refusal(t)
+	want := "plan record " + record + ": changes: unexpected EOF"
+	if ref.Applied || ref.Moved == nil || ref.Moved.Unknown != want || ref.Moved.Differences != nil {
+		t.Errorf("moved = %+v, want unknown: %s", ref.Moved, want)
+	}
+	if !bytes.Equal(before, readState(t, dir)) {
+		t.Error("a refused apply changed the state file")
+	}
+	// stderr is terraform's own output, which shows the plan.
+	if strings.Contains(out.stdout, "CANARY") {
+		t.Errorf("the refusal shows a value:\n%s", out.stdout)
+	}
+}

@@ -6,6 +6,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -19,9 +20,13 @@ func TestSaveLoadPrune(t *testing.T) {
 	now := time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC)
 	results := make([]*fingerprint.Result, Keep+3)
 	for i := range results {
+		var changes fingerprint.DetailBuilder
+		if err := changes.Add(fingerprint.Change{Address: "a.b", Actions: "create", Labels: "create", Digest: fmt.Sprintf("%064x", i), Paths: map[string]string{"x": strings.Repeat("f", 64)}}); err != nil {
+			t.Fatal(err)
+		}
 		results[i] = &fingerprint.Result{
 			Report:  fingerprint.Report{Add: i, Resources: []string{"a.b (create)"}, PlanHash: fmt.Sprintf("p2:%064x", i)},
-			Changes: []fingerprint.Change{{Address: "a.b", Actions: "create", Labels: "create", Digest: "d", Paths: map[string]string{"x": "y"}}},
+			Changes: changes.Detail(),
 		}
 		if err := s.Save(results[i], now); err != nil {
 			t.Fatal(err)
@@ -39,9 +44,14 @@ func TestSaveLoadPrune(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := &Record{CreatedAt: now, Report: last.Report, Changes: last.Changes}
-	if d := cmp.Diff(want, got); d != "" {
-		t.Errorf("record (-want +got):\n%s", d)
+	if !got.CreatedAt.Equal(now) {
+		t.Errorf("createdAt %v, want %v", got.CreatedAt, now)
+	}
+	if d := cmp.Diff(last.Report, got.Report); d != "" {
+		t.Errorf("report (-want +got):\n%s", d)
+	}
+	if d := cmp.Diff(changesOf(last.Changes), changesOf(got.Changes)); d != "" {
+		t.Errorf("changes (-want +got):\n%s", d)
 	}
 	if _, err := s.Load(results[0].Report.PlanHash); !errors.Is(err, fs.ErrNotExist) {
 		t.Errorf("the oldest record survived pruning: %v", err)

@@ -5,15 +5,13 @@ import (
 	"bytes"
 	"compress/gzip"
 	"crypto/sha256"
-	"fmt"
 	"io"
 	"os"
-	"os/exec"
 	"path/filepath"
-	"strconv"
-	"strings"
 	"sync"
 	"testing"
+
+	"github.com/captf/captf/internal/benchplan"
 )
 
 // The benchmarks measure, in one run on the same bytes, the fingerprint's
@@ -43,54 +41,9 @@ func realPlan(tb testing.TB) []byte {
 	return b
 }
 
-// writeGenerated writes a plan of n resource changes shaped like
-// terraform's, sorted by address as terraform writes them: a mix of creates, in-place updates, replacements, deletes,
-// imports and moves, with unknown and sensitive markers, large integers,
-// escapes, and planned_values and prior_state sections to skip.
-func writeGenerated(w io.Writer, n int) error {
-	bw := bufio.NewWriterSize(w, 1<<16)
-	fmt.Fprint(bw, `{"format_version":"1.2","terraform_version":"1.11.4","variables":{"gen":{"value":2}},"planned_values":{"root_module":{"resources":[`)
-	for i := range n / 10 {
-		if i > 0 {
-			bw.WriteByte(',')
-		}
-		fmt.Fprintf(bw, `{"address":"terraform_data.r[%d]","mode":"managed","type":"terraform_data","values":{"input":{"name":"r-%d"}}}`, i, i)
-	}
-	fmt.Fprint(bw, `]}},"resource_changes":[`)
-	for i := range n {
-		if i > 0 {
-			bw.WriteByte(',')
-		}
-		// Addresses in the order terraform writes them: sorted.
-		head := fmt.Sprintf(`{"address":"module.m%02d.terraform_data.r[\"k%06d\"]","module_address":"module.m%02d","mode":"managed","type":"terraform_data","name":"r","index":"k%06d","provider_name":"terraform.io/builtin/terraform",`, i/2000, i, i/2000, i)
-		bw.WriteString(head)
-		switch i % 10 {
-		case 0, 1, 2:
-			fmt.Fprintf(bw, `"change":{"actions":["create"],"before":null,"after":{"input":{"big":1844674407370955%04d,"name":"r-%d","note":"line\nbreak \u00e9","size":%d},"triggers_replace":null},"after_unknown":{"id":true,"input":{},"output":true},"before_sensitive":false,"after_sensitive":{"input":{"note":true},"output":{}}}}`, i%10000, i, i*7)
-		case 3, 4, 5, 6:
-			fmt.Fprintf(bw, `"change":{"actions":["update"],"before":{"id":"id-%08d","input":{"gen":1,"name":"r-%d","ports":[80,443,%d]},"triggers_replace":0},"after":{"id":"id-%08d","input":{"gen":2,"name":"r-%d","ports":[80,443,%d]},"triggers_replace":0},"after_unknown":{"input":{"ports":[false,false,false]},"output":true},"before_sensitive":{"input":{"ports":[false,false,false]}},"after_sensitive":{"input":{}}}}`, i, i, 8000+i%1000, i, i, 8000+i%1000)
-		case 7:
-			fmt.Fprintf(bw, `"change":{"actions":["delete","create"],"before":{"id":"id-%08d","input":"x","triggers_replace":1},"after":{"input":"x","triggers_replace":2},"after_unknown":{"id":true,"output":true},"before_sensitive":{},"after_sensitive":{}},"action_reason":"replace_because_cannot_update"}`, i)
-		case 8:
-			fmt.Fprintf(bw, `"change":{"actions":["delete"],"before":{"id":"id-%08d","input":"gone"},"after":null,"after_unknown":{},"before_sensitive":{},"after_sensitive":false}}`, i)
-		default:
-			fmt.Fprintf(bw, `"previous_address":"terraform_data.old[%d]","change":{"actions":["no-op"],"before":{"id":"id-%08d"},"after":{"id":"id-%08d"},"after_unknown":{},"before_sensitive":{},"after_sensitive":{},"importing":{"id":"imp-%d"}}}`, i, i, i, i)
-		}
-	}
-	fmt.Fprint(bw, `],"output_changes":{"count":{"actions":["update"],"before":1,"after":2,"after_unknown":false,"before_sensitive":false,"after_sensitive":false}},"prior_state":{"format_version":"1.0","values":{"root_module":{"resources":[`)
-	for i := range n / 10 {
-		if i > 0 {
-			bw.WriteByte(',')
-		}
-		fmt.Fprintf(bw, `{"address":"terraform_data.r[%d]","values":{"id":"id-%08d","input":{"name":"r-%d","esc":"q\"uote\\"}}}`, i, i, i)
-	}
-	fmt.Fprint(bw, `]}}},"configuration":{"root_module":{}},"timestamp":"2026-11-29T00:00:00Z","applyable":true,"complete":true,"errored":false}`)
-	return bw.Flush()
-}
-
 var generated = sync.OnceValues(func() ([]byte, error) {
 	var b bytes.Buffer
-	err := writeGenerated(&b, 100_000)
+	err := benchplan.Write(&b, 100_000, 0)
 	return b.Bytes(), err
 })
 
@@ -105,12 +58,12 @@ func generatedPlan(tb testing.TB) []byte {
 
 func TestGeneratedPlanIsValid(t *testing.T) {
 	var b bytes.Buffer
-	if err := writeGenerated(&b, 1000); err != nil {
+	if err := benchplan.Write(&b, 1000, 0); err != nil {
 		t.Fatal(err)
 	}
 	r := computeDetail(t, b.String())
-	if r.Report.Add != 400 || r.Report.Change != 400 || r.Report.Destroy != 200 || len(r.Changes) != 1001 {
-		t.Errorf("generated plan of 1,000: add %d change %d destroy %d lines %d", r.Report.Add, r.Report.Change, r.Report.Destroy, len(r.Changes))
+	if r.Report.Add != 400 || r.Report.Change != 400 || r.Report.Destroy != 200 || r.Changes.Len() != 1001 {
+		t.Errorf("generated plan of 1,000: add %d change %d destroy %d lines %d", r.Report.Add, r.Report.Change, r.Report.Destroy, r.Changes.Len())
 	}
 }
 
@@ -133,6 +86,20 @@ func BenchmarkFingerprint(b *testing.B) {
 				}
 			}
 		})
+		b.Run(in.name+"/detail", func(b *testing.B) {
+			h, err := New(testKey)
+			if err != nil {
+				b.Fatal(err)
+			}
+			h.Detail = true
+			b.SetBytes(int64(len(plan)))
+			b.ReportAllocs()
+			for b.Loop() {
+				if _, err := h.Compute(bytes.NewReader(plan)); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
 		b.Run(in.name+"/sha256", func(b *testing.B) {
 			b.SetBytes(int64(len(plan)))
 			for b.Loop() {
@@ -144,73 +111,53 @@ func BenchmarkFingerprint(b *testing.B) {
 
 // BenchmarkPeakMemory fingerprints the generated 100,000-change plan from a
 // file in a fresh process (this test binary, re-run by TestMain) and reports
-// that process's peak resident memory. With Detail, as the CLI runs it.
+// that process's peak resident memory, without and with Detail. What the
+// CLI does with the detail (write the record, read the approved one,
+// compare) is measured by internal/planstore's BenchmarkPeakMemory.
 func BenchmarkPeakMemory(b *testing.B) {
 	path := filepath.Join(b.TempDir(), "plan.json")
 	if err := os.WriteFile(path, generatedPlan(b), 0o600); err != nil {
 		b.Fatal(err)
 	}
-	for _, detail := range []string{"", "detail"} {
-		b.Run("generated-100k"+map[string]string{"": "", "detail": "/detail"}[detail], func(b *testing.B) {
-			var peak int64
+	for _, child := range []string{"stream", "detail"} {
+		name := "generated-100k"
+		if child == "detail" {
+			name += "/detail"
+		}
+		b.Run(name, func(b *testing.B) {
+			var peak float64
+			var hash string
 			for b.Loop() {
-				cmd := exec.Command(os.Args[0], "-test.run=^$")
-				cmd.Env = append(os.Environ(), "CAPTF_FINGERPRINT_FILE="+path, "CAPTF_FINGERPRINT_DETAIL="+detail)
-				out, err := cmd.Output()
-				if err != nil {
-					b.Fatalf("%v: %s", err, out)
+				fields, mb := benchplan.PeakMemory(b, child, "CAPTF_FINGERPRINT_FILE="+path)
+				if hash != "" && fields[0] != hash {
+					b.Fatalf("the hash moved between runs: %s, then %s", hash, fields[0])
 				}
-				// The child reports its own high-water mark: the rusage of a
-				// child also counts the parent's pages it shared before exec.
-				var hash string
-				var kb int64
-				if _, err := fmt.Sscan(string(out), &hash, &kb); err != nil {
-					b.Fatalf("child output %q: %v", out, err)
-				}
-				peak = max(peak, kb)
+				hash = fields[0]
+				peak = max(peak, mb)
 			}
-			b.ReportMetric(float64(peak)/1024, "peak-RSS-MB")
+			b.ReportMetric(peak, "peak-RSS-MB")
 		})
 	}
 }
 
-// highWaterKB is this process's peak resident memory (VmHWM) in kB.
-func highWaterKB() int64 {
-	b, err := os.ReadFile("/proc/self/status")
-	if err != nil {
-		return -1
-	}
-	for _, l := range strings.Split(string(b), "\n") {
-		if v, ok := strings.CutPrefix(l, "VmHWM:"); ok {
-			kb, _ := strconv.ParseInt(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(v), "kB")), 10, 64)
-			return kb
-		}
-	}
-	return -1
-}
-
 // TestMain doubles as the child of BenchmarkPeakMemory: it fingerprints a
-// file as a stream and exits.
+// file as a stream, prints the hash and its peak memory, and exits.
 func TestMain(m *testing.M) {
-	if path := os.Getenv("CAPTF_FINGERPRINT_FILE"); path != "" {
-		f, err := os.Open(path)
+	if child := os.Getenv(benchplan.PeakEnv); child != "" {
+		f, err := os.Open(os.Getenv("CAPTF_FINGERPRINT_FILE"))
 		if err != nil {
-			fmt.Fprintln(os.Stderr, err)
-			os.Exit(1)
+			benchplan.Fail(err)
 		}
 		h, err := New(testKey)
 		if err != nil {
-			fmt.Fprintln(os.Stderr, err)
-			os.Exit(1)
+			benchplan.Fail(err)
 		}
-		h.Detail = os.Getenv("CAPTF_FINGERPRINT_DETAIL") != ""
+		h.Detail = child == "detail"
 		r, err := h.Compute(bufio.NewReader(f))
 		if err != nil {
-			fmt.Fprintln(os.Stderr, err)
-			os.Exit(1)
+			benchplan.Fail(err)
 		}
-		fmt.Println(r.Report.PlanHash, highWaterKB())
-		os.Exit(0)
+		benchplan.Report(r.Report.PlanHash)
 	}
 	os.Exit(m.Run())
 }

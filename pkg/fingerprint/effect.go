@@ -2,7 +2,6 @@ package fingerprint
 
 import (
 	"strconv"
-	"strings"
 )
 
 // class is how spec 000 treats a change's actions.
@@ -31,8 +30,10 @@ type change struct {
 
 // leaf is one differing path of an update, written into effect.leaves.
 type leaf struct {
-	path       string // for people: input.tags["env"], cut at a sensitive container
-	start, end int    // its bytes in effect.leaves
+	start, end int // its bytes in effect.leaves
+	// With Detail, its path for people (input.tags["env"], cut at a
+	// sensitive container) in effect.paths.
+	pathStart, pathEnd int
 }
 
 // effect builds the canonical JSON of one change's effect.
@@ -41,6 +42,7 @@ type effect struct {
 	out    []byte
 	leaves []byte
 	list   []leaf
+	paths  []byte
 	detail bool
 
 	steps   []step
@@ -54,7 +56,7 @@ type step struct {
 
 // build writes the effect of c into e.out and returns it.
 func (e *effect) build(c *change) []byte {
-	e.out, e.leaves, e.list = e.out[:0], e.leaves[:0], e.list[:0]
+	e.out, e.leaves, e.list, e.paths = e.out[:0], e.leaves[:0], e.list[:0], e.paths[:0]
 	e.out = append(e.out, '{')
 	first := true
 	t := e.t
@@ -267,7 +269,9 @@ func (e *effect) emit(b, a, u, sb, sa int32, bs, as bool) {
 		if e.sensCut >= 0 {
 			cut = e.sensCut
 		}
-		l.path = pathString(e.steps[:cut])
+		l.pathStart = len(e.paths)
+		e.paths = appendPath(e.paths, e.steps[:cut])
+		l.pathEnd = len(e.paths)
 	}
 	e.list = append(e.list, l)
 }
@@ -295,31 +299,30 @@ func (e *effect) plannedDetail(c *change) {
 	}
 }
 
-// pathString renders steps the way Terraform prints attribute paths:
-// name.sub, map["key"], list[0].
-func pathString(steps []step) string {
-	var b strings.Builder
+// appendPath renders steps the way Terraform prints attribute paths:
+// name.sub, map["key"], list[0]; the empty path is (value).
+func appendPath(dst []byte, steps []step) []byte {
+	if len(steps) == 0 {
+		return append(dst, "(value)"...)
+	}
 	for i, s := range steps {
 		switch {
 		case s.index >= 0:
-			b.WriteByte('[')
-			b.WriteString(strconv.Itoa(s.index))
-			b.WriteByte(']')
+			dst = append(dst, '[')
+			dst = strconv.AppendInt(dst, int64(s.index), 10)
+			dst = append(dst, ']')
 		case isIdentifier(s.name):
 			if i > 0 {
-				b.WriteByte('.')
+				dst = append(dst, '.')
 			}
-			b.Write(s.name)
+			dst = append(dst, s.name...)
 		default:
-			b.WriteByte('[')
-			b.WriteString(strconv.Quote(string(s.name)))
-			b.WriteByte(']')
+			dst = append(dst, '[')
+			dst = strconv.AppendQuote(dst, string(s.name))
+			dst = append(dst, ']')
 		}
 	}
-	if b.Len() == 0 {
-		return "(value)"
-	}
-	return b.String()
+	return dst
 }
 
 func isIdentifier(s []byte) bool {

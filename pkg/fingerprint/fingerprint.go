@@ -69,9 +69,10 @@ type Report struct {
 func (r *Report) Empty() bool { return r.PlanHash == EmptyPlanHash }
 
 // Change is one line of the hash: a resource or output change with its
-// keyed digest. With Detail, Paths maps each attribute path the change
-// touches to a keyed digest of what it does there, so two plans can be
-// compared path by path without a value.
+// keyed digest. Paths maps each attribute path the change touches to a
+// keyed digest of what it does there, so two plans can be compared path by
+// path without a value. It is the form in which a Detail is written out
+// and read back.
 type Change struct {
 	Address string            `json:"address"`
 	Actions string            `json:"actions"`
@@ -85,16 +86,17 @@ type Change struct {
 func (c *Change) Line() string { return c.Address + " " + c.Actions + " " + c.Digest }
 
 // Result is a report and, when the Hasher has Detail, the changes behind
-// its hash sorted by address.
+// its hash.
 type Result struct {
 	Report  Report
-	Changes []Change
+	Changes *Detail // nil without Detail
 }
 
 // Hasher computes fingerprints under one key.
 type Hasher struct {
 	key []byte
-	// Detail asks for Change.Paths. It costs an extra HMAC per attribute.
+	// Detail asks for Result.Changes, with a keyed digest per attribute
+	// path. It costs an extra HMAC per path.
 	Detail bool
 }
 
@@ -127,6 +129,7 @@ func (h *Hasher) Compute(r io.Reader) (*Result, error) {
 	}
 	c.e.t = &c.t
 	c.e.detail = h.Detail
+	c.lines.detail = h.Detail
 	if err := c.document(); err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrMalformedPlan, err)
 	}
@@ -153,6 +156,12 @@ type computation struct {
 	isPlan bool
 	joined []byte
 	sumBuf []byte
+
+	// With Detail: the path names, and per name where its digest for the
+	// current change may be in the refs of lines.next().
+	names   pathNames
+	seen    []uint32
+	scratch []byte
 }
 
 func (c *computation) document() error {
@@ -451,26 +460,56 @@ func (c *computation) add(ch *change) {
 	if ch.output {
 		flags |= flagOutput
 	}
-	var paths map[string]string
 	if c.e.detail {
-		paths = make(map[string]string, len(c.e.list)+2)
-		for _, l := range c.e.list {
-			// Two leaves can share a path string once it is cut at a
-			// sensitive container; their digests then combine.
-			d := c.digest(c.e.leaves[l.start:l.end])
-			if prev, ok := paths[l.path]; ok {
-				d = c.digest([]byte(prev + d))
-			}
-			paths[l.path] = d
-		}
-		if ch.importing != none {
-			paths["(import)"] = c.digest(c.t.appendValue(nil, ch.importing))
-		}
-		if ch.movedFrom != "" {
-			paths["(moved from)"] = c.digest([]byte(ch.movedFrom))
-		}
+		c.addPaths(ch)
 	}
-	c.lines.add(ch.address, ch.kind, flags, c.sum(effect), paths)
+	c.lines.add(ch.address, ch.kind, flags, c.sum(effect))
+}
+
+// Path names of what is not an attribute.
+var (
+	importPath = []byte("(import)")
+	movedPath  = []byte("(moved from)")
+)
+
+// addPaths keeps, for Detail, a keyed digest per attribute path of ch (of
+// its import and its move too), as the refs of the line added next.
+func (c *computation) addPaths(ch *change) {
+	start := len(c.lines.next().refs)
+	for _, l := range c.e.list {
+		c.putPath(start, c.e.paths[l.pathStart:l.pathEnd], c.sum(c.e.leaves[l.start:l.end]), true)
+	}
+	if ch.importing != none {
+		c.scratch = c.t.appendValue(c.scratch[:0], ch.importing)
+		c.putPath(start, importPath, c.sum(c.scratch), false)
+	}
+	if ch.movedFrom != "" {
+		c.putPath(start, movedPath, c.sum([]byte(ch.movedFrom)), false)
+	}
+}
+
+// putPath keeps the digest d of path for the change whose refs begin at
+// start. Two leaves can share a path once it is cut at a sensitive
+// container: with combine their digests then combine (the keyed digest of
+// both in hex, earlier first), else d replaces the earlier one.
+func (c *computation) putPath(start int, path []byte, d [sha256.Size]byte, combine bool) {
+	b := c.lines.next()
+	refs := b.refs
+	id := c.names.id(path)
+	if int(id) >= len(c.seen) {
+		c.seen = append(c.seen, make([]uint32, int(id)+1-len(c.seen))...)
+	}
+	if at := int(c.seen[id]); at >= start && at < len(refs) && refs[at].name == id {
+		if combine {
+			c.scratch = hex.AppendEncode(c.scratch[:0], refs[at].digest[:])
+			c.scratch = hex.AppendEncode(c.scratch, d[:])
+			d = c.sum(c.scratch)
+		}
+		refs[at].digest = d
+		return
+	}
+	c.seen[id] = uint32(len(refs))
+	b.refs = append(refs, pathRef{name: id, digest: d})
 }
 
 // sum is the keyed HMAC of b.
@@ -480,12 +519,6 @@ func (c *computation) sum(b []byte) (out [sha256.Size]byte) {
 	c.sumBuf = c.mac.Sum(c.sumBuf[:0])
 	copy(out[:], c.sumBuf)
 	return out
-}
-
-// digest is the hex keyed HMAC of b.
-func (c *computation) digest(b []byte) string {
-	sum := c.sum(b)
-	return hex.EncodeToString(sum[:])
 }
 
 func (c *computation) result() *Result {
@@ -508,7 +541,7 @@ func (c *computation) result() *Result {
 	var first []int32
 	n := 0
 	for _, r := range order {
-		if l.recs[r].flags&flagOutput != 0 {
+		if l.rec(r).flags&flagOutput != 0 {
 			continue
 		}
 		n++
@@ -532,19 +565,8 @@ func (c *computation) result() *Result {
 
 	res := &Result{Report: c.report}
 	if c.e.detail {
-		res.Changes = make([]Change, len(order))
-		for i, r := range order {
-			rec := &l.recs[r]
-			res.Changes[i] = Change{
-				Address: string(l.address(r)),
-				Actions: kindList[rec.kind].actions,
-				Labels:  l.labels(r),
-				Digest:  hex.EncodeToString(rec.digest[:]),
-				Output:  rec.flags&flagOutput != 0,
-				Paths:   l.paths[r],
-			}
-		}
-		slices.SortStableFunc(res.Changes, func(a, b Change) int { return strings.Compare(a.Address, b.Address) })
+		l.sortByAddress(order)
+		res.Changes = &Detail{lines: c.lines, order: order, names: c.names.names}
 	}
 	return res
 }

@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 	"testing"
 	"testing/iotest"
@@ -317,8 +318,8 @@ func TestReport(t *testing.T) {
 		rc("q.noop", "no-op", `"before":{"v":1},"after":{"v":1}`),
 	)
 	r := computeDetail(t, plan)
-	if len(r.Changes) != 11 {
-		t.Errorf("%d changes, want 11 (9 resources, 2 outputs)", len(r.Changes))
+	if r.Changes.Len() != 11 {
+		t.Errorf("%d changes, want 11 (9 resources, 2 outputs)", r.Changes.Len())
 	}
 	want := Report{
 		Add: 2, Change: 2, Destroy: 2, Replace: 1, OutputChanges: 2,
@@ -479,7 +480,7 @@ func TestDetailAndCompare(t *testing.T) {
 		t.Fatal(err)
 	}
 	h.Detail = true
-	run := func(plan string) []Change {
+	run := func(plan string) *Detail {
 		r, err := h.Compute(strings.NewReader(plan))
 		if err != nil {
 			t.Fatal(err)
@@ -508,7 +509,7 @@ func TestDetailAndCompare(t *testing.T) {
 	if d := cmp.Diff(want, got); d != "" {
 		t.Errorf("Compare (-want +got):\n%s", d)
 	}
-	b, _ := json.Marshal(fresh)
+	b, _ := json.Marshal(slices.Collect(fresh.All()))
 	if bytes.Contains(b, []byte("SECRET")) || bytes.Contains(b, []byte("k1")) {
 		t.Errorf("detail holds a value or a sensitive key: %s", b)
 	}

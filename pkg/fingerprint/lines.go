@@ -8,20 +8,41 @@ import (
 	"strings"
 )
 
-// lines keeps every line of the hash until the plan has been read. A
-// record holds no pointer, so the garbage collector never scans the
-// records, however many there are: addresses live in one arena, and a
-// record holds offsets into it, its kind of action, flags and digest.
+// lines keeps every line of the hash until the plan has been read, in
+// blocks of blockLen records. A record holds no pointer, so the garbage
+// collector never scans the records, however many there are: addresses
+// live in the block's arena, and a record holds offsets into it, its kind
+// of action, flags and digest. With detail, the block's path digests live
+// in one slice the same way. A block, once full, is never copied: the
+// lines of a big plan grow without a trail of outgrown arrays, which would
+// take the garbage collector's headroom (and the peak memory) to twice
+// their size.
 type lines struct {
-	arena []byte
-	recs  []record
-	paths []map[string]string // per record, with Detail only
+	blocks []block
+	n      int
+	detail bool
+}
+
+// blockLen is how many records a block holds.
+const blockLen = 1024
+
+type block struct {
+	recs   []record
+	arena  []byte
+	refs   []pathRef // with detail: the records' path digests, in record order
+	refEnd []uint32  // with detail: where each record's refs end
 }
 
 type record struct {
-	off, n uint32
-	kind   uint8 // index into kindList
+	off, n uint32 // the address in the block's arena
+	kind   uint8  // index into kindList
 	flags  uint8
+	digest [32]byte
+}
+
+// pathRef is the keyed digest of what a change does at one attribute path.
+type pathRef struct {
+	name   uint32 // index into the path names
 	digest [32]byte
 }
 
@@ -31,24 +52,59 @@ const (
 	flagOutput
 )
 
-func (l *lines) add(address []byte, kind, flags uint8, digest [32]byte, paths map[string]string) {
-	l.recs = append(l.recs, record{off: uint32(len(l.arena)), n: uint32(len(address)), kind: kind, flags: flags, digest: digest})
-	l.arena = append(l.arena, address...)
-	if paths != nil {
-		l.paths = append(l.paths, make([]map[string]string, len(l.recs)-len(l.paths))...)
-		l.paths[len(l.recs)-1] = paths
+// next is the block the next line goes into.
+func (l *lines) next() *block {
+	if len(l.blocks) == 0 || len(l.blocks[len(l.blocks)-1].recs) == blockLen {
+		var b block
+		if len(l.blocks) > 0 {
+			// A plan with more than one block is a big one.
+			b.recs = make([]record, 0, blockLen)
+		}
+		l.blocks = append(l.blocks, b)
 	}
+	return &l.blocks[len(l.blocks)-1]
+}
+
+// add keeps a line. With detail, the refs added to l.next() since the
+// previous line are this line's.
+func (l *lines) add(address []byte, kind, flags uint8, digest [32]byte) {
+	b := l.next()
+	b.recs = append(b.recs, record{off: uint32(len(b.arena)), n: uint32(len(address)), kind: kind, flags: flags, digest: digest})
+	b.arena = append(b.arena, address...)
+	if l.detail {
+		b.refEnd = append(b.refEnd, uint32(len(b.refs)))
+	}
+	l.n++
+}
+
+// rec returns record i.
+func (l *lines) rec(i int32) *record {
+	return &l.blocks[i/blockLen].recs[i%blockLen]
+}
+
+// refsOf returns the path digests of record i.
+func (l *lines) refsOf(i int32) []pathRef {
+	if !l.detail {
+		return nil
+	}
+	b, j := &l.blocks[i/blockLen], i%blockLen
+	var start uint32
+	if j > 0 {
+		start = b.refEnd[j-1]
+	}
+	return b.refs[start:b.refEnd[j]]
 }
 
 func (l *lines) address(i int32) []byte {
-	r := &l.recs[i]
-	return l.arena[r.off : r.off+r.n]
+	b := &l.blocks[i/blockLen]
+	r := &b.recs[i%blockLen]
+	return b.arena[r.off : r.off+r.n]
 }
 
 // labels renders what a report entry shows in parentheses: the action,
 // then import, then move.
 func (l *lines) labels(i int32) string {
-	r := &l.recs[i]
+	r := l.rec(i)
 	return labelTable[r.kind][r.flags&(flagImport|flagMove)]
 }
 
@@ -76,7 +132,7 @@ var labelTable = func() (t [][4]string) {
 // writes resource changes sorted by address, so the usual plan is checked,
 // not sorted.
 func (l *lines) sorted() []int32 {
-	order := make([]int32, len(l.recs))
+	order := make([]int32, l.n)
 	for i := range order {
 		order[i] = int32(i)
 	}
@@ -84,6 +140,16 @@ func (l *lines) sorted() []int32 {
 		slices.SortFunc(order, l.compare)
 	}
 	return order
+}
+
+// sortByAddress sorts record indices by address, keeping the order of
+// records at one address. Line order is address order but for addresses
+// holding bytes below ' ', so this is mostly a check.
+func (l *lines) sortByAddress(order []int32) {
+	byAddress := func(a, b int32) int { return bytes.Compare(l.address(a), l.address(b)) }
+	if !slices.IsSortedFunc(order, byAddress) {
+		slices.SortStableFunc(order, byAddress)
+	}
 }
 
 // compare orders two records as their lines "<address> <actions> <digest>"
@@ -102,7 +168,7 @@ func (l *lines) compare(i, j int32) int {
 		}
 		return cmp.Compare(a[n], ' ')
 	}
-	ri, rj := &l.recs[i], &l.recs[j]
+	ri, rj := l.rec(i), l.rec(j)
 	if ri.kind != rj.kind {
 		// No action list is a prefix of another followed by a byte below
 		// ' ' (the next byte is ','), so plain comparison is line order.
@@ -114,7 +180,7 @@ func (l *lines) compare(i, j int32) int {
 
 // appendLine writes the line of record i.
 func (l *lines) appendLine(dst []byte, i int32) []byte {
-	r := &l.recs[i]
+	r := l.rec(i)
 	dst = append(dst, l.address(i)...)
 	dst = append(dst, ' ')
 	dst = append(dst, kindList[r.kind].actions...)
