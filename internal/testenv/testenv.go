@@ -61,14 +61,20 @@ type Env struct {
 	env     *envtest.Environment
 }
 
+// ConfigAs returns a rest.Config that acts as user with groups, by
+// impersonation, e.g. for a manager that must run as its ServiceAccount.
+func (e *Env) ConfigAs(user string, groups ...string) *rest.Config {
+	cfg := rest.CopyConfig(e.Config)
+	cfg.Impersonate = rest.ImpersonationConfig{UserName: user, Groups: groups}
+	return cfg
+}
+
 // ClientAs returns a client that acts as user with groups, by
 // impersonation: the API server authorizes each request as that user (give
 // the user RBAC) and tells admission webhooks that user's name.
 func (e *Env) ClientAs(t testing.TB, user string, groups ...string) client.Client {
 	t.Helper()
-	cfg := rest.CopyConfig(e.Config)
-	cfg.Impersonate = rest.ImpersonationConfig{UserName: user, Groups: groups}
-	c, err := client.New(cfg, client.Options{Scheme: e.Client.Scheme()})
+	c, err := client.New(e.ConfigAs(user, groups...), client.Options{Scheme: e.Client.Scheme()})
 	if err != nil {
 		t.Fatal(err)
 	}

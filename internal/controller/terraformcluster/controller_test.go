@@ -18,6 +18,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
@@ -27,6 +28,7 @@ import (
 	"github.com/captf/captf/internal/testenv"
 	"github.com/captf/captf/internal/testnode"
 	"github.com/captf/captf/internal/tftest"
+	planwebhook "github.com/captf/captf/internal/webhook/terraformplan"
 )
 
 // These tests run the manager's reconciler against a real kube-apiserver
@@ -51,8 +53,24 @@ type harness struct {
 	c   client.Client
 }
 
-func start(t *testing.T) *harness {
-	env := testenv.Start(t, "../../..")
+func start(t *testing.T) *harness { return startWith(t, false) }
+
+// managerUser is who the manager runs as when the webhook is served.
+const managerUser = "system:serviceaccount:captf-system:captf-manager"
+
+// startWith starts the harness; with webhooks, the TerraformPlan webhook
+// is served by the test and the manager runs as its ServiceAccount.
+func startWith(t *testing.T, webhooks bool) *harness {
+	var env *testenv.Env
+	cfg := (*rest.Config)(nil)
+	if webhooks {
+		env = testenv.StartWithWebhooks(t, "../../..")
+		env.ServeWebhooks(t, (&planwebhook.Validator{ManagerUsername: managerUser}).SetupWithManager)
+		cfg = env.ConfigAs(managerUser, "system:masters")
+	} else {
+		env = testenv.Start(t, "../../..")
+		cfg = env.Config
+	}
 	tf := tftest.Terraform(t)
 	for _, kv := range tftest.Env(t) {
 		k, v, _ := strings.Cut(kv, "=")
@@ -88,7 +106,7 @@ func start(t *testing.T) *harness {
 	}
 	node.Start(t)
 
-	mgr, err := ctrl.NewManager(env.Config, ctrl.Options{Scheme: env.Client.Scheme(), Cache: CacheOptions(), Metrics: metricsserver.Options{BindAddress: "0"}})
+	mgr, err := ctrl.NewManager(cfg, ctrl.Options{Scheme: env.Client.Scheme(), Cache: CacheOptions(), Metrics: metricsserver.Options{BindAddress: "0"}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,6 +1,7 @@
 package terraformcluster
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"strings"
@@ -9,9 +10,11 @@ import (
 
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/cli-runtime/pkg/genericiooptions"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	infrav1 "github.com/captf/captf/api/v1alpha1"
+	"github.com/captf/captf/internal/kubectlcaptf"
 )
 
 // plans lists the TerraformPlans of tc.
@@ -216,4 +219,39 @@ func TestTerraformPlanFailed(t *testing.T) {
 	if b == nil || b.Spec.PlanHash != fresh.PlanHash || b.Labels[infrav1.LabelPlanPhase] != "Pending" || b.Spec.Approved {
 		t.Errorf("the new plan %+v", b)
 	}
+}
+
+// TestApproveWithKubectlCaptf drives a real approval the way a person
+// would: the webhook is served and the manager runs as its ServiceAccount;
+// alice, who holds only the sample approver role, runs `kubectl captf
+// approve`; the plan is applied. A plan approved in someone else's name is
+// refused by the webhook.
+func TestApproveWithKubectlCaptf(t *testing.T) {
+	h := startWith(t, true)
+	h.env.CreateFromFile(t, "../../../config/samples/terraformplan-rbac.yaml")
+	tc := h.create("kubectl", infrav1.ApplyManual, "small")
+	h.wait(tc, "first apply", ready)
+	h.setSize(tc, "medium")
+	plan := h.livePlanOf(tc)
+
+	// mallory may patch plans too, but not in alice's name.
+	mallory := h.env.ClientAs(t, "mallory", "platform-approvers")
+	forged := plan.DeepCopy()
+	before := plan.DeepCopy()
+	forged.Spec.Approved, forged.Spec.ApprovedBy = true, "alice"
+	if err := mallory.Patch(context.Background(), forged, client.MergeFrom(before)); err == nil || !strings.Contains(err.Error(), "mallory") {
+		t.Errorf("an approval in someone else's name: %v", err)
+	}
+
+	var out, errOut bytes.Buffer
+	cmd := kubectlcaptf.NewCommand(genericiooptions.IOStreams{In: strings.NewReader(""), Out: &out, ErrOut: &errOut})
+	cmd.SetArgs([]string{"approve", plan.Name, "-n", "default", "--kubeconfig", h.env.UserKubeconfig(t, "alice", "platform-approvers")})
+	if err := cmd.ExecuteContext(context.Background()); err != nil {
+		t.Fatalf("kubectl captf approve: %v\n%s%s", err, out.String(), errOut.String())
+	}
+	applied := h.phaseWait(tc, plan.Name, infrav1.PlanApplied)
+	if applied.Spec.ApprovedBy != "alice" {
+		t.Errorf("approvedBy %q", applied.Spec.ApprovedBy)
+	}
+	h.wait(tc, "applied", func(tc *infrav1.TerraformCluster) bool { return ready(tc) && tc.Status.PendingPlanRef == nil })
 }
