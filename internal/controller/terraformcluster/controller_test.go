@@ -539,6 +539,12 @@ func TestFailedApplyKeepsApproval(t *testing.T) {
 	if tc.Status.Plan == nil || tc.Status.Plan.PlanHash != p.PlanHash {
 		t.Errorf("status.plan after the failure: %+v", tc.Status.Plan)
 	}
+	// Its TerraformPlan stays Approved while the apply is retried.
+	if ref := tc.Status.PendingPlanRef; ref == nil {
+		t.Error("no live TerraformPlan after a failed step")
+	} else if plan := h.plans(tc)[ref.Name]; plan == nil || plan.Labels[infrav1.LabelPlanPhase] != string(infrav1.PlanApproved) || plan.Spec.PlanHash != p.PlanHash {
+		t.Errorf("the plan after a failed step: %+v", plan)
+	}
 	// The retry expects the same plan and finds the tainted resource.
 	fresh := h.waitingPlan(tc, infrav1.ReasonPlanChanged)
 	if fresh.PlanHash == p.PlanHash || tc.Status.Failures != 1 {
