@@ -36,8 +36,8 @@ func TestInputProblems(t *testing.T) {
 
 func TestTail(t *testing.T) {
 	w := &tail{max: 4}
-	w.Write([]byte("abc"))
-	w.Write([]byte("defg"))
+	_, _ = w.Write([]byte("abc"))
+	_, _ = w.Write([]byte("defg"))
 	if string(w.buf) != "defg" {
 		t.Errorf("tail kept %q", w.buf)
 	}
