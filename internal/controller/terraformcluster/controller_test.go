@@ -464,7 +464,12 @@ func TestPlanChanged(t *testing.T) {
 		t.Errorf("events %v", reasons(evs))
 	}
 
-	// Switching to Automatic applies what waited and clears status.plan.
+	// Switching to Automatic applies what waited and clears status.plan;
+	// the plan that waited became moot.
+	waiting := tc.Status.PendingPlanRef
+	if waiting == nil {
+		t.Fatal("no live TerraformPlan for the new plan")
+	}
 	before := tc.DeepCopy()
 	tc.Spec.ApplyPolicy = infrav1.ApplyAutomatic
 	if err := h.c.Patch(ctx, tc, client.MergeFrom(before)); err != nil {
@@ -475,6 +480,9 @@ func TestPlanChanged(t *testing.T) {
 	})
 	if h.stateHash(tc) == stateBefore {
 		t.Error("nothing was applied after the switch to Automatic")
+	}
+	if plan := h.plans(tc)[waiting.Name]; plan == nil || plan.Labels[infrav1.LabelPlanPhase] != string(infrav1.PlanSuperseded) || tc.Status.PendingPlanRef != nil {
+		t.Errorf("the plan that waited, after the switch: %+v (pendingPlanRef %+v)", plan, tc.Status.PendingPlanRef)
 	}
 }
 
