@@ -10,6 +10,7 @@ package terraformcluster
 import (
 	"context"
 	"errors"
+	"fmt"
 	"time"
 
 	batchv1 "k8s.io/api/batch/v1"
@@ -55,6 +56,9 @@ type Reconciler struct {
 // and TerraformPlans they own, the Jobs' pods, and the ConfigMaps and Secrets they read
 // variables from. The manager's cache should be made with CacheOptions.
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, opts controller.Options) error {
+	if err := indexPlans(context.Background(), mgr.GetFieldIndexer()); err != nil {
+		return fmt.Errorf("index TerraformPlans: %w", err)
+	}
 	return ctrl.NewControllerManagedBy(mgr).
 		For(&infrav1.TerraformCluster{}).
 		Owns(&batchv1.Job{}).

@@ -23,6 +23,21 @@ import (
 // with spec.approved, or through the captf.io/approve-plan annotation:
 // either way there is one approval, one apply and one phase history.
 
+// indexPlanTarget indexes TerraformPlans by the name of their target, so
+// a reconcile lists its own plans, not the namespace's.
+const indexPlanTarget = "spec.targetRef.name"
+
+// indexPlans registers indexPlanTarget with the manager's cache.
+func indexPlans(ctx context.Context, indexer client.FieldIndexer) error {
+	return indexer.IndexField(ctx, &infrav1.TerraformPlan{}, indexPlanTarget, func(obj client.Object) []string {
+		plan := obj.(*infrav1.TerraformPlan)
+		if plan.Spec.TargetRef.Kind != "TerraformCluster" {
+			return nil
+		}
+		return []string{plan.Spec.TargetRef.Name}
+	})
+}
+
 // keepFinished is how many finished plans of a target are kept.
 const keepFinished = 10
 
@@ -168,13 +183,13 @@ func (r *Reconciler) syncPlans(ctx context.Context, tc *infrav1.TerraformCluster
 		}
 	}
 	var list infrav1.TerraformPlanList
-	if err := r.Client.List(ctx, &list, client.InNamespace(tc.Namespace)); err != nil {
+	if err := r.Client.List(ctx, &list, client.InNamespace(tc.Namespace), client.MatchingFields{indexPlanTarget: tc.Name}); err != nil {
 		return fmt.Errorf("list TerraformPlans: %w", err)
 	}
 	var finished []*infrav1.TerraformPlan
 	for i := range list.Items {
 		plan := &list.Items[i]
-		if plan.Spec.TargetRef.Kind != "TerraformCluster" || plan.Spec.TargetRef.Name != tc.Name || !phaseOf(plan).Terminal() {
+		if !phaseOf(plan).Terminal() {
 			continue
 		}
 		finished = append(finished, plan)
