@@ -23,8 +23,8 @@ import (
 // a fixture repository (testdata/preview, made a git repository with the
 // real git) whose components have no step with plan: a real shell step, a
 // component of s3-sync steps bound by its composition digest. The real
-// capabilities (terraform, kubectl, CloudFormation) join this fixture when
-// they are registered in capabilities.go.
+// capabilities (terraform, kubectl, CloudFormation) are tested end to end
+// in preview_e2e_test.go.
 
 const varCanary = "CANARY-VAR-3b8e"
 
