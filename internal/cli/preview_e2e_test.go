@@ -394,6 +394,10 @@ func TestPreviewAcrossTools(t *testing.T) {
 		})
 	}
 
+	// A member waiting on an output known only after its upstream's apply
+	// is held, applied in a second round under its own approval.
+	t.Run("held", func(t *testing.T) { w.heldRound(t) })
+
 	// 5. A note over 65,536 characters drops whole groups from the end.
 	t.Run("truncated note", func(t *testing.T) { w.truncatedNote(t) })
 
@@ -559,5 +563,92 @@ func (w *e2e) checkCanaries(t *testing.T) {
 				t.Errorf("%s holds %s", f, c)
 			}
 		}
+	}
+}
+
+// heldRound plans, in a repository of its own, a stack whose parameter is
+// the id of a terraform_data, which terraform knows only after apply.
+func (w *e2e) heldRound(t *testing.T) {
+	root := filepath.Join(filepath.Dir(w.root), "held")
+	files := map[string]string{
+		"captf.yaml": `components:
+  ids:
+    steps:
+      - kind: terraform-apply
+        inputs: {root: ids}
+  record:
+    steps:
+      - kind: cfn-deploy
+        inputs:
+          template: record.yaml
+          stack: captf-e2e-record
+          parameters:
+            Id: {stackOutput: {component: ids, name: id}}
+`,
+		"ids/main.tf": "resource \"terraform_data\" \"id\" {\n  input = \"x\"\n}\n\noutput \"id\" {\n  value = terraform_data.id.id\n}\n",
+		"record.yaml": `Parameters:
+  Id:
+    Type: String
+Resources:
+  Record:
+    Type: AWS::SSM::Parameter
+    Properties:
+      Name: /captf-e2e/record
+      Type: String
+      Value: !Ref Id
+`,
+		".gitignore": ".terraform/\n*.tfstate*\n",
+	}
+	for name, body := range files {
+		if err := os.MkdirAll(filepath.Dir(filepath.Join(root, name)), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		write(t, filepath.Join(root, name), []byte(body), 0o644)
+	}
+	gitRun(t, root, "init", "-q", "-b", "main")
+	gitCommit(t, root)
+	out := filepath.Join(root, ".captf", "preview")
+	doc := func() *changeset.Document { return readDocument(t, filepath.Join(out, DocumentFile)) }
+
+	plan := w.captf(t, runner.ExitOK, "preview", "plan", "--root", root)
+	first := doc()
+	if diff := cmp.Diff([]string{"ids planned 1/0/0/0", "captf-e2e-record held ?"}, counts(first)); diff != "" {
+		t.Errorf("first round (-want +got):\n%s", diff)
+	}
+	if !strings.Contains(plan.stdout, "It waits on `ids.id`.") {
+		t.Errorf("the note does not say what record waits on:\n%s", plan.stdout)
+	}
+	apply := w.captf(t, ExitHeld, "preview", "apply", "--root", root, "--expect-digest", first.Digest)
+	next := doc()
+	if diff := cmp.Diff([]string{"ids planned 0/0/0/0", "captf-e2e-record planned 1/0/0/0"}, counts(next)); diff != "" {
+		t.Errorf("second round (-want +got):\n%s", diff)
+	}
+	for _, line := range []string{"captf: applied  ids", "captf: held     record", "--expect-digest " + next.Digest} {
+		if !strings.Contains(apply.stdout, line) {
+			t.Errorf("apply output lacks %q:\n%s", line, apply.stdout)
+		}
+	}
+	ctx := context.Background()
+	if _, err := w.cfn.DescribeStacks(ctx, &cloudformation.DescribeStacksInput{StackName: aws.String("captf-e2e-record")}); err == nil {
+		t.Fatal("the held stack exists after the first round")
+	}
+	w.captf(t, runner.ExitOK, "preview", "apply", "--root", root, "--expect-digest", next.Digest)
+	state, err := os.ReadFile(filepath.Join(root, "ids", "terraform.tfstate"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var tfstate struct {
+		Outputs map[string]struct{ Value string }
+	}
+	if err := json.Unmarshal(state, &tfstate); err != nil {
+		t.Fatal(err)
+	}
+	stacks, err := w.cfn.DescribeStacks(ctx, &cloudformation.DescribeStacksInput{StackName: aws.String("captf-e2e-record")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	id := tfstate.Outputs["id"].Value
+	if p := stacks.Stacks[0].Parameters; id == "" || len(p) != 1 || aws.ToString(p[0].ParameterValue) != id {
+		t.Errorf("the stack's parameters %+v, want Id = the terraform_data's id %q", p, id)
 	}
 }
