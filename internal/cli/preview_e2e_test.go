@@ -17,6 +17,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/service/cloudformation"
+	cftypes "github.com/aws/aws-sdk-go-v2/service/cloudformation/types"
 	"github.com/google/go-cmp/cmp"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -92,7 +93,8 @@ type world struct {
 	// Objects maps each object of the fixture to its resourceVersion.
 	Objects map[string]string
 	// Stack is the stack's status, last update, parameters (the NoEcho
-	// one left out) and the SHA-256 of its template.
+	// one left out), the SHA-256 of its template and the change sets not
+	// executed.
 	Stack string
 	// Marker is the shell step's marker file and its modification time.
 	Marker string
@@ -136,6 +138,16 @@ func (w *e2e) world(t *testing.T) world {
 			t.Fatal(err)
 		}
 		got.Stack += " template " + sha([]byte(aws.ToString(tmpl.TemplateBody)))
+		// A plan deletes its change set; one left behind is a leak.
+		sets, err := w.cfn.ListChangeSets(ctx, &cloudformation.ListChangeSetsInput{StackName: aws.String("queue")})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, cs := range sets.Summaries {
+			if cs.ExecutionStatus != cftypes.ExecutionStatusExecuteComplete {
+				got.Stack += " change set " + aws.ToString(cs.ChangeSetName)
+			}
+		}
 	}
 	if info, err := os.Stat(filepath.Join(w.root, "announced.txt")); err == nil {
 		b, _ := os.ReadFile(filepath.Join(w.root, "announced.txt"))
@@ -363,36 +375,57 @@ func TestPreviewAcrossTools(t *testing.T) {
 		})
 	}
 
-	// 4. A failing member blocks the whole apply: a kind the cluster does
-	// not serve fails app (and its other member), queue waits on app, and
-	// network, which could apply alone, is not applied either. Then a
+	// 4. A failing member blocks the whole apply. A template that lacks a
+	// parameter the step sets fails queue; network and app, which come
+	// before it and could apply, are not applied. A kind the cluster does
+	// not serve fails app (and its other member); queue waits on app. A
 	// terraform root whose plan fails.
+	newFile := func(rel, body string) func(t *testing.T) func() {
+		return func(t *testing.T) func() {
+			path := filepath.Join(w.root, rel)
+			write(t, path, []byte(body), 0o644)
+			return func() { os.Remove(path) }
+		}
+	}
 	failures := []struct {
-		name, file, body string
-		want             []string
+		name string
+		make func(t *testing.T) (undo func())
+		want []string
 	}{
-		{"kubectl", "k8s/widget.yaml", "apiVersion: example.com/v1\nkind: Widget\nmetadata:\n  name: w\n",
+		{"cloudformation", func(t *testing.T) func() { return w.edit(t, "cfn/queue.yaml", "  Color:\n    Type: String\n", "") },
+			[]string{"network planned 0/1/0/0", "app planned 0/1/0/0", "app#inputs planned 0/0/0/0", "queue failed ?"}},
+		{"kubectl", newFile("k8s/widget.yaml", "apiVersion: example.com/v1\nkind: Widget\nmetadata:\n  name: w\n"),
 			[]string{"network planned 0/1/0/0", "app failed ?", "app#inputs failed ?", "queue held ?"}},
-		{"terraform", "infra/network/broken.tf", "resource \"terraform_data\" \"broken\" {\n  no_such_argument = 1\n}\n",
+		{"terraform", newFile("infra/network/broken.tf", "resource \"terraform_data\" \"broken\" {\n  no_such_argument = 1\n}\n"),
 			[]string{"network failed ?", "app held ?", "app#inputs planned 0/0/0/0", "queue held ?"}},
 	}
 	for _, f := range failures {
 		t.Run("failed/"+f.name, func(t *testing.T) {
-			path := filepath.Join(w.root, f.file)
-			write(t, path, []byte(f.body), 0o644)
-			defer os.Remove(path)
+			defer f.make(t)()
 			before := w.world(t)
 			w.captf(t, runner.ExitFailure, "preview", "plan", "--env", "prod")
 			failed := document()
 			if diff := cmp.Diff(f.want, counts(failed)); diff != "" {
 				t.Errorf("members (-want +got):\n%s", diff)
 			}
-			w.captf(t, runner.ExitFailure, "preview", "apply", "--env", "prod", "--expect-digest", failed.Digest)
+			o := w.captf(t, runner.ExitFailure, "preview", "apply", "--env", "prod", "--expect-digest", failed.Digest)
+			if !strings.Contains(o.stderr, "nothing was applied") {
+				t.Errorf("apply does not say nothing was applied:\n%s", o.stderr)
+			}
 			if diff := cmp.Diff(before, w.world(t)); diff != "" {
 				t.Errorf("something was applied (-before +after):\n%s", diff)
 			}
 		})
 	}
+
+	// The reviewed change, planned again over the drift and approved,
+	// updates every tool (kubectl takes data.color back from the manager
+	// that drifted it).
+	t.Run("update", func(t *testing.T) {
+		w.captf(t, runner.ExitOK, "preview", "plan", "--env", "prod")
+		w.captf(t, runner.ExitOK, "preview", "apply", "--env", "prod", "--expect-digest", document().Digest)
+		w.checkApplied(t, "2", "green", "release two from app\n")
+	})
 
 	// A member waiting on an output known only after its upstream's apply
 	// is held, applied in a second round under its own approval.
