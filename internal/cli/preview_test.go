@@ -23,21 +23,21 @@ import (
 // a fixture repository (testdata/preview, made a git repository with the
 // real git) whose components have no step with plan: a real shell step, a
 // component of s3-sync steps bound by its composition digest. The real
-// capabilities (terraform, kubectl, CloudFormation) join this fixture when
-// they are registered in capabilities.go.
+// capabilities (terraform, kubectl, CloudFormation) are tested end to end
+// in preview_e2e_test.go.
 
 const varCanary = "CANARY-VAR-3b8e"
 
-// fixtureRepo copies testdata/preview into a git repository, committed
-// once, and makes it the current directory.
-func fixtureRepo(t *testing.T) string {
+// fixtureRepo copies the fixture src (e.g. testdata/preview) into a git
+// repository, committed once, and makes it the current directory.
+func fixtureRepo(t *testing.T, src string) string {
 	t.Helper()
 	root := t.TempDir()
-	err := filepath.WalkDir("testdata/preview", func(path string, d fs.DirEntry, err error) error {
+	err := filepath.WalkDir(src, func(path string, d fs.DirEntry, err error) error {
 		if err != nil || d.IsDir() {
 			return err
 		}
-		rel, _ := filepath.Rel("testdata/preview", path)
+		rel, _ := filepath.Rel(src, path)
 		if rel == "gitignore" {
 			rel = ".gitignore" // kept under another name so it does not apply to captf's own tree
 		}
@@ -93,7 +93,7 @@ func TestPreviewEndToEnd(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	root := fixtureRepo(t)
+	root := fixtureRepo(t, "testdata/preview")
 	out := filepath.Join(root, ".captf", "preview")
 	// A build output git ignores as a whole, which site syncs.
 	if err := os.MkdirAll(filepath.Join(root, "dist"), 0o755); err != nil {
@@ -220,7 +220,7 @@ func gitOutput(t *testing.T, dir string, args ...string) string {
 }
 
 func TestPreviewBadInput(t *testing.T) {
-	root := fixtureRepo(t)
+	root := fixtureRepo(t, "testdata/preview")
 	cases := []struct {
 		name string
 		file string

@@ -715,6 +715,8 @@ func TestProjectErrors(t *testing.T) {
 		{"bad component name", "components:\n  a b:\n    steps: [{kind: shell, inputs: {run: x}}]\n", `captf.yaml:2:3: components: "a b" is not a name`},
 		{"var not scalar", "components:\n  a:\n    steps: [{kind: shell, inputs: {run: x}}]\nenvironments:\n  prod:\n    vars: {a: [1]}\n", "captf.yaml:6:15: environments.prod.vars.a: want a string, number or boolean, got a list"},
 		{"not yaml", "components: [\n", "captf.yaml: yaml: line 1"},
+		{"step output of the same component", "components:\n  a:\n    steps:\n      - kind: docker-build\n        name: build\n        inputs: {context: .}\n      - kind: cfn-deploy\n        inputs: {parameters: {Image: \"@build.uri\"}}\n",
+			`captf.yaml:7: components.a.steps[1].inputs.parameters.Image: "@build.uri" reads a step of the same component, and captf passes no outputs between the steps of one component`},
 		{"two documents", "components: {}\n---\ncomponents: {}\n", "captf.yaml:2: the file holds more than one YAML document"},
 	}
 	for _, c := range cases {
@@ -724,5 +726,16 @@ func TestProjectErrors(t *testing.T) {
 				t.Errorf("error %v, want one containing %q", err, c.want)
 			}
 		})
+	}
+}
+
+// TestStepReferenceWithoutPlan: a step without plan may name a value wired
+// from another step ("@build.uri", spec 003's codeRef): the composition
+// digest leaves it out as a build output, and nothing resolves it.
+func TestStepReferenceWithoutPlan(t *testing.T) {
+	known := preview.Registry{previewtest.New("fake-plan")}.Known
+	yaml := "components:\n  a:\n    steps:\n      - kind: zip-package\n        name: build\n        inputs: {source: src}\n      - kind: lambda-deploy\n        inputs: {codeRef: \"@build.uri\"}\n"
+	if _, err := preview.ParseProject("captf.yaml", []byte(yaml), known); err != nil {
+		t.Fatal(err)
 	}
 }

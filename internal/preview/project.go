@@ -417,6 +417,10 @@ func (p *parser) check(proj *Project, known func(string) bool) error {
 			}
 		}
 		for i, s := range c.Steps {
+			if field, ref := stepReference(c, s); field != "" {
+				return fmt.Errorf("%w: %s:%d: components.%s.steps[%d].inputs.%s: %q reads a step of the same component, and captf passes no outputs between the steps of one component; put that step in a component of its own and read its output with stackOutput",
+					ErrInvalid, p.file, s.line, c.Name, i, field, ref)
+			}
 			for _, ref := range references(s.Inputs) {
 				field := fmt.Sprintf("components.%s.steps[%d].inputs", c.Name, i)
 				if byName[ref.Component] == nil {
@@ -480,6 +484,44 @@ func sortedKeys[V any](m map[string]V) []string {
 	}
 	slices.Sort(keys)
 	return keys
+}
+
+// stepReference finds an input of a planning step that reads another step
+// of c, written "@<step>.<output>" as spec 003 writes a value wired from a
+// step ("@Build.uri"). It returns the input's path and the value, or ""
+// when there is none. Steps without plan may name such values: the
+// composition digest leaves them out as build outputs.
+func stepReference(c *Component, s *Step) (field, ref string) {
+	if !planKinds[s.Kind] {
+		return "", ""
+	}
+	var walk func(path string, v any) bool
+	walk = func(path string, v any) bool {
+		switch t := v.(type) {
+		case string:
+			for _, other := range c.Steps {
+				if other != s && strings.HasPrefix(t, "@"+other.Name+".") {
+					field, ref = path, t
+					return true
+				}
+			}
+		case map[string]any:
+			for _, k := range sortedKeys(t) {
+				if walk(join(path, k), t[k]) {
+					return true
+				}
+			}
+		case []any:
+			for i, e := range t {
+				if walk(fmt.Sprintf("%s[%d]", path, i), e) {
+					return true
+				}
+			}
+		}
+		return false
+	}
+	walk("", s.Inputs)
+	return field, ref
 }
 
 // references lists every stackOutput reference in v, in a stable order.

@@ -303,26 +303,19 @@ func (m *member) checkParameters() error {
 	return nil
 }
 
-// holes says why a member has no change set. An entry of missing is an
-// upstream component whose outputs have no value yet, or "#<name>" for an
-// input that reads an earlier step of the same component.
+// holes says why a member has no change set: one hole per upstream
+// component whose outputs have no value yet. (The project file cannot
+// make a step read another step of its own component; see
+// docs/preview.md.)
 func holes(missing []string) []changeset.Hole {
 	var out []changeset.Hole
-	var local []string
 	seen := map[string]bool{}
 	for _, m := range missing {
 		if seen[m] {
 			continue
 		}
 		seen[m] = true
-		if name, ok := strings.CutPrefix(m, "#"); ok {
-			local = append(local, name)
-			continue
-		}
 		out = append(out, changeset.Hole{Reason: fmt.Sprintf("inputs from %s; re-checked on apply", m)})
-	}
-	if len(local) > 0 {
-		out = append(out, changeset.Hole{Reason: fmt.Sprintf("inputs %s are known only at apply", strings.Join(local, ", "))})
 	}
 	return out
 }

@@ -269,18 +269,17 @@ func TestHolesCreateNoChangeSet(t *testing.T) {
 	d := testDeploy()
 	stack := unique("holes-")
 	body := fmt.Sprintf(templateV1, "/"+stack+"/secret")
-	// Secret reads network's output, which has no value yet, and a
-	// parameter reads an earlier step of this component.
+	// Secret reads outputs of network and dns, which have no value yet.
 	req := request(t, stack, body, map[string]any{"Stage": "prod"})
-	req.Missing = []string{"network", "#Build.uri", "network"}
+	req.Missing = []string{"network", "dns", "network"}
 
 	plan, err := d.Plan(ctx, req)
 	if err != nil {
 		t.Fatal(err)
 	}
 	wantHoles := []changeset.Hole{
+		{Reason: "inputs from dns; re-checked on apply"},
 		{Reason: "inputs from network; re-checked on apply"},
-		{Reason: "inputs Build.uri are known only at apply"},
 	}
 	if diff := cmp.Diff(wantHoles, plan.Member.Holes); diff != "" {
 		t.Errorf("holes (-want +got):\n%s", diff)

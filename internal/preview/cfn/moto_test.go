@@ -5,12 +5,8 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"fmt"
-	"net"
-	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
-	"syscall"
 	"testing"
 	"time"
 
@@ -19,89 +15,38 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/cloudformation"
 	"github.com/aws/aws-sdk-go-v2/service/cloudformation/types"
 
+	"github.com/captf/captf/internal/motoserver"
 	"github.com/captf/captf/internal/preview"
 )
 
 // motoURL is the endpoint of the moto_server TestMain started.
 var motoURL string
 
-// TestMain starts one real moto_server (moto 5.2.1 on the machine image;
-// $CAPTF_MOTO_SERVER or PATH) for the package's tests; every test uses
-// stacks of its own. A missing moto_server fails the run.
+// TestMain starts one real moto_server (see internal/motoserver) for the
+// package's tests; every test uses stacks of its own. A missing
+// moto_server fails the run.
 func TestMain(m *testing.M) {
-	// Static dummy credentials and no shared files: the SDK must reach
-	// moto and nothing else.
-	for k, v := range map[string]string{
-		"AWS_ACCESS_KEY_ID":           "testing",
-		"AWS_SECRET_ACCESS_KEY":       "testing",
-		"AWS_REGION":                  "us-east-1",
-		"AWS_CONFIG_FILE":             os.DevNull,
-		"AWS_SHARED_CREDENTIALS_FILE": os.DevNull,
-		"AWS_EC2_METADATA_DISABLED":   "true",
-	} {
+	for k, v := range motoserver.Env {
 		if err := os.Setenv(k, v); err != nil {
 			fmt.Fprintln(os.Stderr, err)
 			os.Exit(1)
 		}
 	}
-	for _, k := range []string{"AWS_PROFILE", "AWS_ENDPOINT_URL", "AWS_SESSION_TOKEN"} {
+	for _, k := range motoserver.Unset {
 		if err := os.Unsetenv(k); err != nil {
 			fmt.Fprintln(os.Stderr, err)
 			os.Exit(1)
 		}
 	}
-	stop, err := startMoto()
+	moto, err := motoserver.Start()
 	if err != nil {
-		fmt.Fprintln(os.Stderr, "moto_server:", err)
+		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
+	motoURL = moto.URL
 	code := m.Run()
-	stop()
+	moto.Stop()
 	os.Exit(code)
-}
-
-func startMoto() (func(), error) {
-	bin := os.Getenv("CAPTF_MOTO_SERVER")
-	if bin == "" {
-		var err error
-		if bin, err = exec.LookPath("moto_server"); err != nil {
-			return nil, fmt.Errorf("not found on PATH nor in CAPTF_MOTO_SERVER (moto 5.2.1 is on the machine image; pip install 'moto[server]==5.2.1'): %w", err)
-		}
-	}
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return nil, err
-	}
-	port := l.Addr().(*net.TCPAddr).Port
-	l.Close()
-	cmd := exec.Command(bin, "-H", "127.0.0.1", "-p", fmt.Sprint(port))
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	log, err := os.CreateTemp("", "moto-*.log")
-	if err != nil {
-		return nil, err
-	}
-	cmd.Stdout, cmd.Stderr = log, log
-	if err := cmd.Start(); err != nil {
-		return nil, err
-	}
-	stop := func() {
-		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
-		_ = cmd.Wait()
-		log.Close()
-		os.Remove(log.Name())
-	}
-	motoURL = fmt.Sprintf("http://127.0.0.1:%d", port)
-	deadline := time.Now().Add(60 * time.Second)
-	for time.Now().Before(deadline) {
-		resp, err := http.Get(motoURL + "/moto-api/")
-		if err == nil {
-			resp.Body.Close()
-			return stop, nil
-		}
-		time.Sleep(200 * time.Millisecond)
-	}
-	stop()
-	return nil, fmt.Errorf("not answering on %s after 60 s", motoURL)
 }
 
 // testDeploy polls fast: moto answers at once.

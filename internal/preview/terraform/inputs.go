@@ -7,6 +7,7 @@ import (
 	"maps"
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 
@@ -26,6 +27,8 @@ type inputs struct {
 	vars map[string]any
 	// name is the member's name.
 	name string
+	// env holds the environment's vars as TF_VAR_<name>=<value>.
+	env []string
 }
 
 var inputNames = []string{"binary", "name", "root", "varFiles", "vars"}
@@ -74,7 +77,26 @@ func readInputs(req preview.Request) (*inputs, error) {
 	if in.name == "" {
 		in.name = filepath.Base(in.root)
 	}
+	in.env = environmentVars(req.Vars)
 	return in, nil
+}
+
+// variableName is what terraform accepts as a variable's name.
+var variableName = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_-]*$`)
+
+// environmentVars passes the environment's vars to terraform as
+// TF_VAR_<name>, the lowest of terraform's precedences: a variable the
+// root declares takes the value, one it does not declare is ignored, and
+// the step's varFiles and vars win. A var whose name no terraform
+// variable can have is left out.
+func environmentVars(vars map[string]string) []string {
+	var env []string
+	for _, k := range slices.Sorted(maps.Keys(vars)) {
+		if variableName.MatchString(k) {
+			env = append(env, "TF_VAR_"+k+"="+vars[k])
+		}
+	}
+	return env
 }
 
 func stringInput(m map[string]any, key string) (string, error) {

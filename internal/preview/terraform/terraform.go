@@ -18,6 +18,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	tfjson "github.com/hashicorp/terraform-json"
@@ -209,7 +210,10 @@ func checkWorkDir(dir string) error {
 }
 
 func (c *Capability) terraform(in *inputs) *tfexec.Terraform {
-	return &tfexec.Terraform{Bin: in.bin, Dir: in.root, Env: c.Env, Stdout: c.Stdout, Stderr: c.Stderr}
+	// The step's environment comes first, so that the capability's own Env
+	// (a test's or an operator's) wins.
+	env := slices.Concat(in.env, c.Env)
+	return &tfexec.Terraform{Bin: in.bin, Dir: in.root, Env: env, Stdout: c.Stdout, Stderr: c.Stderr}
 }
 
 // plan runs init, plan -detailed-exitcode -out=planFile and show -json,

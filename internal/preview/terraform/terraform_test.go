@@ -633,3 +633,19 @@ func TestMemberName(t *testing.T) {
 		t.Errorf("member %q, want the name input", got)
 	}
 }
+
+// TestEnvironmentVars: the environment's vars reach a variable the root
+// declares as TF_VAR_<name>; the step's vars win over them, and a var the
+// root does not declare, or whose name no variable can have, is ignored.
+func TestEnvironmentVars(t *testing.T) {
+	eachBinary(t, func(t *testing.T, r *repo) {
+		vars := map[string]any{"secret": canaryA, "extra": false, "size": json.Number("2")}
+		req := r.request("basic", vars)
+		req.Vars = map[string]string{"name": "from-env", "size": "7", "undeclared": "x", "not a name": "y"}
+		p := r.plan(req)
+		want := map[string]string{"name": `"from-env"`, "size": `2`}
+		if diff := cmp.Diff(want, outputsText(p.PlannedOutputs)); diff != "" {
+			t.Errorf("planned outputs (-want +got):\n%s", diff)
+		}
+	})
+}

@@ -1,0 +1,2 @@
+release     = "1"
+db_password = "CANARY-TF-SENSITIVE-9e4d"
