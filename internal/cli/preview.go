@@ -31,8 +31,10 @@ const (
 const previewExitCodes = `Exit codes:
   0  planned (plan), or everything applied (apply)
   1  a member's plan failed, or an apply failed (its dependents were not applied)
-  2  bad usage or bad input: the project file, a flag, the seed outputs file
-  3  the change-set digest (or a member's plan) moved: nothing of it was applied
+  2  bad usage or bad input: the project file, a flag, the seed outputs file,
+     a missing or short preview key
+  3  the change-set digest (or a member's plan) moved, or plan and apply read
+     different preview keys: nothing of it was applied
   4  apply only: members were held until their upstream applied; they were
      planned again, and that plan needs its own approval (its digest is printed)`
 
@@ -61,6 +63,7 @@ type previewOptions struct {
 	env         string
 	changedFrom string
 	seedFile    string
+	keyFile     string
 	out         string
 	json        bool
 	registry    preview.Registry
@@ -74,6 +77,23 @@ func (o *previewOptions) register(cmd *cobra.Command) {
 	f.StringVar(&o.changedFrom, "changed-from", "", "a git revision: plan only the components whose steps read a file changed since it, and their dependents (default: every component)")
 	f.StringVar(&o.seedFile, "seed-outputs", "", `a JSON file {"component": {"output": value}} supplying outputs instead of reading them`)
 	f.StringVar(&o.out, "out", "", "the directory that gets "+DocumentFile+" and "+NoteFile+" (default: ROOT/.captf/preview)")
+	f.StringVar(&o.keyFile, "key-file", "", "file holding the preview key, at least 32 bytes, which binds sensitive values into the digest; plan and apply need the same key (default: ROOT/.captf/"+PreviewKeyFile+", created on first use)")
+}
+
+// PreviewKeyFile is the name of the default preview key in ROOT/.captf.
+const PreviewKeyFile = "preview-key"
+
+// keyHint follows a moved digest: the most common cause in CI besides a
+// real change is a plan and an apply that read different keys.
+const keyHint = "plan and apply must read the same preview key (--key-file, default ROOT/.captf/" + PreviewKeyFile + "); under another key every member's digest differs"
+
+// key reads --key-file, or ROOT/.captf/preview-key, creating that on
+// first use. A missing or short key is bad input (exit 2).
+func (o *previewOptions) key(root string) ([]byte, error) {
+	if o.keyFile != "" {
+		return runner.ReadKeyFile(o.keyFile, "preview key")
+	}
+	return runner.StateKey(root, PreviewKeyFile, "preview key")
 }
 
 // options checks the flags and loads the project file.
@@ -122,6 +142,9 @@ func (o *previewOptions) options(ctx context.Context, stderr io.Writer) (preview
 		}
 		o.out = filepath.Join(root, runner.StateDir, "preview")
 	}
+	if opts.Key, err = o.key(root); err != nil {
+		return preview.Options{}, err
+	}
 	return opts, nil
 }
 
@@ -143,6 +166,9 @@ func (o *previewOptions) applyCommand(opts preview.Options, digest string) strin
 	}
 	if o.seedFile != "" {
 		args = append(args, "--seed-outputs", o.seedFile)
+	}
+	if o.keyFile != "" {
+		args = append(args, "--key-file", o.keyFile)
 	}
 	return shellJoin(append(args, "--expect-digest", digest))
 }
@@ -287,6 +313,9 @@ and written to --out for their own approval (exit 4).
 			a, err := preview.ApplyChangeSet(cmd.Context(), opts, expect)
 			if a == nil {
 				return err
+			}
+			if errors.Is(err, preview.ErrMoved) && len(a.Components) == 0 {
+				err = fmt.Errorf("%w (if the change did not move: %s)", err, keyHint)
 			}
 			defer a.Close()
 			report := applyReport{Approved: expect, Digest: a.Fresh.Document.Digest, Components: a.Components}

@@ -427,6 +427,9 @@ func TestPreviewAcrossTools(t *testing.T) {
 		w.checkApplied(t, "2", "green", "release two from app\n")
 	})
 
+	// A sensitive value, and the preview key, bound across processes.
+	t.Run("preview key", func(t *testing.T) { w.sensitiveAndKey(t) })
+
 	// A member waiting on an output known only after its upstream's apply
 	// is held, applied in a second round under its own approval.
 	t.Run("held", func(t *testing.T) { w.heldRound(t) })
@@ -436,6 +439,79 @@ func TestPreviewAcrossTools(t *testing.T) {
 
 	// 6. No canary reached anything captf printed or left on disk.
 	t.Run("canaries", func(t *testing.T) { w.checkCanaries(t) })
+}
+
+// sensitiveAndKey reviews a change of the terraform sensitive variable
+// (db_password), then changes only that value again before the apply: the
+// document shows the same entries, but the network member's digest moves
+// (its keyed digest binds the value), so the apply exits 3 and applies
+// nothing. An apply under another preview key moves every member a
+// capability plans; a short key is refused before anything runs.
+func (w *e2e) sensitiveAndKey(t *testing.T) {
+	const tfvars = "infra/network/prod.tfvars"
+	secret := e2eCanaries[0]
+	defer w.edit(t, tfvars, secret, secret+"-v2")()
+	w.captf(t, runner.ExitOK, "preview", "plan", "--env", "prod")
+	reviewed := readDocument(t, filepath.Join(w.out, DocumentFile))
+	if diff := cmp.Diff([]string{"network planned 0/1/0/0", "app planned 0/0/0/0", "app#inputs planned 0/0/0/0", "queue planned 0/0/0/0"}, counts(reviewed)); diff != "" {
+		t.Fatalf("the reviewed change (-want +got):\n%s", diff)
+	}
+
+	t.Run("the sensitive value moved", func(t *testing.T) {
+		defer w.edit(t, tfvars, secret+"-v2", secret+"-v3")()
+		before := w.world(t)
+		o := w.captf(t, runner.ExitPlanChanged, "preview", "apply", "--env", "prod", "--expect-digest", reviewed.Digest)
+		fresh := readDocument(t, filepath.Join(w.out, DocumentFile))
+		if diff := cmp.Diff([]string{"network"}, movedMembers(reviewed, fresh)); diff != "" {
+			t.Errorf("moved members (-want +got):\n%s", diff)
+		}
+		if diff := cmp.Diff(reviewed.Entries, fresh.Entries); diff != "" {
+			t.Errorf("the document shows the sensitive change (-reviewed +fresh):\n%s", diff)
+		}
+		if !strings.Contains(o.stderr, reviewed.Digest) || !strings.Contains(o.stderr, fresh.Digest) {
+			t.Errorf("the refusal does not name both digests:\n%s", o.stderr)
+		}
+		if diff := cmp.Diff(before, w.world(t)); diff != "" {
+			t.Errorf("something was applied (-before +after):\n%s", diff)
+		}
+	})
+
+	t.Run("another key", func(t *testing.T) {
+		other := filepath.Join(t.TempDir(), "other-key")
+		write(t, other, []byte("another-preview-key-of-32-bytes!"), 0o600)
+		before := w.world(t)
+		o := w.captf(t, runner.ExitPlanChanged, "preview", "apply", "--env", "prod", "--key-file", other, "--expect-digest", reviewed.Digest)
+		if diff := cmp.Diff([]string{"network", "app", "queue"}, movedMembers(reviewed, readDocument(t, filepath.Join(w.out, DocumentFile)))); diff != "" {
+			t.Errorf("moved members (-want +got):\n%s", diff)
+		}
+		if !strings.Contains(o.stderr, "plan and apply must read the same preview key") {
+			t.Errorf("the refusal does not name the key:\n%s", o.stderr)
+		}
+		if diff := cmp.Diff(before, w.world(t)); diff != "" {
+			t.Errorf("something was applied (-before +after):\n%s", diff)
+		}
+	})
+
+	t.Run("a short key", func(t *testing.T) {
+		short := filepath.Join(t.TempDir(), "short-key")
+		write(t, short, []byte("thirty-one-bytes-are-too-short!"), 0o600)
+		before := w.world(t)
+		for _, args := range [][]string{
+			{"preview", "plan", "--env", "prod", "--key-file", short},
+			{"preview", "apply", "--env", "prod", "--key-file", short, "--expect-digest", reviewed.Digest},
+		} {
+			o := w.captf(t, runner.ExitBadInput, args...)
+			if !strings.Contains(o.stderr, "holds 31 bytes; at least 32 are needed") || strings.Contains(o.stderr, "captf: planning") {
+				t.Errorf("%v:\n%s", args, o.stderr)
+			}
+		}
+		if diff := cmp.Diff(before, w.world(t)); diff != "" {
+			t.Errorf("something was applied (-before +after):\n%s", diff)
+		}
+	})
+
+	// The reviewed value applies under the plan's key.
+	w.captf(t, runner.ExitOK, "preview", "apply", "--env", "prod", "--expect-digest", reviewed.Digest)
 }
 
 // checkApplied says the servers and the disk hold what the fixture deploys

@@ -352,3 +352,134 @@ components:
 		return nil
 	})
 }
+
+// TestPreviewKey: the preview key is ROOT/.captf/preview-key, created on
+// first use (32 bytes, mode 0600, ignored by git) and reused; --key-file
+// names another. A plan and an apply under two keys digest apart: the
+// apply exits 3, says why, and applies nothing. A key missing or short is
+// refused before any member is planned (exit 2). No key reaches anything
+// captf prints or writes. The capability is previewtest.Fake, which binds
+// its sensitive value under the key as the real ones do (they are tested
+// against their servers in TestPreviewAcrossTools).
+func TestPreviewKey(t *testing.T) {
+	const canary = "CANARY-FAKE-SECRET-41c7"
+	root := t.TempDir()
+	write(t, filepath.Join(root, "captf.yaml"), []byte("components:\n  a:\n    steps:\n      - kind: fake-plan\n        inputs: {want: {x: \"1\"}, secret: "+canary+"}\n"), 0o644)
+	gitRun(t, root, "init", "-q", "-b", "main")
+	gitCommit(t, root)
+	t.Chdir(root)
+	fake := previewtest.New("fake-plan")
+	reg := preview.Registry{fake}
+	out := filepath.Join(root, ".captf", "preview")
+	var outcomes []outcome
+	run := func(code int, args ...string) outcome {
+		t.Helper()
+		o := captfWith(t, reg, args...).want(t, code)
+		outcomes = append(outcomes, o)
+		return o
+	}
+
+	run(runner.ExitOK, "preview", "plan")
+	first := readDocument(t, filepath.Join(out, DocumentFile))
+	keyPath := filepath.Join(root, ".captf", PreviewKeyFile)
+	info, err := os.Stat(keyPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if info.Mode().Perm() != 0o600 || info.Size() != 32 {
+		t.Errorf("%s: mode %v, %d bytes; want 0600 and 32", keyPath, info.Mode().Perm(), info.Size())
+	}
+	key, err := os.ReadFile(keyPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if status := gitOutput(t, root, "status", "--porcelain", "--untracked-files=all"); status != "" {
+		t.Errorf("git sees captf's files:\n%s", status)
+	}
+	run(runner.ExitOK, "preview", "plan")
+	if again, _ := os.ReadFile(keyPath); !bytes.Equal(again, key) {
+		t.Error("a second plan replaced the preview key")
+	}
+	if d := readDocument(t, filepath.Join(out, DocumentFile)).Digest; d != first.Digest {
+		t.Errorf("two plans under one key: %s and %s", first.Digest, d)
+	}
+
+	// Another key, as a CI job with another secret would have.
+	other := filepath.Join(t.TempDir(), "other-key")
+	write(t, other, previewtest.OtherKey(), 0o600)
+	withOther := run(runner.ExitOK, "preview", "plan", "--key-file", other)
+	second := readDocument(t, filepath.Join(out, DocumentFile))
+	if second.Digest == first.Digest {
+		t.Errorf("two keys, one digest %s", first.Digest)
+	}
+	if want := "captf preview apply --key-file " + other + " --expect-digest " + second.Digest; !strings.Contains(withOther.stdout, want) {
+		t.Errorf("the note's apply command is not %q:\n%s", want, withOther.stdout)
+	}
+	moved := run(runner.ExitPlanChanged, "preview", "apply", "--key-file", other, "--expect-digest", first.Digest)
+	for _, want := range []string{first.Digest, second.Digest, "plan and apply must read the same preview key"} {
+		if !strings.Contains(moved.stderr, want) {
+			t.Errorf("the refusal lacks %q:\n%s", want, moved.stderr)
+		}
+	}
+	if got := fake.Applied(); len(got) != 0 {
+		t.Fatalf("applied %v under another key", got)
+	}
+
+	// Missing and short keys: refused before any member is planned.
+	short := filepath.Join(t.TempDir(), "short-key")
+	write(t, short, previewtest.Key()[:31], 0o600)
+	bad := []struct {
+		args []string
+		want string
+	}{
+		{[]string{"preview", "plan", "--key-file", short}, "preview key file " + short + " holds 31 bytes; at least 32 are needed"},
+		{[]string{"preview", "apply", "--key-file", short, "--expect-digest", first.Digest}, "holds 31 bytes"},
+		{[]string{"preview", "plan", "--key-file", short + "-none"}, "preview key file " + short + "-none does not exist"},
+		{[]string{"preview", "apply", "--key-file", short + "-none", "--expect-digest", first.Digest}, "does not exist"},
+	}
+	for _, c := range bad {
+		untouched := previewtest.New("fake-plan")
+		o := captfWith(t, preview.Registry{untouched}, c.args...).want(t, runner.ExitBadInput)
+		if !strings.Contains(o.stderr, c.want) {
+			t.Errorf("%v: stderr lacks %q:\n%s", c.args, c.want, o.stderr)
+		}
+		if r := untouched.Request("a"); r.Component != "" {
+			t.Errorf("%v: member a was planned", c.args)
+		}
+	}
+	write(t, keyPath, key[:20], 0o600)
+	if o := run(runner.ExitBadInput, "preview", "plan"); !strings.Contains(o.stderr, "preview key file "+keyPath+" holds 20 bytes") {
+		t.Errorf("a short default key: %s", o.stderr)
+	}
+	if now, _ := os.ReadFile(keyPath); len(now) != 20 {
+		t.Error("captf replaced a short preview key")
+	}
+	write(t, keyPath, key, 0o600)
+
+	run(runner.ExitOK, "preview", "apply", "--expect-digest", first.Digest)
+	if diff := cmp.Diff([]string{"a"}, fake.Applied()); diff != "" {
+		t.Errorf("applied under the plan's key (-want +got):\n%s", diff)
+	}
+
+	// Neither key nor the secret reaches what captf printed or wrote.
+	forms := append(previewtest.KeyForms(key), previewtest.KeyForms(previewtest.OtherKey())...)
+	forms = append(forms, canary)
+	for _, o := range outcomes {
+		for _, f := range forms {
+			if strings.Contains(o.stdout+o.stderr, f) {
+				t.Errorf("captf printed %q", f)
+			}
+		}
+	}
+	_ = filepath.WalkDir(out, func(path string, d fs.DirEntry, err error) error {
+		if err == nil && !d.IsDir() {
+			b, _ := os.ReadFile(path)
+			for _, f := range forms {
+				if strings.Contains(string(b), f) {
+					t.Errorf("%s holds %q", path, f)
+				}
+			}
+		}
+		return nil
+	})
+}

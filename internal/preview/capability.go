@@ -56,6 +56,12 @@ type Request struct {
 	// WorkDir is a private scratch directory for this member, kept from
 	// plan to apply within one command and removed after.
 	WorkDir string
+	// Key is the preview key, at least MinKeySize bytes. A capability
+	// binds its sensitive values into its member's plan digest with
+	// KeyedDigest under it, so that the digest moves when one of them does
+	// and reveals none. The plan and the apply of one change set must get
+	// the same key. It never reaches a Plan, an error or a log.
+	Key []byte
 }
 
 // Plan is what a capability planned for one step.

@@ -37,6 +37,11 @@ type Options struct {
 	// them (--seed-outputs).
 	Seed     map[string]Outputs
 	Registry Registry
+	// Key is the preview key every capability binds its sensitive values
+	// under (Request.Key), at least MinKeySize bytes. The plan and the
+	// apply of one change set need the same key: under another, every
+	// member a capability plans digests differently.
+	Key []byte
 	// Log gets progress lines for people; they never hold a value.
 	Log io.Writer
 	// Output gets what shell steps print on apply.
@@ -90,6 +95,9 @@ func PlanChangeSet(ctx context.Context, o Options) (*Preview, error) {
 	}
 	if o.Parallel <= 0 {
 		o.Parallel = 4
+	}
+	if err := CheckKey(o.Key); err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrInvalid, err)
 	}
 	env, err := o.Project.Environment(o.Env)
 	if err != nil {
@@ -394,6 +402,7 @@ func (p *Preview) request(ctx context.Context, c *Component, s *Step, lookup fun
 		Missing:     missing,
 		Root:        p.opts.Root,
 		WorkDir:     work,
+		Key:         p.opts.Key,
 	}, unknown, nil
 }
 

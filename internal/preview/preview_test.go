@@ -75,7 +75,7 @@ func setup(t *testing.T, files map[string]string) *fixture {
 	t.Helper()
 	root := repo(t, files)
 	f := &fixture{root: root, fake: previewtest.New("fake-plan"), log: &bytes.Buffer{}}
-	f.opts = preview.Options{Root: root, Registry: preview.Registry{f.fake}, Log: f.log, Output: f.log}
+	f.opts = preview.Options{Root: root, Registry: preview.Registry{f.fake}, Log: f.log, Output: f.log, Key: previewtest.Key()}
 	f.load(t)
 	return f
 }
@@ -416,6 +416,39 @@ components:
 	}
 	if _, err := os.Stat(filepath.Join(f.root, "shell-ran")); err == nil {
 		t.Error("a shell step ran after the digest moved")
+	}
+}
+
+// TestPreviewKey: every request a capability gets carries the preview key
+// (plan, outputs and apply); a key missing or shorter than 32 bytes is
+// refused before any capability is asked.
+func TestPreviewKey(t *testing.T) {
+	f := setup(t, map[string]string{
+		preview.ProjectFile: `
+components:
+  a:
+    steps:
+      - kind: fake-plan
+        inputs: {want: {x: "1"}}
+`,
+	})
+	p := f.plan(t)
+	if got := f.fake.Request("a").Key; !bytes.Equal(got, previewtest.Key()) {
+		t.Errorf("the plan request's key is %d bytes, not the preview key", len(got))
+	}
+	for _, key := range [][]byte{nil, previewtest.Key()[:31]} {
+		f.opts.Key = key
+		_, err := preview.PlanChangeSet(context.Background(), f.opts)
+		if !errors.Is(err, preview.ErrInvalid) || !errors.Is(err, preview.ErrShortKey) {
+			t.Errorf("plan with a %d-byte key: %v, want ErrInvalid and ErrShortKey", len(key), err)
+		}
+		a, err := f.apply(t, p.Document.Digest)
+		if a != nil || !errors.Is(err, preview.ErrShortKey) {
+			t.Errorf("apply with a %d-byte key: %v, want ErrShortKey and nothing planned", len(key), err)
+		}
+	}
+	if got := f.fake.Applied(); len(got) != 0 {
+		t.Errorf("applied %v without a key", got)
 	}
 }
 

@@ -6,7 +6,6 @@ package cfn
 
 import (
 	"context"
-	"crypto/hmac"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -60,16 +59,6 @@ type planState struct {
 	// Frame is the digest of what the member deploys leaving out its
 	// parameters: Apply holds a member with holes to it.
 	Frame string
-	// key is random and only ever in memory; sensitive is the HMAC under
-	// it of the NoEcho parameters' values, which the public digest leaves
-	// out.
-	key       []byte
-	sensitive string
-}
-
-// String keeps the key and the HMAC out of anything that prints the plan.
-func (s *planState) String() string {
-	return fmt.Sprintf("cfn-deploy plan state (changes %s, frame %s)", s.Changes, s.Frame)
 }
 
 // member is one step's stack, prepared for a change set.
@@ -87,21 +76,14 @@ type member struct {
 // Plan creates a change set, reads it and deletes it. A member whose
 // parameters wait on outputs without a value gets holes and no change set.
 func (d *Deploy) Plan(ctx context.Context, req preview.Request) (*preview.Plan, error) {
-	m, err := d.prepare(ctx, req)
+	m, err := d.prepareDigest(ctx, req)
 	if err != nil {
 		return nil, err
 	}
-	key, err := newKey()
-	if err != nil {
-		return nil, err
-	}
-	state := &planState{Frame: m.frame, key: key}
+	state := &planState{Frame: m.frame}
 	plan := &preview.Plan{Member: m.document, Private: state}
 	if len(m.document.Holes) > 0 {
 		return plan, nil
-	}
-	if state.sensitive, err = sensitiveDigest(key, m.in.Parameters, m.tmpl.noEcho()); err != nil {
-		return nil, err
 	}
 	if err := m.checkParameters(); err != nil {
 		return nil, err
@@ -134,7 +116,7 @@ func (d *Deploy) Plan(ctx context.Context, req preview.Request) (*preview.Plan, 
 // where it deploys are unchanged), then waits for the stack and returns its
 // outputs.
 func (d *Deploy) Apply(ctx context.Context, req preview.Request, approved *preview.Plan) (preview.Outputs, error) {
-	m, err := d.prepare(ctx, req)
+	m, err := d.prepareDigest(ctx, req)
 	if err != nil {
 		return nil, err
 	}
@@ -155,15 +137,9 @@ func (d *Deploy) Apply(ctx context.Context, req preview.Request, approved *previ
 			return nil, moved(stack, "template or target", m.frame, state.Frame)
 		}
 	} else {
+		// The plan digest binds the NoEcho values under the preview key.
 		if m.document.PlanDigest != approved.Member.PlanDigest {
 			return nil, moved(stack, "plan digest", m.document.PlanDigest, approved.Member.PlanDigest)
-		}
-		sensitive, err := sensitiveDigest(state.key, m.in.Parameters, m.tmpl.noEcho())
-		if err != nil {
-			return nil, err
-		}
-		if !hmac.Equal([]byte(sensitive), []byte(state.sensitive)) {
-			return nil, fmt.Errorf("stack %s: refusing to apply: a NoEcho parameter changed since the plan %s: %w", stack, approved.Member.PlanDigest, preview.ErrMoved)
 		}
 	}
 	if err := m.checkParameters(); err != nil {
@@ -242,8 +218,38 @@ func (d *Deploy) connect(ctx context.Context, in inputs) (*session, string, erro
 	return s, cfg.Region, nil
 }
 
-// prepare checks the inputs, reads the template and computes the member's
-// digest and holes.
+// prepareDigest prepares the member and computes its digests, which bind
+// the NoEcho values under req.Key: what Plan and Apply start with. A key
+// shorter than preview.MinKeySize is refused before CloudFormation is
+// called.
+func (d *Deploy) prepareDigest(ctx context.Context, req preview.Request) (*member, error) {
+	m, err := d.prepare(ctx, req)
+	if err != nil {
+		return nil, err
+	}
+	if err := preview.CheckKey(req.Key); err != nil {
+		return nil, fmt.Errorf("stack %s: %w", m.in.Stack, err)
+	}
+	missing := append([]string(nil), req.Missing...)
+	sort.Strings(missing)
+	var digest string
+	digest, m.frame, err = digests(req.Environment, m.in, m.region, m.body, missing, m.tmpl.noEcho(), req.Key)
+	if err != nil {
+		return nil, err
+	}
+	m.document = changeset.Member{
+		Name:       m.in.Stack,
+		Component:  req.Component,
+		Capability: Kind,
+		Status:     changeset.StatusPlanned,
+		PlanDigest: digest,
+		Holes:      holes(missing),
+	}
+	return m, nil
+}
+
+// prepare checks the inputs, reads the template and makes the client; it
+// calls no API.
 func (d *Deploy) prepare(ctx context.Context, req preview.Request) (*member, error) {
 	in, err := parseInputs(req.Component, req.Inputs)
 	if err != nil {
@@ -272,21 +278,6 @@ func (d *Deploy) prepare(ctx context.Context, req preview.Request) (*member, err
 	m.session, m.region, err = d.connect(ctx, in)
 	if err != nil {
 		return nil, err
-	}
-	missing := append([]string(nil), req.Missing...)
-	sort.Strings(missing)
-	var digest string
-	digest, m.frame, err = digests(req.Environment, in, m.region, m.body, missing, m.tmpl.noEcho())
-	if err != nil {
-		return nil, err
-	}
-	m.document = changeset.Member{
-		Name:       in.Stack,
-		Component:  req.Component,
-		Capability: Kind,
-		Status:     changeset.StatusPlanned,
-		PlanDigest: digest,
-		Holes:      holes(missing),
 	}
 	return m, nil
 }

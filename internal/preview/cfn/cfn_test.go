@@ -15,6 +15,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/captf/captf/internal/preview"
+	"github.com/captf/captf/internal/preview/previewtest"
 	"github.com/captf/captf/pkg/changeset"
 )
 
@@ -447,28 +448,56 @@ func TestApplyOfAFailingChangeSetIsAnError(t *testing.T) {
 	}
 }
 
-// TestApplyRefusesChangedNoEchoValue: the public digest leaves NoEcho values
-// out, the plan's private keyed hash does not.
-func TestApplyRefusesChangedNoEchoValue(t *testing.T) {
+// TestNoEchoValueMovesDigest: separate Plan calls of fresh capabilities,
+// as a review job and an apply job make them, digest a NoEcho value through
+// the keyed digest: another value moves the digest (the entries show no
+// difference), the same value does not, another key does; the key shows up
+// nowhere. An apply with another value than the approved one is refused
+// and makes no stack.
+func TestNoEchoValueMovesDigest(t *testing.T) {
 	ctx := context.Background()
 	cf := motoClient(t)
-	d := testDeploy()
 	stack := unique("noecho-")
 	req := request(t, stack, fmt.Sprintf(templateV1, "/"+stack+"/secret"), secretParams())
-	plan, err := d.Plan(ctx, req)
-	if err != nil {
-		t.Fatal(err)
+	planFresh := func(t *testing.T, req preview.Request) *preview.Plan {
+		t.Helper()
+		p, err := testDeploy().Plan(ctx, req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		noCanaryInPlan(t, p)
+		for _, k := range append(previewtest.KeyForms(previewtest.Key()), previewtest.KeyForms(previewtest.OtherKey())...) {
+			b, _ := json.Marshal(p)
+			if strings.Contains(string(b)+fmt.Sprintf("%+v", p.Private), k) {
+				t.Errorf("the plan holds the key as %q", k)
+			}
+		}
+		return p
 	}
-	req.Inputs["parameters"] = map[string]any{"Secret": canary + "-rotated"}
-	again, err := d.Plan(ctx, req)
-	if err != nil {
-		t.Fatal(err)
+	reviewed, again := planFresh(t, req), planFresh(t, req)
+	if again.Member.PlanDigest != reviewed.Member.PlanDigest {
+		t.Errorf("one NoEcho value, two digests: %s and %s", reviewed.Member.PlanDigest, again.Member.PlanDigest)
 	}
-	if again.Member.PlanDigest != plan.Member.PlanDigest {
-		t.Error("the public digest covers a NoEcho value")
+	otherKey := req
+	otherKey.Key = previewtest.OtherKey()
+	if d := planFresh(t, otherKey).Member.PlanDigest; d == reviewed.Member.PlanDigest {
+		t.Errorf("two keys, one digest %s", d)
 	}
-	_, err = d.Apply(ctx, req, plan)
-	if !errors.Is(err, preview.ErrMoved) || !strings.Contains(err.Error(), "refusing to apply: a NoEcho parameter changed") {
+	rotated := req
+	rotated.Inputs = map[string]any{}
+	for k, v := range req.Inputs {
+		rotated.Inputs[k] = v
+	}
+	rotated.Inputs["parameters"] = map[string]any{"Secret": canary + "-rotated"}
+	changed := planFresh(t, rotated)
+	if changed.Member.PlanDigest == reviewed.Member.PlanDigest {
+		t.Errorf("another NoEcho value, same digest %s", reviewed.Member.PlanDigest)
+	}
+	if diff := cmp.Diff(reviewed.Entries, changed.Entries); diff != "" {
+		t.Errorf("the entries show the NoEcho change (-reviewed +changed):\n%s", diff)
+	}
+	_, err := testDeploy().Apply(ctx, rotated, reviewed)
+	if !errors.Is(err, preview.ErrMoved) || !strings.Contains(err.Error(), "refusing to apply: the plan digest is "+changed.Member.PlanDigest) {
 		t.Fatalf("apply with another NoEcho value: %v", err)
 	}
 	if strings.Contains(err.Error(), canary) {
@@ -476,6 +505,30 @@ func TestApplyRefusesChangedNoEchoValue(t *testing.T) {
 	}
 	if s := stackStatus(t, cf, stack); s != "" {
 		t.Errorf("a refused apply made a stack (%s)", s)
+	}
+}
+
+// TestShortKey: Plan and Apply refuse a key missing or shorter than 32
+// bytes before they call CloudFormation (the endpoint answers nothing);
+// Outputs, which digests nothing, needs none.
+func TestShortKey(t *testing.T) {
+	ctx := context.Background()
+	for _, key := range [][]byte{nil, previewtest.Key()[:31]} {
+		req := request(t, unique("short-"), fmt.Sprintf(templateV1, "/short/secret"), secretParams())
+		req.Inputs["endpoint"] = "http://127.0.0.1:1"
+		req.Key = key
+		_, err := testDeploy().Plan(ctx, req)
+		if !errors.Is(err, preview.ErrShortKey) || !strings.Contains(err.Error(), fmt.Sprintf("holds %d bytes", len(key))) {
+			t.Errorf("plan with a %d-byte key: %v, want ErrShortKey", len(key), err)
+		}
+		_, err = testDeploy().Apply(ctx, req, &preview.Plan{Private: &planState{}})
+		if !errors.Is(err, preview.ErrShortKey) {
+			t.Errorf("apply with a %d-byte key: %v, want ErrShortKey", len(key), err)
+		}
+		req.Inputs["endpoint"] = motoURL
+		if out, err := testDeploy().Outputs(ctx, req); err != nil || len(out) != 0 {
+			t.Errorf("outputs of a stack that does not exist, with a %d-byte key: %v, %v", len(key), out, err)
+		}
 	}
 }
 

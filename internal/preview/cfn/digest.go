@@ -1,13 +1,11 @@
 package cfn
 
 import (
-	"crypto/hmac"
-	"crypto/rand"
 	"crypto/sha256"
 	"encoding/hex"
-	"fmt"
 	"sort"
 
+	"github.com/captf/captf/internal/preview"
 	"github.com/captf/captf/pkg/changeset"
 )
 
@@ -17,9 +15,10 @@ import (
 // onReplace and the capabilities. The plan digest covers the frame, the
 // given parameters and the missing inputs. Parameter values are hashed
 // before they enter the digest, so that even what is hashed holds no value.
-// The digest is public and unkeyed, so a NoEcho parameter enters it only
-// as "sensitive"; sensitiveDigest binds its value within one command.
-func digests(environment string, in inputs, region string, body []byte, missing []string, noEcho map[string]bool) (plan, frame string, err error) {
+// A NoEcho parameter enters only as "sensitive": its value is bound by the
+// keyed digest (preview.KeyedDigest) of every NoEcho value under key, which
+// nobody can test a guess against without the key.
+func digests(environment string, in inputs, region string, body []byte, missing []string, noEcho map[string]bool, key []byte) (plan, frame string, err error) {
 	sum := sha256.Sum256(body)
 	capabilities := append([]string{}, in.Capabilities...)
 	sort.Strings(capabilities)
@@ -33,18 +32,24 @@ func digests(environment string, in inputs, region string, body []byte, missing 
 		"capabilities": capabilities,
 	}
 	params := map[string]string{}
+	hidden := map[string]string{}
 	for k, v := range in.Parameters {
 		if noEcho[k] {
 			params[k] = "sensitive"
+			hidden[k] = v
 			continue
 		}
 		h := sha256.Sum256([]byte(v))
 		params[k] = hex.EncodeToString(h[:])
 	}
+	sensitive, err := preview.KeyedDigest(key, Kind, hidden)
+	if err != nil {
+		return "", "", err
+	}
 	if missing == nil {
 		missing = []string{}
 	}
-	plan, err = changeset.Digest("cfn1:", map[string]any{"frame": f, "parameters": params, "missing": missing})
+	plan, err = changeset.Digest("cfn1:", map[string]any{"frame": f, "parameters": params, "missing": missing, "sensitive": sensitive})
 	if err != nil {
 		return "", "", err
 	}
@@ -53,31 +58,4 @@ func digests(environment string, in inputs, region string, body []byte, missing 
 		return "", "", err
 	}
 	return plan, frame, nil
-}
-
-// newKey is a random key that lives only in memory, in Plan.Private.
-func newKey() ([]byte, error) {
-	key := make([]byte, 32)
-	if _, err := rand.Read(key); err != nil {
-		return nil, fmt.Errorf("plan key: %w", err)
-	}
-	return key, nil
-}
-
-// sensitiveDigest is the HMAC under key of the values of the given NoEcho
-// parameters, by name.
-func sensitiveDigest(key []byte, params map[string]string, noEcho map[string]bool) (string, error) {
-	values := map[string]string{}
-	for k, v := range params {
-		if noEcho[k] {
-			values[k] = v
-		}
-	}
-	b, err := changeset.Canonical(values)
-	if err != nil {
-		return "", err
-	}
-	mac := hmac.New(sha256.New, key)
-	mac.Write(b)
-	return hex.EncodeToString(mac.Sum(nil)), nil
 }

@@ -17,6 +17,7 @@ import (
 
 	"github.com/captf/captf/internal/motoserver"
 	"github.com/captf/captf/internal/preview"
+	"github.com/captf/captf/internal/preview/previewtest"
 )
 
 // motoURL is the endpoint of the moto_server TestMain started.
@@ -81,7 +82,7 @@ func request(t *testing.T, stack, body string, params map[string]any) preview.Re
 	if params != nil {
 		inputs["parameters"] = params
 	}
-	return preview.Request{Component: "app", Environment: "staging", Inputs: inputs, Root: root, WorkDir: t.TempDir()}
+	return preview.Request{Component: "app", Environment: "staging", Inputs: inputs, Root: root, WorkDir: t.TempDir(), Key: previewtest.Key()}
 }
 
 func writeTemplate(t *testing.T, root, body string) {

@@ -16,6 +16,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/captf/captf/internal/preview"
+	"github.com/captf/captf/internal/preview/previewtest"
 	"github.com/captf/captf/pkg/changeset"
 )
 
@@ -152,7 +153,7 @@ func recordedRequest(t *testing.T, endpoint, stack, template string, params map[
 	if onReplace != "" {
 		inputs["onReplace"] = onReplace
 	}
-	return preview.Request{Component: stack, Environment: "prod", Inputs: inputs, Root: root, WorkDir: t.TempDir()}
+	return preview.Request{Component: stack, Environment: "prod", Inputs: inputs, Root: root, WorkDir: t.TempDir(), Key: previewtest.Key()}
 }
 
 func TestRecordedReplacementIsBlockedByDefault(t *testing.T) {

@@ -1,15 +1,16 @@
 package kubectl
 
 import (
-	"crypto/sha256"
-	"encoding/hex"
-	"encoding/json"
-
+	"github.com/captf/captf/internal/preview"
 	"github.com/captf/captf/pkg/changeset"
 )
 
 // DigestPrefix starts every kubectl-apply plan digest.
 const DigestPrefix = "k8s1:"
+
+// hiddenText stands in the digest input for a sensitive value, whose value
+// is bound by the keyed digest instead.
+const hiddenText = "(sensitive)"
 
 // digestInput is what a plan digest covers. It lives in memory only: it
 // holds the documents as sent, so it is never written anywhere.
@@ -20,6 +21,10 @@ type digestInput struct {
 	Delete    string         `json:"delete"`
 	Documents []any          `json:"documents"`
 	Objects   []digestObject `json:"objects"`
+	// Sensitive is the keyed digest (preview.KeyedDigest) of the Secret
+	// values the documents and changes hold, which stand as hiddenText
+	// above.
+	Sensitive string `json:"sensitive"`
 }
 
 type digestObject struct {
@@ -43,13 +48,25 @@ type digestChange struct {
 	HasAfter  bool `json:"hasAfter"`
 }
 
-// computeDigest is the plan's member digest.
-func (p *planned) computeDigest() (string, error) {
+// hiddenValue is a sensitive value with where it is: the object, the
+// field, and which side of a change ("document" for the manifest as sent).
+type hiddenValue struct {
+	Group   string `json:"group"`
+	Address string `json:"address"`
+	Path    string `json:"path"`
+	Side    string `json:"side"`
+	Value   any    `json:"value"`
+}
+
+// computeDigest is the plan's member digest; key binds the sensitive
+// values.
+func (p *planned) computeDigest(key []byte) (string, error) {
 	in := digestInput{Server: p.target.Server, Context: p.target.Context, Stack: p.cfg.Stack, Delete: p.cfg.Delete}
+	hidden := []hiddenValue{}
 	for _, d := range p.docs {
 		doc := d.Object
 		if d.Ref.isSecret() {
-			doc = hashSecretData(d.Ref, doc)
+			doc = hideSecret(d.Ref, doc, &hidden)
 		}
 		in.Documents = append(in.Documents, doc)
 	}
@@ -58,28 +75,40 @@ func (p *planned) computeDigest() (string, error) {
 		for _, c := range op.Changes {
 			dc := digestChange{Path: c.Path.String(), HasBefore: c.HasBefore, HasAfter: c.HasAfter, Before: c.Before, After: c.After}
 			if op.Ref.sensitive(c.Path) {
-				dc.Before = hashValue(op.Ref, c.Path, c.Before, c.HasBefore)
-				dc.After = hashValue(op.Ref, c.Path, c.After, c.HasAfter)
+				dc.Before = hide(op.Ref, c.Path, "before", c.Before, c.HasBefore, &hidden)
+				dc.After = hide(op.Ref, c.Path, "after", c.After, c.HasAfter, &hidden)
 			}
 			o.Changes = append(o.Changes, dc)
 		}
 		in.Objects = append(in.Objects, o)
 	}
+	var err error
+	if in.Sensitive, err = preview.KeyedDigest(key, Kind, hidden); err != nil {
+		return "", err
+	}
 	return changeset.Digest(DigestPrefix, in)
 }
 
 // missingDigest is the digest of a step that waits on upstream outputs: it
-// binds what the step would read, not the cluster.
-func missingDigest(cfg config, missing []string) (string, error) {
+// binds what the step would read, not the cluster. It has no sensitive
+// value, and binds the key all the same, so that two keys digest every
+// member apart.
+func missingDigest(cfg config, missing []string, key []byte) (string, error) {
+	sensitive, err := preview.KeyedDigest(key, Kind, []hiddenValue{})
+	if err != nil {
+		return "", err
+	}
 	return changeset.Digest(DigestPrefix, map[string]any{
 		"manifest": cfg.Manifest, "stack": cfg.Stack, "delete": cfg.Delete,
 		"kubeconfig": cfg.Kubeconfig, "context": cfg.Context, "namespace": cfg.Namespace, "missing": missing,
+		"sensitive": sensitive,
 	})
 }
 
-// hashSecretData returns a copy of a Secret with each value of data and
-// stringData replaced by its hash.
-func hashSecretData(ref objectRef, obj map[string]any) map[string]any {
+// hideSecret returns a copy of a Secret document with each value of data
+// and stringData, and the last-applied annotation, replaced by hiddenText;
+// the values go to hidden.
+func hideSecret(ref objectRef, obj map[string]any, hidden *[]hiddenValue) map[string]any {
 	out := make(map[string]any, len(obj))
 	for k, v := range obj {
 		out[k] = v
@@ -89,23 +118,36 @@ func hashSecretData(ref objectRef, obj map[string]any) map[string]any {
 		if !ok {
 			continue
 		}
-		hashed := make(map[string]any, len(m))
-		for k, v := range m {
-			hashed[k] = hashValue(ref, path{field, k}, v, true)
+		replaced := make(map[string]any, len(m))
+		for _, k := range sortedKeys(m) {
+			replaced[k] = hide(ref, path{field, k}, "document", m[k], true, hidden)
 		}
-		out[field] = hashed
+		out[field] = replaced
+	}
+	md, _ := obj["metadata"].(map[string]any)
+	annotations, _ := md["annotations"].(map[string]any)
+	if v, ok := annotations[lastApplied]; ok {
+		a := make(map[string]any, len(annotations))
+		for k, v := range annotations {
+			a[k] = v
+		}
+		a[lastApplied] = hide(ref, path{"metadata", "annotations", lastApplied}, "document", v, true, hidden)
+		m := make(map[string]any, len(md))
+		for k, v := range md {
+			m[k] = v
+		}
+		m["annotations"] = a
+		out["metadata"] = m
 	}
 	return out
 }
 
-// hashValue is the SHA-256 of a sensitive value, salted with the object and
-// the field so that two equal values hash apart; nil when the side is
-// absent.
-func hashValue(ref objectRef, p path, v any, present bool) any {
+// hide keeps a present sensitive value in hidden and returns what stands
+// for it in the digest input: hiddenText, or nil when the side is absent.
+func hide(ref objectRef, p path, side string, v any, present bool, hidden *[]hiddenValue) any {
 	if !present {
 		return nil
 	}
-	b, _ := json.Marshal([]any{ref.Group, ref.address(), p.String(), v})
-	sum := sha256.Sum256(b)
-	return "sha256:" + hex.EncodeToString(sum[:])
+	*hidden = append(*hidden, hiddenValue{Group: ref.Group, Address: ref.address(), Path: p.String(), Side: side, Value: v})
+	return hiddenText
 }

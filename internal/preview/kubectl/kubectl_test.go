@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"flag"
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -24,6 +25,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/captf/captf/internal/preview"
+	"github.com/captf/captf/internal/preview/previewtest"
 	"github.com/captf/captf/internal/testenv"
 	"github.com/captf/captf/pkg/changeset"
 )
@@ -77,7 +79,7 @@ func (s *step) manifest(yaml string) {
 }
 
 func (s *step) request() preview.Request {
-	return preview.Request{Component: "web", Environment: "test", Root: s.root, WorkDir: s.t.TempDir(), Inputs: s.inputs}
+	return preview.Request{Component: "web", Environment: "test", Root: s.root, WorkDir: s.t.TempDir(), Inputs: s.inputs, Key: previewtest.Key()}
 }
 
 func (s *step) plan() *preview.Plan {
@@ -498,6 +500,73 @@ func TestKubectlApply(t *testing.T) {
 		}
 	})
 
+	t.Run("the digest binds Secret values under the key, across separate plans", func(t *testing.T) {
+		s := c.newStep(t, "keyed")
+		s.manifest(configMap("settings", "  color: blue") + secret)
+		s.apply(s.plan())
+		// Each plan is a fresh Capability with no Private: what a review
+		// job and a later apply job each compute.
+		s.manifest(configMap("settings", "  color: blue") + strings.Replace(secret, canary, canary+"-2", 1))
+		reviewed, again := s.plan(), s.plan()
+		if again.Member.PlanDigest != reviewed.Member.PlanDigest {
+			t.Errorf("one Secret value, two digests: %s and %s", reviewed.Member.PlanDigest, again.Member.PlanDigest)
+		}
+		otherKey := s.request()
+		otherKey.Key = previewtest.OtherKey()
+		underOther, err := Capability{}.Plan(ctx, otherKey)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if underOther.Member.PlanDigest == reviewed.Member.PlanDigest {
+			t.Errorf("two keys, one digest %s", reviewed.Member.PlanDigest)
+		}
+		s.manifest(configMap("settings", "  color: blue") + strings.Replace(secret, canary, canary+"-3", 1))
+		changed := s.plan()
+		if changed.Member.PlanDigest == reviewed.Member.PlanDigest {
+			t.Errorf("another Secret value, same digest %s", reviewed.Member.PlanDigest)
+		}
+		if diff := cmp.Diff(reviewed.Entries, changed.Entries); diff != "" {
+			t.Errorf("the entries show the Secret's change (-reviewed +changed):\n%s", diff)
+		}
+		for _, p := range []*preview.Plan{reviewed, changed, underOther} {
+			b, err := json.Marshal(p)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, k := range append(previewtest.KeyForms(previewtest.Key()), previewtest.KeyForms(previewtest.OtherKey())...) {
+				if strings.Contains(string(b)+fmt.Sprintf("%#v", p.Private), k) {
+					t.Errorf("the plan holds the key as %q", k)
+				}
+			}
+		}
+
+		// The reviewed value, applied by another process that has only
+		// the approved member, after the live Secret moved underneath:
+		// the before side moved, so nothing is applied.
+		s.manifest(configMap("settings", "  color: blue") + strings.Replace(secret, canary, canary+"-2", 1))
+		approved := &preview.Plan{Member: reviewed.Member}
+		var live corev1.Secret
+		key := client.ObjectKey{Namespace: "keyed", Name: "creds"}
+		if err := c.env.Client.Get(ctx, key, &live); err != nil {
+			t.Fatal(err)
+		}
+		live.Data["password"] = []byte(canary + "-drift")
+		if err := c.env.Client.Update(ctx, &live); err != nil {
+			t.Fatal(err)
+		}
+		_, err = Capability{}.Apply(ctx, s.request(), approved)
+		if !errors.Is(err, preview.ErrMoved) || strings.Contains(err.Error(), canary) {
+			t.Fatalf("apply over a drifted Secret: %v, want ErrMoved naming no value", err)
+		}
+		var after corev1.Secret
+		if err := c.env.Client.Get(ctx, key, &after); err != nil {
+			t.Fatal(err)
+		}
+		if string(after.Data["password"]) != canary+"-drift" || after.ResourceVersion != live.ResourceVersion {
+			t.Error("the refused apply changed the Secret")
+		}
+	})
+
 	t.Run("apply applies an unchanged plan and refuses a moved one without changing the cluster", func(t *testing.T) {
 		s := c.newStep(t, "moved")
 		s.manifest(configMap("settings", "  a: \"1\"\n  b: \"2\"") + deployment("nginx:1.27", 2, "api"))
@@ -782,7 +851,7 @@ func TestKubectlApply(t *testing.T) {
 }
 
 func TestPlanWithMissingInputsReadsNothing(t *testing.T) {
-	req := preview.Request{Component: "web", Root: t.TempDir(), Missing: []string{"db"},
+	req := preview.Request{Component: "web", Root: t.TempDir(), Missing: []string{"db"}, Key: previewtest.Key(),
 		Inputs: map[string]any{"manifest": "k8s.yaml", "kubeconfig": "does-not-exist"}}
 	p, err := Capability{}.Plan(context.Background(), req)
 	if err != nil {
@@ -797,5 +866,28 @@ func TestPlanWithMissingInputsReadsNothing(t *testing.T) {
 	}
 	if _, err := (Capability{}).Apply(context.Background(), req, p); err == nil {
 		t.Error("apply with missing inputs did not fail")
+	}
+	req.Key = previewtest.OtherKey()
+	if other, err := (Capability{}).Plan(context.Background(), req); err != nil || other.Member.PlanDigest == p.Member.PlanDigest {
+		t.Errorf("under another key: %v, digest %s, want another than %s", err, other.Member.PlanDigest, p.Member.PlanDigest)
+	}
+}
+
+// TestShortKey: a key missing or shorter than 32 bytes is refused before
+// the cluster is read (the kubeconfig does not exist), by Plan and Apply.
+func TestShortKey(t *testing.T) {
+	for _, key := range [][]byte{nil, previewtest.Key()[:31]} {
+		for _, missing := range [][]string{nil, {"db"}} {
+			req := preview.Request{Component: "web", Root: t.TempDir(), Missing: missing, Key: key,
+				Inputs: map[string]any{"manifest": "k8s.yaml", "kubeconfig": "does-not-exist"}}
+			_, err := Capability{}.Plan(context.Background(), req)
+			if !errors.Is(err, preview.ErrShortKey) || !strings.Contains(err.Error(), fmt.Sprintf("holds %d bytes", len(key))) {
+				t.Errorf("plan with a %d-byte key (missing %v): %v, want ErrShortKey", len(key), missing, err)
+			}
+			_, err = Capability{}.Apply(context.Background(), req, &preview.Plan{Member: changeset.Member{PlanDigest: DigestPrefix + "x"}})
+			if missing == nil && !errors.Is(err, preview.ErrShortKey) {
+				t.Errorf("apply with a %d-byte key: %v, want ErrShortKey", len(key), err)
+			}
+		}
 	}
 }

@@ -63,16 +63,21 @@ type planned struct {
 	digest   string
 }
 
-// plan reads the manifest and the cluster and decides every object.
+// plan reads the manifest and the cluster and decides every object. Its
+// digest binds the Secret values under req.Key; a key shorter than
+// preview.MinKeySize is refused before the cluster is read.
 func plan(ctx context.Context, req preview.Request) (*planned, error) {
 	cfg, err := parseInputs(req.Component, req.Inputs)
 	if err != nil {
 		return nil, err
 	}
+	if err := preview.CheckKey(req.Key); err != nil {
+		return nil, fmt.Errorf("member %s: %w", cfg.Stack, err)
+	}
 	p := &planned{cfg: cfg}
 	if len(req.Missing) > 0 {
 		p.holes = []changeset.Hole{{Reason: "inputs from " + strings.Join(req.Missing, ", ") + "; re-checked on apply"}}
-		p.digest, err = missingDigest(cfg, req.Missing)
+		p.digest, err = missingDigest(cfg, req.Missing, req.Key)
 		return p, err
 	}
 	docs, err := readManifest(req.Root, cfg.Manifest)
@@ -105,7 +110,7 @@ func plan(ctx context.Context, req preview.Request) (*planned, error) {
 			p.holes = append(p.holes, changeset.Hole{Address: op.Ref.address(), Reason: op.Hole})
 		}
 	}
-	p.digest, err = p.computeDigest()
+	p.digest, err = p.computeDigest(req.Key)
 	return p, err
 }
 

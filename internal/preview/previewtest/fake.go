@@ -26,7 +26,9 @@ import (
 //	want: {address: value}   what the step deploys
 //	outputs: {name: value}   outputs known at plan time
 //	lateOutputs: {name: value} outputs known only after apply
-//	secret: value            a sensitive attribute on every entry
+//	secret: value            a sensitive attribute on every entry, bound
+//	                         into the digest under Request.Key as the real
+//	                         capabilities bind theirs
 //	fail: text               the plan fails with this error
 //	failApply: text          the apply fails with this error
 //
@@ -168,7 +170,11 @@ func (f *Fake) plan(req preview.Request) (*preview.Plan, error) {
 		}
 		f.mu.Unlock()
 	}
-	p.Member.PlanDigest, _ = changeset.Digest("fake1:", p.Entries)
+	sensitive, err := preview.KeyedDigest(req.Key, f.kind, secret)
+	if err != nil {
+		return nil, err
+	}
+	p.Member.PlanDigest, _ = changeset.Digest("fake1:", map[string]any{"entries": p.Entries, "sensitive": sensitive})
 	return p, nil
 }
 

@@ -37,6 +37,26 @@ type changes struct {
 	// Invocations are the action invocations, as entries named by the
 	// action with its config as attributes.
 	Invocations []changeset.Entry `json:"invocations"`
+	// Sensitive is the keyed digest (preview.KeyedDigest) of hidden, set
+	// by summarize: it moves the member digest when a sensitive value
+	// moves, and shows none.
+	Sensitive string `json:"sensitive"`
+
+	// hidden are the values kept out of the entries because they are
+	// sensitive, in plan order. They live in memory only.
+	hidden []hiddenValue
+}
+
+// hiddenValue is a sensitive value the document leaves out, with where it
+// is. A side that is absent (before of a create, after known only after
+// apply) has its Has* false.
+type hiddenValue struct {
+	Address   string `json:"address"`
+	Name      string `json:"name"`
+	Before    any    `json:"before,omitempty"`
+	After     any    `json:"after,omitempty"`
+	HasBefore bool   `json:"hasBefore"`
+	HasAfter  bool   `json:"hasAfter"`
 }
 
 // readChanges extracts the changes of plan for member. Every value it
@@ -49,6 +69,7 @@ func readChanges(plan *tfjson.Plan, member string, sec *secrets) (*changes, erro
 		Actions:     [][]string{},
 		Outputs:     []changeset.Entry{},
 		Invocations: []changeset.Entry{},
+		hidden:      []hiddenValue{},
 	}
 	for i, rc := range plan.ResourceChanges {
 		if rc == nil || rc.Change == nil || rc.Address == "" {
@@ -67,14 +88,14 @@ func readChanges(plan *tfjson.Plan, member string, sec *secrets) (*changes, erro
 			Address:    address,
 			Action:     action,
 			Importing:  rc.Change.Importing != nil,
-			Attributes: attributes(rc.Change, action, sec),
+			Attributes: out.attributes(address, rc.Change, action, sec),
 		})
 		acts := make([]string, len(rc.Change.Actions))
 		for j, a := range rc.Change.Actions {
 			acts[j] = string(a)
 		}
 		out.Actions = append(out.Actions, acts)
-		out.SideEffects = append(out.SideEffects, sideEffects(rc, action, member, sec)...)
+		out.SideEffects = append(out.SideEffects, out.sideEffects(rc, action, member, sec)...)
 	}
 	for _, name := range slices.Sorted(maps.Keys(plan.OutputChanges)) {
 		c := plan.OutputChanges[name]
@@ -89,7 +110,7 @@ func readChanges(plan *tfjson.Plan, member string, sec *secrets) (*changes, erro
 			Member:     member,
 			Address:    "output." + name,
 			Action:     action,
-			Attributes: []changeset.Attribute{outputAttribute(c, action, sec)},
+			Attributes: []changeset.Attribute{out.outputAttribute("output."+name, c, action, sec)},
 		})
 	}
 	for i, ai := range plan.ActionInvocations {
@@ -100,7 +121,7 @@ func readChanges(plan *tfjson.Plan, member string, sec *secrets) (*changes, erro
 			Member:  member,
 			Address: ai.Address,
 			Action:  "invoke",
-			Attributes: attributes(&tfjson.Change{
+			Attributes: out.attributes(ai.Address, &tfjson.Change{
 				After:          ai.ConfigValues,
 				AfterUnknown:   ai.ConfigUnknown,
 				AfterSensitive: ai.ConfigSensitive,
@@ -142,10 +163,10 @@ func entryAction(a tfjson.Actions) (string, error) {
 }
 
 // sideEffects lists what applying rc does beside its entry.
-func sideEffects(rc *tfjson.ResourceChange, action, member string, sec *secrets) []changeset.SideEffect {
+func (ch *changes) sideEffects(rc *tfjson.ResourceChange, action, member string, sec *secrets) []changeset.SideEffect {
 	var out []changeset.SideEffect
 	if imp := rc.Change.Importing; imp != nil {
-		out = append(out, changeset.SideEffect{Member: member, Kind: SideEffectImport, Address: rc.Address, Detail: importDetail(imp, sec)})
+		out = append(out, changeset.SideEffect{Member: member, Kind: SideEffectImport, Address: rc.Address, Detail: ch.importDetail(rc.Address, imp, sec)})
 	}
 	if rc.PreviousAddress != "" && rc.PreviousAddress != rc.Address {
 		out = append(out, changeset.SideEffect{Member: member, Kind: SideEffectMove, Address: rc.Address, Detail: "moved from " + rc.PreviousAddress})
@@ -159,15 +180,19 @@ func sideEffects(rc *tfjson.ResourceChange, action, member string, sec *secrets)
 	return out
 }
 
-func importDetail(imp *tfjson.Importing, sec *secrets) string {
+// importDetail says what an import imports; a sensitive id or identity is
+// hidden, and bound by the keyed digest.
+func (ch *changes) importDetail(address string, imp *tfjson.Importing, sec *secrets) string {
 	switch {
 	case imp.Unknown:
 		return "id known after apply"
 	case imp.ID != "" && sec.taints(imp.ID):
+		ch.hide(address, "import id", nil, imp.ID, false, true)
 		return "id (sensitive)"
 	case imp.ID != "":
 		return "id " + imp.ID
 	case imp.Identity != nil && sec.taints(imp.Identity):
+		ch.hide(address, "import identity", nil, imp.Identity, false, true)
 		return "identity (sensitive)"
 	case imp.Identity != nil:
 		b, err := json.Marshal(imp.Identity)
@@ -186,9 +211,22 @@ func invocationDetail(ai *tfjson.ActionInvocation) string {
 	return "invoked"
 }
 
-// attributes lists the top-level attributes change c writes, each with its
-// values before and after unless a part of it is sensitive.
-func attributes(c *tfjson.Change, action string, sec *secrets) []changeset.Attribute {
+// hide keeps a sensitive value for the keyed digest.
+func (ch *changes) hide(address, name string, before, after any, hasBefore, hasAfter bool) {
+	h := hiddenValue{Address: address, Name: name, HasBefore: hasBefore, HasAfter: hasAfter}
+	if hasBefore {
+		h.Before = before
+	}
+	if hasAfter {
+		h.After = after
+	}
+	ch.hidden = append(ch.hidden, h)
+}
+
+// attributes lists the top-level attributes change c of address writes,
+// each with its values before and after unless a part of it is sensitive;
+// a sensitive one's values are hidden for the keyed digest.
+func (ch *changes) attributes(address string, c *tfjson.Change, action string, sec *secrets) []changeset.Attribute {
 	switch action {
 	case changeset.ActionDelete, changeset.ActionForget, changeset.ActionNoOp:
 		return nil
@@ -233,7 +271,9 @@ func attributes(c *tfjson.Change, action string, sec *secrets) []changeset.Attri
 		}
 		sensitive = sensitive || (hasB && sec.taints(b)) || (hasA && sec.taints(a))
 		attr := changeset.Attribute{Name: name, Unknown: isUnknown, Sensitive: sensitive, ForcesReplacement: forces[name]}
-		if !sensitive {
+		if sensitive {
+			ch.hide(address, name, b, a, hasB, hasA)
+		} else {
 			if hasB {
 				attr.Before = rawJSON(b)
 			}
@@ -246,8 +286,9 @@ func attributes(c *tfjson.Change, action string, sec *secrets) []changeset.Attri
 	return out
 }
 
-// outputAttribute is the value of an output change.
-func outputAttribute(c *tfjson.Change, action string, sec *secrets) changeset.Attribute {
+// outputAttribute is the value of an output change; a sensitive one's
+// values are hidden for the keyed digest.
+func (ch *changes) outputAttribute(address string, c *tfjson.Change, action string, sec *secrets) changeset.Attribute {
 	attr := changeset.Attribute{
 		Name:      "value",
 		Unknown:   hasTrue(c.AfterUnknown),
@@ -256,6 +297,9 @@ func outputAttribute(c *tfjson.Change, action string, sec *secrets) changeset.At
 	hasB := action != changeset.ActionCreate && action != changeset.ActionNoOp
 	hasA := action != changeset.ActionDelete && c.AfterUnknown != true
 	attr.Sensitive = attr.Sensitive || (hasB && sec.taints(c.Before)) || (hasA && sec.taints(c.After))
+	if attr.Sensitive {
+		ch.hide(address, attr.Name, c.Before, c.After, hasB, hasA)
+	}
 	if attr.Sensitive || action == changeset.ActionNoOp {
 		return attr
 	}

@@ -2,12 +2,15 @@ package terraform
 
 import (
 	"encoding/json"
+	"errors"
 	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
 	tfjson "github.com/hashicorp/terraform-json"
 
+	"github.com/captf/captf/internal/preview"
+	"github.com/captf/captf/internal/preview/previewtest"
 	"github.com/captf/captf/pkg/changeset"
 )
 
@@ -250,7 +253,7 @@ func TestDigestLeavesOutTimestampsVersionsAndPriorState(t *testing.T) {
 		"prior_state":{"format_version":"1.0","terraform_version":"1.11.5","values":{"root_module":{"resources":[{"address":"terraform_data.a","values":{"input":"1","extra":"state only"}}]}}}}`
 	moved := strings.Replace(monday, `"after":"2"`, `"after":"3"`, 1)
 	digest := func(doc string) string {
-		p, err := summarize(decodePlan(t, doc), "m", []byte("k"))
+		p, err := summarize(decodePlan(t, doc), "m", previewtest.Key())
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -292,5 +295,108 @@ func TestPlannedOutputs(t *testing.T) {
 	}
 	if diff := cmp.Diff(want, gotText); diff != "" {
 		t.Errorf("planned outputs (-want +got):\n%s", diff)
+	}
+}
+
+// TestHiddenValues: every value the entries leave out as sensitive is kept
+// for the keyed digest with where it is, and only those.
+func TestHiddenValues(t *testing.T) {
+	cases := []struct {
+		reason string
+		doc    string
+		want   []hiddenValue
+	}{
+		{
+			reason: "a create's sensitive attribute, after only; its plain attributes are not kept",
+			doc: planDoc(`"resource_changes":[{"address":"x.a","change":{"actions":["create"],"before":null,
+				"after":{"input":{"token":"hunter22","plain":"p"},"name":"n"},"after_unknown":{"id":true},
+				"before_sensitive":false,"after_sensitive":{"input":{"token":true}}}}]`),
+			want: []hiddenValue{{Address: "x.a", Name: "input", After: map[string]any{"token": "hunter22", "plain": "p"}, HasAfter: true}},
+		},
+		{
+			reason: "an update's sensitive attribute before and after; one it leaves alone is not kept",
+			doc: planDoc(`"resource_changes":[{"address":"x.b","change":{"actions":["update"],
+				"before":{"pw":"old-pw-1","same":"kept-pw-9","output":"old-pw-1"},"after":{"pw":"new-pw-2","same":"kept-pw-9"},
+				"after_unknown":{"output":true},"before_sensitive":{"pw":true,"same":true},"after_sensitive":{"pw":true,"same":true}}}]`),
+			want: []hiddenValue{
+				{Address: "x.b", Name: "output", Before: "old-pw-1", HasBefore: true},
+				{Address: "x.b", Name: "pw", Before: "old-pw-1", After: "new-pw-2", HasBefore: true, HasAfter: true},
+			},
+		},
+		{
+			reason: "a sensitive output, and a plain one that copies it",
+			doc: planDoc(`"output_changes":{
+				"pw":{"actions":["update"],"before":"old-pw-1","after":"new-pw-2","after_unknown":false,"before_sensitive":true,"after_sensitive":true},
+				"url":{"actions":["create"],"after":"https://u:new-pw-2@h","after_unknown":false}}`),
+			want: []hiddenValue{
+				{Address: "output.pw", Name: "value", Before: "old-pw-1", After: "new-pw-2", HasBefore: true, HasAfter: true},
+				{Address: "output.url", Name: "value", After: "https://u:new-pw-2@h", HasAfter: true},
+			},
+		},
+		{
+			reason: "an import of a sensitive id",
+			doc: planDoc(`"variables":{"id":{"value":"secret-id-7"}},"configuration":{"root_module":{"variables":{"id":{"sensitive":true}}}},
+				"resource_changes":[{"address":"x.i","change":{"actions":["no-op"],"before":{},"after":{},"importing":{"id":"secret-id-7"}}}]`),
+			want: []hiddenValue{{Address: "x.i", Name: "import id", After: "secret-id-7", HasAfter: true}},
+		},
+		{
+			reason: "nothing sensitive",
+			doc: planDoc(`"resource_changes":[{"address":"x.p","change":{"actions":["update"],"before":{"a":"1"},"after":{"a":"2"},
+				"after_unknown":{},"before_sensitive":{},"after_sensitive":{}}}]`),
+			want: []hiddenValue{},
+		},
+	}
+	for _, c := range cases {
+		t.Run(c.reason, func(t *testing.T) {
+			plan := decodePlan(t, c.doc)
+			got, err := readChanges(plan, "m", plannedSecrets(plan))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(c.want, got.hidden); diff != "" {
+				t.Errorf("hidden values (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+// TestDigestBindsHiddenValues: a plan that differs from another only in a
+// sensitive value, which no entry shows, digests apart under one key; the
+// same plan digests apart under two keys, and alike under one.
+func TestDigestBindsHiddenValues(t *testing.T) {
+	doc := planDoc(`"resource_changes":[{"address":"x.b","change":{"actions":["update"],
+		"before":{"pw":"old-pw-1","n":1},"after":{"pw":"new-pw-2","n":2},
+		"after_unknown":{},"before_sensitive":{"pw":true},"after_sensitive":{"pw":true}}}],
+		"output_changes":{"pw":{"actions":["update"],"before":"old-pw-1","after":"new-pw-2","after_unknown":false,"before_sensitive":true,"after_sensitive":true}}`)
+	digest := func(doc string, key []byte) (string, []changeset.Entry) {
+		t.Helper()
+		p, err := summarize(decodePlan(t, doc), "m", key)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return p.digest, p.changes.Entries
+	}
+	base, entries := digest(doc, previewtest.Key())
+	if again, _ := digest(doc, previewtest.Key()); again != base {
+		t.Errorf("one plan, one key: %s and %s", base, again)
+	}
+	if other, _ := digest(doc, previewtest.OtherKey()); other == base {
+		t.Errorf("two keys, one digest %s", base)
+	}
+	for _, moved := range []struct{ reason, doc string }{
+		{"the value after", strings.Replace(doc, `"after":{"pw":"new-pw-2"`, `"after":{"pw":"new-pw-3"`, 1)},
+		{"the value before", strings.Replace(doc, `"before":{"pw":"old-pw-1"`, `"before":{"pw":"old-pw-0"`, 1)},
+		{"the output", strings.Replace(doc, `"after":"new-pw-2"`, `"after":"new-pw-3"`, 1)},
+	} {
+		got, gotEntries := digest(moved.doc, previewtest.Key())
+		if got == base {
+			t.Errorf("%s moved, the digest did not: %s", moved.reason, base)
+		}
+		if diff := cmp.Diff(entries, gotEntries); diff != "" {
+			t.Errorf("%s: the entries show the change (-before +after):\n%s", moved.reason, diff)
+		}
+	}
+	if _, err := summarize(decodePlan(t, doc), "m", []byte("short")); !errors.Is(err, preview.ErrShortKey) {
+		t.Errorf("a 5-byte key: %v, want ErrShortKey", err)
 	}
 }

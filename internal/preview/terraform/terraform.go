@@ -8,10 +8,6 @@ package terraform
 
 import (
 	"context"
-	"crypto/hmac"
-	"crypto/rand"
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -69,11 +65,6 @@ func (c *Capability) Kind() string { return Kind }
 type private struct {
 	// planFile is the plan Plan wrote in WorkDir; the caller removes it.
 	planFile string
-	// key is random and only ever in memory.
-	key []byte
-	// full is the HMAC under key of the plan's changes with every value,
-	// sensitive ones included, which the public digest leaves out.
-	full string
 }
 
 // planned is one plan of a root, read and digested.
@@ -81,25 +72,37 @@ type planned struct {
 	changes *changes
 	outputs preview.Outputs
 	digest  string
-	full    string
 }
 
 // Plan runs init, plan and show -json in the step's root and describes the
 // plan. A step whose inputs wait on upstream outputs is not planned: its
-// member has a hole per upstream and no plan file is written.
+// member has a hole per upstream and no plan file is written. The digest
+// binds the sensitive values under req.Key; a key shorter than
+// preview.MinKeySize is refused before anything runs.
 func (c *Capability) Plan(ctx context.Context, req preview.Request) (*preview.Plan, error) {
 	in, err := readInputs(req)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", Kind, err)
+	}
+	if err := preview.CheckKey(req.Key); err != nil {
+		return nil, fmt.Errorf("%s %s: %w", Kind, in.name, err)
 	}
 	member := changeset.Member{Name: in.name, Component: req.Component, Capability: Kind, Status: changeset.StatusPlanned}
 	if len(req.Missing) > 0 {
 		for _, m := range req.Missing {
 			member.Holes = append(member.Holes, changeset.Hole{Reason: fmt.Sprintf("inputs from %s; planned again once they apply", m)})
 		}
+		// A member with holes has no sensitive value; its digest binds
+		// the key all the same, so that a plan and an apply under two
+		// keys differ in every member.
+		sensitive, err := preview.KeyedDigest(req.Key, Kind, []hiddenValue{})
+		if err != nil {
+			return nil, fmt.Errorf("%s %s: %w", Kind, in.name, err)
+		}
 		if member.PlanDigest, err = changeset.Digest(DigestPrefix, struct {
-			Holes []changeset.Hole `json:"holes"`
-		}{member.Holes}); err != nil {
+			Holes     []changeset.Hole `json:"holes"`
+			Sensitive string           `json:"sensitive"`
+		}{member.Holes, sensitive}); err != nil {
 			return nil, fmt.Errorf("%s %s: %w", Kind, in.name, err)
 		}
 		return &preview.Plan{Member: member, PlannedOutputs: preview.Outputs{}}, nil
@@ -107,12 +110,8 @@ func (c *Capability) Plan(ctx context.Context, req preview.Request) (*preview.Pl
 	if err := checkWorkDir(req.WorkDir); err != nil {
 		return nil, fmt.Errorf("%s %s: %w", Kind, in.name, err)
 	}
-	key := make([]byte, 32)
-	if _, err := rand.Read(key); err != nil {
-		return nil, fmt.Errorf("%s %s: %w", Kind, in.name, err)
-	}
 	planFile := filepath.Join(req.WorkDir, planFileName)
-	p, err := c.plan(ctx, in, req.WorkDir, planFile, key)
+	p, err := c.plan(ctx, in, req.WorkDir, planFile, req.Key)
 	if err != nil {
 		return nil, fmt.Errorf("%s %s: %w", Kind, in.name, err)
 	}
@@ -122,18 +121,22 @@ func (c *Capability) Plan(ctx context.Context, req preview.Request) (*preview.Pl
 		Entries:        p.changes.Entries,
 		SideEffects:    p.changes.SideEffects,
 		PlannedOutputs: p.outputs,
-		Private:        &private{planFile: planFile, key: key, full: p.full},
+		Private:        &private{planFile: planFile},
 	}, nil
 }
 
 // Apply plans again into a fresh plan file and applies it only when its
-// digest is the approved one; then it returns the root's outputs. When the
-// approved plan was made in this process, a change of a sensitive value,
-// which the public digest cannot show, refuses the apply too.
+// digest is the approved one; then it returns the root's outputs. The
+// digest binds the sensitive values under req.Key, so a sensitive value
+// that changed since the approved plan (in this process or another one
+// with the same key) refuses the apply too.
 func (c *Capability) Apply(ctx context.Context, req preview.Request, approved *preview.Plan) (preview.Outputs, error) {
 	in, err := readInputs(req)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", Kind, err)
+	}
+	if err := preview.CheckKey(req.Key); err != nil {
+		return nil, fmt.Errorf("%s %s: %w; nothing applied", Kind, in.name, err)
 	}
 	if approved == nil || approved.Member.PlanDigest == "" {
 		return nil, fmt.Errorf("%s %s: no approved plan digest; nothing applied", Kind, in.name)
@@ -144,25 +147,15 @@ func (c *Capability) Apply(ctx context.Context, req preview.Request, approved *p
 	if err := checkWorkDir(req.WorkDir); err != nil {
 		return nil, fmt.Errorf("%s %s: %w", Kind, in.name, err)
 	}
-	priv, _ := approved.Private.(*private)
-	key := make([]byte, 32)
-	if priv != nil {
-		key = priv.key
-	} else if _, err := rand.Read(key); err != nil {
-		return nil, fmt.Errorf("%s %s: %w", Kind, in.name, err)
-	}
 	planFile := filepath.Join(req.WorkDir, applyFileName)
 	defer os.Remove(planFile)
-	p, err := c.plan(ctx, in, req.WorkDir, planFile, key)
+	p, err := c.plan(ctx, in, req.WorkDir, planFile, req.Key)
 	if err != nil {
 		return nil, fmt.Errorf("%s %s: plan again: %w", Kind, in.name, err)
 	}
 	want := approved.Member.PlanDigest
 	if p.digest != want {
 		return nil, fmt.Errorf("%s %s: approved %s, planned now %s; nothing applied: %w", Kind, in.name, want, p.digest, preview.ErrMoved)
-	}
-	if priv != nil && !hmac.Equal([]byte(p.full), []byte(priv.full)) {
-		return nil, fmt.Errorf("%s %s: approved %s, planned now %s with a sensitive value changed; nothing applied: %w", Kind, in.name, want, p.digest, preview.ErrMoved)
 	}
 	if c.beforeApply != nil {
 		c.beforeApply()
@@ -269,33 +262,25 @@ func writeVars(dir string, vars map[string]any) (string, error) {
 	return f, nil
 }
 
-// summarize reads a decoded plan: its changes, its digest, the HMAC of all
-// of it under key, and the outputs it already knows.
+// summarize reads a decoded plan: its changes, its digest with the
+// sensitive values bound under key, and the outputs it already knows.
 func summarize(plan *tfjson.Plan, member string, key []byte) (*planned, error) {
 	sec := plannedSecrets(plan)
 	ch, err := readChanges(plan, member, sec)
 	if err != nil {
 		return nil, fmt.Errorf("read plan: %w", err)
 	}
+	if ch.Sensitive, err = preview.KeyedDigest(key, Kind, ch.hidden); err != nil {
+		return nil, err
+	}
 	digest, err := changeset.Digest(DigestPrefix, ch)
 	if err != nil {
 		return nil, err
 	}
-	all, err := changeset.Canonical(struct {
-		Resources   []*tfjson.ResourceChange   `json:"resource_changes"`
-		Outputs     map[string]*tfjson.Change  `json:"output_changes"`
-		Invocations []*tfjson.ActionInvocation `json:"action_invocations"`
-	}{plan.ResourceChanges, plan.OutputChanges, plan.ActionInvocations})
-	if err != nil {
-		return nil, err
-	}
-	mac := hmac.New(sha256.New, key)
-	mac.Write(all)
 	return &planned{
 		changes: ch,
 		outputs: plannedOutputs(plan, sec),
 		digest:  digest,
-		full:    hex.EncodeToString(mac.Sum(nil)),
 	}, nil
 }
 

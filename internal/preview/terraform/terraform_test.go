@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -14,6 +15,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/captf/captf/internal/preview"
+	"github.com/captf/captf/internal/preview/previewtest"
 	"github.com/captf/captf/internal/tfexec"
 	"github.com/captf/captf/internal/tftest"
 	"github.com/captf/captf/pkg/changeset"
@@ -62,7 +64,7 @@ func (r *repo) request(root string, vars map[string]any, varFiles ...string) pre
 		}
 		inputs["varFiles"] = list
 	}
-	return preview.Request{Component: "network", Environment: "test", Inputs: inputs, Root: r.dir, WorkDir: r.t.TempDir()}
+	return preview.Request{Component: "network", Environment: "test", Inputs: inputs, Root: r.dir, WorkDir: r.t.TempDir(), Key: previewtest.Key()}
 }
 
 func (r *repo) plan(req preview.Request) *preview.Plan {
@@ -434,18 +436,90 @@ func TestApplyRefusesStalePlanFile(t *testing.T) {
 	})
 }
 
+// TestDigestBindsSensitiveValues plans the sensitive variable's value in
+// separate Plan calls of fresh capabilities, as a review job and an apply
+// job would: another value moves the digest though the entries show no
+// difference, the same value twice does not, another key moves it, and
+// the key shows up nowhere in the plans.
+func TestDigestBindsSensitiveValues(t *testing.T) {
+	eachBinary(t, func(t *testing.T, r *repo) {
+		planFresh := func(t *testing.T, req preview.Request) *preview.Plan {
+			t.Helper()
+			c := &Capability{Env: r.cap.Env, Stderr: r.cap.Stderr}
+			p, err := c.Plan(context.Background(), req)
+			if err != nil {
+				t.Fatalf("plan: %v", err)
+			}
+			return p
+		}
+		check := func(t *testing.T, secret, moved string) {
+			t.Helper()
+			reviewed := planFresh(t, r.request("basic", basicVars("b", "1", secret, true)))
+			again := planFresh(t, r.request("basic", basicVars("b", "1", secret, true)))
+			changed := planFresh(t, r.request("basic", basicVars("b", "1", moved, true)))
+			otherKey := r.request("basic", basicVars("b", "1", secret, true))
+			otherKey.Key = previewtest.OtherKey()
+			underOtherKey := planFresh(t, otherKey)
+			if again.Member.PlanDigest != reviewed.Member.PlanDigest {
+				t.Errorf("the same sensitive value digests %s, then %s", reviewed.Member.PlanDigest, again.Member.PlanDigest)
+			}
+			if changed.Member.PlanDigest == reviewed.Member.PlanDigest {
+				t.Errorf("another sensitive value, same digest %s", reviewed.Member.PlanDigest)
+			}
+			if underOtherKey.Member.PlanDigest == reviewed.Member.PlanDigest {
+				t.Errorf("another key, same digest %s", reviewed.Member.PlanDigest)
+			}
+			// The document cannot show the change: only the digest does.
+			if diff := cmp.Diff(withoutIDs(reviewed.Entries), withoutIDs(changed.Entries)); diff != "" {
+				t.Errorf("the entries show the sensitive change (-reviewed +changed):\n%s", diff)
+			}
+			for _, p := range []*preview.Plan{reviewed, changed, underOtherKey} {
+				b, err := json.Marshal(struct {
+					M changeset.Member
+					E []changeset.Entry
+					S []changeset.SideEffect
+					O preview.Outputs
+				}{p.Member, p.Entries, p.SideEffects, p.PlannedOutputs})
+				if err != nil {
+					t.Fatal(err)
+				}
+				text := string(b) + fmt.Sprintf("%#v", p.Private)
+				for _, k := range append(previewtest.KeyForms(previewtest.Key()), previewtest.KeyForms(previewtest.OtherKey())...) {
+					if strings.Contains(text, k) {
+						t.Errorf("the plan holds the key as %q", k)
+					}
+				}
+				for _, c := range []string{secret, moved} {
+					if strings.Contains(text, c) {
+						t.Errorf("the plan holds the sensitive value %q", c)
+					}
+				}
+			}
+		}
+		// A create binds the value after; an update binds it before and
+		// after (the secret resource's input and output, the output).
+		t.Run("create", func(t *testing.T) { check(t, canaryA, canaryB) })
+		r.apply(r.request("basic", basicVars("a", "1", canaryA, true)))
+		t.Run("update", func(t *testing.T) { check(t, canaryB, canaryB+"-other") })
+	})
+}
+
+// TestApplyRefusesChangedSensitiveValue applies in a fresh capability with
+// only the approved document, as a later CI job does: a sensitive value
+// changed since the review refuses the apply; the reviewed value applies.
 func TestApplyRefusesChangedSensitiveValue(t *testing.T) {
 	eachBinary(t, func(t *testing.T, r *repo) {
 		r.apply(r.request("basic", basicVars("a", "1", canaryA, true)))
-		approved := r.plan(r.request("basic", basicVars("a", "1", canaryB, true)))
+		reviewed := r.plan(r.request("basic", basicVars("a", "1", canaryB, true)))
+		// Another process knows the approved member from the document;
+		// Private does not cross processes.
+		approved := &preview.Plan{Member: reviewed.Member, Entries: reviewed.Entries, SideEffects: reviewed.SideEffects}
+		applier := &Capability{Env: r.cap.Env, Stderr: r.cap.Stderr}
 		changed := r.request("basic", basicVars("a", "1", canaryB+"-other", true))
-		if got := r.plan(changed).Member.PlanDigest; got != approved.Member.PlanDigest {
-			t.Fatalf("the public digest moved (%s, %s): this test wants one that cannot show the change", approved.Member.PlanDigest, got)
-		}
 		before := r.state("basic")
-		_, err := r.cap.Apply(context.Background(), changed, approved)
-		if !errors.Is(err, preview.ErrMoved) || !strings.Contains(err.Error(), "sensitive value changed") {
-			t.Fatalf("apply: %v, want ErrMoved for a sensitive value", err)
+		_, err := applier.Apply(context.Background(), changed, approved)
+		if !errors.Is(err, preview.ErrMoved) || strings.Count(err.Error(), "tf1:") != 2 {
+			t.Fatalf("apply: %v, want ErrMoved naming both digests", err)
 		}
 		if !bytes.Equal(before, r.state("basic")) {
 			t.Error("the refused apply changed the state")
@@ -453,7 +527,34 @@ func TestApplyRefusesChangedSensitiveValue(t *testing.T) {
 		if strings.Contains(err.Error(), "canary") {
 			t.Errorf("error %q holds a canary", err)
 		}
+		if _, err := applier.Apply(context.Background(), r.request("basic", basicVars("a", "1", canaryB, true)), approved); err != nil {
+			t.Fatalf("apply of the reviewed value: %v", err)
+		}
+		if bytes.Equal(before, r.state("basic")) {
+			t.Error("the apply of the reviewed value left the state as it was")
+		}
 	})
+}
+
+// TestShortKey: a key missing or shorter than 32 bytes is refused before
+// terraform runs, by Plan and by Apply.
+func TestShortKey(t *testing.T) {
+	r := newRepo(t, tftest.Terraform(t))
+	for _, key := range [][]byte{nil, previewtest.Key()[:31]} {
+		req := r.request("basic", basicVars("a", "1", canaryA, true))
+		req.Key = key
+		_, err := r.cap.Plan(context.Background(), req)
+		if !errors.Is(err, preview.ErrShortKey) || !strings.Contains(err.Error(), fmt.Sprintf("holds %d bytes", len(key))) {
+			t.Errorf("plan with a %d-byte key: %v, want ErrShortKey", len(key), err)
+		}
+		_, err = r.cap.Apply(context.Background(), req, &preview.Plan{Member: changeset.Member{PlanDigest: "tf1:approved"}})
+		if !errors.Is(err, preview.ErrShortKey) {
+			t.Errorf("apply with a %d-byte key: %v, want ErrShortKey", len(key), err)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(r.dir, "basic", ".terraform")); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("terraform ran in the root (.terraform: %v)", err)
+	}
 }
 
 func TestOutputs(t *testing.T) {
