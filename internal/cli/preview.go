@@ -85,7 +85,7 @@ const PreviewKeyFile = "preview-key"
 
 // keyHint follows a moved digest: the most common cause in CI besides a
 // real change is a plan and an apply that read different keys.
-const keyHint = "plan and apply must read the same preview key (--key-file, default ROOT/.captf/" + PreviewKeyFile + "); under another key every member's digest differs"
+const keyHint = "plan and apply must read the same preview key (--key-file, default ROOT/.captf/" + PreviewKeyFile + "); under another key the digest differs"
 
 // key reads --key-file, or ROOT/.captf/preview-key, creating that on
 // first use. A missing or short key is bad input (exit 2).
