@@ -36,6 +36,10 @@ func run(args []string) error {
 	leaderNS := fs.String("leader-election-namespace", "", "where the leader Lease lives (default: the pod's namespace)")
 	runnerImage := fs.String("runner-image", "", "the image that holds "+terraformcluster.RunnerImagePath+" (required)")
 	retry := fs.Duration("retry-base", 30*time.Second, "the first wait after a failed run; it doubles per failure in a row")
+	recheck := fs.Duration("recheck-interval", terraformcluster.Recheck, "how long an idle or waiting TerraformCluster rests before it is looked at again")
+	qps := fs.Float64("kube-api-qps", 50, "requests per second to the API server, sustained; negative turns client-side limiting off")
+	burst := fs.Int("kube-api-burst", 100, "requests to the API server in a burst above --kube-api-qps")
+	workers := fs.Int("max-concurrent-reconciles", 4, "TerraformClusters reconciled at once")
 	opts := zap.Options{}
 	opts.BindFlags(fs)
 	if err := fs.Parse(args); err != nil {
@@ -43,6 +47,19 @@ func run(args []string) error {
 	}
 	if *runnerImage == "" {
 		return fmt.Errorf("--runner-image is required")
+	}
+	if *recheck <= 0 {
+		return fmt.Errorf("--recheck-interval must be positive, not %s", *recheck)
+	}
+	if *qps == 0 {
+		// client-go would read 0 as its own default of 5.
+		return fmt.Errorf("--kube-api-qps must not be 0: a positive value limits requests, a negative one turns the limit off")
+	}
+	if *qps > 0 && *burst < 1 {
+		return fmt.Errorf("--kube-api-burst must be at least 1 while --kube-api-qps limits requests, not %d", *burst)
+	}
+	if *workers < 1 {
+		return fmt.Errorf("--max-concurrent-reconciles must be at least 1, not %d", *workers)
 	}
 	ctrl.SetLogger(zap.New(zap.UseFlagOptions(&opts)))
 
@@ -57,6 +74,7 @@ func run(args []string) error {
 	if err != nil {
 		return fmt.Errorf("API server config: %w", err)
 	}
+	cfg.QPS, cfg.Burst = float32(*qps), *burst
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
 		Scheme:                  scheme,
 		Cache:                   terraformcluster.CacheOptions(),
@@ -76,10 +94,11 @@ func run(args []string) error {
 		RunnerImage: *runnerImage,
 		// In a pod, terraform's kubernetes backend reaches the API server
 		// with the Job's service account.
-		JobEnv:    []corev1.EnvVar{{Name: "KUBE_IN_CLUSTER_CONFIG", Value: "true"}},
-		RetryBase: *retry,
+		JobEnv:          []corev1.EnvVar{{Name: "KUBE_IN_CLUSTER_CONFIG", Value: "true"}},
+		RetryBase:       *retry,
+		RecheckInterval: *recheck,
 	}
-	if err := r.SetupWithManager(mgr, controller.Options{}); err != nil {
+	if err := r.SetupWithManager(mgr, controller.Options{MaxConcurrentReconciles: *workers}); err != nil {
 		return fmt.Errorf("TerraformCluster controller: %w", err)
 	}
 	if err := mgr.AddHealthzCheck("healthz", healthz.Ping); err != nil {

@@ -28,7 +28,7 @@ func (r *Reconciler) reconcileManual(ctx context.Context, tc *infrav1.TerraformC
 		return ctrl.Result{}, nil
 	}
 	if tc.Annotations[infrav1.AnnotationApprovePlan] != p.PlanHash {
-		return ctrl.Result{RequeueAfter: Recheck}, nil
+		return ctrl.Result{RequeueAfter: r.recheck()}, nil
 	}
 	if err := r.startJob(ctx, tc, root, infrav1.OperationApply, p.PlanHash, true); err != nil {
 		return ctrl.Result{}, err

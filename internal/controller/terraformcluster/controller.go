@@ -25,7 +25,8 @@ import (
 )
 
 // Recheck is how long an idle or waiting object rests before the manager
-// looks again; a change of the object or of its Jobs acts at once.
+// looks again, unless Reconciler.RecheckInterval says otherwise; a change of
+// the object or of its Jobs acts at once. It also caps the retry backoff.
 const Recheck = 10 * time.Minute
 
 // pullRecheck is how often a Job stuck on its image is looked at again.
@@ -49,6 +50,17 @@ type Reconciler struct {
 	// RetryBase is the first wait after a failed apply; it doubles with each
 	// failure in a row, up to Recheck.
 	RetryBase time.Duration
+	// RecheckInterval is how long an idle or waiting object rests before
+	// the manager looks again; zero means Recheck.
+	RecheckInterval time.Duration
+}
+
+// recheck is the re-check interval in effect.
+func (r *Reconciler) recheck() time.Duration {
+	if r.RecheckInterval > 0 {
+		return r.RecheckInterval
+	}
+	return Recheck
 }
 
 // SetupWithManager registers the reconciler: TerraformClusters, the Jobs
@@ -118,7 +130,7 @@ func (r *Reconciler) reconcileNormal(ctx context.Context, tc *infrav1.TerraformC
 		// A fixed source brings the object back through the watches of
 		// ConfigMaps and Secrets; a spec change through its own.
 		setCondition(tc, infrav1.ConditionApplyJobSucceeded, false, ReasonInvalidInputs, err.Error())
-		return ctrl.Result{RequeueAfter: Recheck}, nil
+		return ctrl.Result{RequeueAfter: r.recheck()}, nil
 	}
 	if err != nil {
 		return ctrl.Result{}, err
@@ -151,7 +163,7 @@ func (r *Reconciler) reconcileNormal(ctx context.Context, tc *infrav1.TerraformC
 		// Nothing is due: a waiting plan is moot.
 		tc.Status.Plan = nil
 		setProvisioned(tc)
-		return ctrl.Result{RequeueAfter: Recheck}, nil
+		return ctrl.Result{RequeueAfter: r.recheck()}, nil
 	}
 	if failed {
 		if wait := r.backoff(tc); wait > 0 {
