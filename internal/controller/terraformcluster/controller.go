@@ -14,6 +14,7 @@ import (
 
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/client-go/tools/events"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -85,7 +86,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, opts controller.Options)
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
 
 // Reconcile brings one TerraformCluster a step closer to its spec and
-// writes its status once, at the end.
+// writes its status once, at the end, when it changed.
 func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	tc := &infrav1.TerraformCluster{}
 	if err := r.Reader.Get(ctx, req.NamespacedName, tc); err != nil {
@@ -105,6 +106,11 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	}
 	if err == nil {
 		tc.Status.ObservedGeneration = tc.Generation
+	}
+	if equality.Semantic.DeepEqual(before.Status, tc.Status) {
+		// An idle re-check changes nothing: an empty patch would still be
+		// a request per object per re-check.
+		return res, err
 	}
 	if perr := r.Client.Status().Patch(ctx, tc, client.MergeFrom(before)); perr != nil {
 		err = errors.Join(err, perr)
