@@ -11,6 +11,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/util/flowcontrol"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
@@ -74,7 +76,15 @@ func run(args []string) error {
 	if err != nil {
 		return fmt.Errorf("API server config: %w", err)
 	}
+	// The lease keeps a client of its own, outside the limit below, so a
+	// busy manager still renews it in time.
+	leaderCfg := rest.CopyConfig(cfg)
 	cfg.QPS, cfg.Burst = float32(*qps), *burst
+	if *qps > 0 {
+		// One budget for the whole manager: client-go would give the client
+		// of each resource a bucket of its own, multiplying the limit.
+		cfg.RateLimiter = flowcontrol.NewTokenBucketRateLimiter(float32(*qps), *burst)
+	}
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
 		Scheme:                  scheme,
 		Cache:                   terraformcluster.CacheOptions(),
@@ -83,6 +93,7 @@ func run(args []string) error {
 		LeaderElection:          *leaderElect,
 		LeaderElectionID:        "captf-manager.captf.io",
 		LeaderElectionNamespace: *leaderNS,
+		LeaderElectionConfig:    leaderCfg,
 	})
 	if err != nil {
 		return fmt.Errorf("manager: %w", err)

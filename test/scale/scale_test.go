@@ -198,6 +198,9 @@ func TestScale(t *testing.T) {
 	requests := func(a, b metrics) float64 {
 		return b.sum("rest_client_requests_total") - a.sum("rest_client_requests_total")
 	}
+	cpu := func(a, b metrics) float64 {
+		return b.sum("process_cpu_seconds_total") - a.sum("process_cpu_seconds_total")
+	}
 	reconciles := func(a, b metrics) float64 {
 		return b.sum("controller_runtime_reconcile_total", `controller="terraformcluster"`) -
 			a.sum("controller_runtime_reconcile_total", `controller="terraformcluster"`)
@@ -220,9 +223,10 @@ func TestScale(t *testing.T) {
 			time.Hour.Minutes()/terraformcluster.Recheck.Minutes(), terraformcluster.Recheck, perHour),
 		fmt.Sprintf("scale: N=%d memory VmHWM=%.0f MB VmRSS=%.0f MB heap in use=%.0f MB",
 			s.n, mb(float64(hwm)), mb(float64(rss)), mb(idle1.sum("go_memstats_heap_inuse_bytes"))),
-		fmt.Sprintf("scale: N=%d phases: create→Ready %s (%.1f requests/object), new inputs→plan awaiting %s (%.1f), approve→Ready %s (%.1f); conflicts (409) %.0f, reconcile errors %.0f",
-			s.n, firstApply.Round(time.Second), requests(m0, m1)/float64(s.n), planned.Round(time.Second), requests(m1, m2)/float64(s.n),
-			approvedFlow.Round(time.Second), requests(m2, m3)/float64(s.n),
+		fmt.Sprintf("scale: N=%d phases (per object: requests, reconciles; manager CPU): create→Ready %s (%.1f, %.1f; %.1fs), new inputs→plan awaiting %s (%.1f, %.1f; %.1fs), approve→Ready %s (%.1f, %.1f; %.1fs), idle (%.1fs); conflicts (409) %.0f, reconcile errors %.0f",
+			s.n, firstApply.Round(time.Second), requests(m0, m1)/float64(s.n), reconciles(m0, m1)/float64(s.n), cpu(m0, m1),
+			planned.Round(time.Second), requests(m1, m2)/float64(s.n), reconciles(m1, m2)/float64(s.n), cpu(m1, m2),
+			approvedFlow.Round(time.Second), requests(m2, m3)/float64(s.n), reconciles(m2, m3)/float64(s.n), cpu(m2, m3), cpu(idle0, idle1),
 			idle1.sum("rest_client_requests_total", `code="409"`), idle1.sum("controller_runtime_reconcile_errors_total", `controller="terraformcluster"`)),
 	}
 	for _, l := range lines {
