@@ -208,18 +208,23 @@ func TestScale(t *testing.T) {
 	idleRequests, idleReconciles := requests(idle0, idle1), reconciles(idle0, idle1)
 	perObjectRecheck := idleRequests / float64(s.n) / (s.idle.Minutes() / s.recheck.Minutes())
 	perHour := perObjectRecheck * (time.Hour.Minutes() / terraformcluster.Recheck.Minutes())
-	byMethod := map[string]float64{}
-	for k, v := range idle1.byLabel("rest_client_requests_total", "method") {
-		if d := v - idle0.byLabel("rest_client_requests_total", "method")[k]; d > 0 {
-			byMethod[k] = d
+	byMethod := func(a, b metrics) map[string]float64 {
+		out := map[string]float64{}
+		for k, v := range b.byLabel("rest_client_requests_total", "method") {
+			if d := v - a.byLabel("rest_client_requests_total", "method")[k]; d > 0 {
+				out[k] = d
+			}
 		}
+		return out
 	}
+	t.Logf("requests by method: create→Ready %s; new inputs→plan %s; approve→Ready %s",
+		formatCounts(byMethod(m0, m1)), formatCounts(byMethod(m1, m2)), formatCounts(byMethod(m2, m3)))
 	mb := func(b float64) float64 { return b / (1 << 20) }
 	lines := []string{
 		fmt.Sprintf("scale: N=%d approval→apply Job p50=%s p90=%s p99=%s max=%s",
 			s.n, ms(quantile(lat, 0.5)), ms(quantile(lat, 0.9)), ms(quantile(lat, 0.99)), ms(quantile(lat, 1))),
 		fmt.Sprintf("scale: N=%d idle %s at --recheck-interval=%s: %.0f requests (%s), %.0f reconciles; %.2f requests per object per re-check × %.0f re-checks an hour at %s = %.1f requests per object per hour",
-			s.n, s.idle, s.recheck, idleRequests, formatCounts(byMethod), idleReconciles, perObjectRecheck,
+			s.n, s.idle, s.recheck, idleRequests, formatCounts(byMethod(idle0, idle1)), idleReconciles, perObjectRecheck,
 			time.Hour.Minutes()/terraformcluster.Recheck.Minutes(), terraformcluster.Recheck, perHour),
 		fmt.Sprintf("scale: N=%d memory VmHWM=%.0f MB VmRSS=%.0f MB heap in use=%.0f MB",
 			s.n, mb(float64(hwm)), mb(float64(rss)), mb(idle1.sum("go_memstats_heap_inuse_bytes"))),

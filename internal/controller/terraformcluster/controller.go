@@ -10,6 +10,7 @@ package terraformcluster
 import (
 	"context"
 	"errors"
+	"fmt"
 	"time"
 
 	batchv1 "k8s.io/api/batch/v1"
@@ -37,9 +38,10 @@ const pullRecheck = time.Minute
 type Reconciler struct {
 	Client client.Client
 	// Reader reads from the API server itself, not the cache: the object,
-	// its Jobs and their pods, so a reconcile never acts on a status or a
-	// Job it wrote a moment ago but the cache has not seen yet (which would
-	// start a second Job on the same state).
+	// and a Job and its pods before the reconcile acts on them, so it never
+	// acts on a status or a Job it wrote a moment ago but the cache has not
+	// seen yet (which would start a second Job on the same state). That a
+	// Job still runs, and that its pods pull their images, the cache tells.
 	Reader   client.Reader
 	Recorder events.EventRecorder
 	// RunnerImage holds captf-runner at RunnerImagePath; an init container
@@ -68,6 +70,9 @@ func (r *Reconciler) recheck() time.Duration {
 // they own and their pods, and the ConfigMaps and Secrets they read
 // variables from. The manager's cache should be made with CacheOptions.
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, opts controller.Options) error {
+	if err := mgr.GetFieldIndexer().IndexField(context.Background(), &infrav1.TerraformCluster{}, indexReads, readsIndex); err != nil {
+		return fmt.Errorf("index of variable sources: %w", err)
+	}
 	return ctrl.NewControllerManagedBy(mgr).
 		For(&infrav1.TerraformCluster{}).
 		Owns(&batchv1.Job{}).
