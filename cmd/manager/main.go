@@ -76,15 +76,10 @@ func run(args []string) error {
 	if err != nil {
 		return fmt.Errorf("API server config: %w", err)
 	}
-	// The lease keeps a client of its own, outside the limit below, so a
-	// busy manager still renews it in time.
+	// The lease keeps a client of its own, outside the limit, so a busy
+	// manager still renews it in time.
 	leaderCfg := rest.CopyConfig(cfg)
-	cfg.QPS, cfg.Burst = float32(*qps), *burst
-	if *qps > 0 {
-		// One budget for the whole manager: client-go would give the client
-		// of each resource a bucket of its own, multiplying the limit.
-		cfg.RateLimiter = flowcontrol.NewTokenBucketRateLimiter(float32(*qps), *burst)
-	}
+	limit(cfg, *qps, *burst)
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
 		Scheme:                  scheme,
 		Cache:                   terraformcluster.CacheOptions(),
@@ -119,4 +114,16 @@ func run(args []string) error {
 		return err
 	}
 	return mgr.Start(ctrl.SetupSignalHandler())
+}
+
+// limit sets the manager's client-side rate limit: one token bucket of qps
+// and burst for every client made from cfg (client-go would give the client
+// of each resource a bucket of its own, multiplying the limit). A negative
+// qps leaves requests unlimited on this side.
+func limit(cfg *rest.Config, qps float64, burst int) {
+	cfg.QPS, cfg.Burst = float32(qps), burst
+	cfg.RateLimiter = nil
+	if qps > 0 {
+		cfg.RateLimiter = flowcontrol.NewTokenBucketRateLimiter(float32(qps), burst)
+	}
 }

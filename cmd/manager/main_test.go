@@ -4,6 +4,9 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/rest"
 )
 
 // TestFlagsRefused: a bad flag value is refused with the flag's name and
@@ -39,4 +42,47 @@ func TestFlagsRefused(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestOneRateLimit: every client made from the manager's config draws on
+// the one bucket, so the flag limits the manager, not each resource.
+func TestOneRateLimit(t *testing.T) {
+	cfg := &rest.Config{Host: "https://127.0.0.1:1"}
+	limit(cfg, 50, 100)
+	if cfg.RateLimiter == nil || cfg.RateLimiter.QPS() != 50 {
+		t.Fatalf("rate limiter %v, want one of 50 requests a second", cfg.RateLimiter)
+	}
+	jobs, err := rest.RESTClientFor(withGroup(cfg, "batch", "v1"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	secrets, err := rest.RESTClientFor(withGroup(cfg, "", "v1"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if jobs.GetRateLimiter() != cfg.RateLimiter || secrets.GetRateLimiter() != cfg.RateLimiter {
+		t.Error("the clients of two resources have buckets of their own")
+	}
+	// The burst is spent by any client: the next token waits for the rate.
+	for range 100 {
+		if !secrets.GetRateLimiter().TryAccept() {
+			t.Fatal("fewer than 100 requests in the burst")
+		}
+	}
+	if jobs.GetRateLimiter().TryAccept() {
+		t.Error("another resource's client still had a token after the burst was spent")
+	}
+
+	limit(cfg, -1, 100)
+	if cfg.RateLimiter != nil || cfg.QPS != -1 {
+		t.Errorf("negative qps: rate limiter %v, QPS %v; want none and -1", cfg.RateLimiter, cfg.QPS)
+	}
+}
+
+func withGroup(cfg *rest.Config, group, version string) *rest.Config {
+	c := rest.CopyConfig(cfg)
+	c.GroupVersion = &schema.GroupVersion{Group: group, Version: version}
+	c.APIPath = "/apis"
+	c.NegotiatedSerializer = scheme.Codecs.WithoutConversion()
+	return c
 }
