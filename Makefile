@@ -1,5 +1,5 @@
 # captf: make build, make test, make lint, make bench.
-.PHONY: all build generate test lint bench fuzz testplans clean
+.PHONY: all build generate test lint bench scale fuzz testplans clean
 
 all: build
 
@@ -26,6 +26,11 @@ lint:
 # Throughput ratio to crypto/sha256 and peak memory, see hack/bench.sh.
 bench:
 	hack/bench.sh
+
+# The manager with many TerraformClusters under Manual, on the real API
+# server: SCALE_N="100 500" by default; see hack/scale.sh and docs/manager.md.
+scale:
+	hack/scale.sh $(SCALE_N)
 
 fuzz:
 	go test ./pkg/fingerprint -run '^$$' -fuzz FuzzCompute -fuzztime $${FUZZTIME:-60s}

@@ -12,6 +12,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/util/flowcontrol"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
@@ -44,6 +46,10 @@ func run(args []string) error {
 	webhookCertDir := fs.String("webhook-cert-dir", "/tmp/k8s-webhook-server/serving-certs", "the folder holding the webhook server's tls.crt and tls.key")
 	managerUsername := fs.String("manager-username", "", "the username of this manager's own requests, system:serviceaccount:<namespace>:<name>; "+
 		"the webhook lets only it create plans in any phase and move their phase label (required with --enable-webhooks)")
+	recheck := fs.Duration("recheck-interval", terraformcluster.Recheck, "how long an idle or waiting TerraformCluster rests before it is looked at again")
+	qps := fs.Float64("kube-api-qps", 50, "requests per second to the API server, sustained; negative turns client-side limiting off")
+	burst := fs.Int("kube-api-burst", 100, "requests to the API server in a burst above --kube-api-qps")
+	workers := fs.Int("max-concurrent-reconciles", 4, "TerraformClusters reconciled at once")
 	opts := zap.Options{}
 	opts.BindFlags(fs)
 	if err := fs.Parse(args); err != nil {
@@ -54,6 +60,19 @@ func run(args []string) error {
 	}
 	if *webhooks && *managerUsername == "" {
 		return fmt.Errorf("--manager-username is required with --enable-webhooks")
+	}
+	if *recheck <= 0 {
+		return fmt.Errorf("--recheck-interval must be positive, not %s", *recheck)
+	}
+	if *qps == 0 {
+		// client-go would read 0 as its own default of 5.
+		return fmt.Errorf("--kube-api-qps must not be 0: a positive value limits requests, a negative one turns the limit off")
+	}
+	if *qps > 0 && *burst < 1 {
+		return fmt.Errorf("--kube-api-burst must be at least 1 while --kube-api-qps limits requests, not %d", *burst)
+	}
+	if *workers < 1 {
+		return fmt.Errorf("--max-concurrent-reconciles must be at least 1, not %d", *workers)
 	}
 	ctrl.SetLogger(zap.New(zap.UseFlagOptions(&opts)))
 
@@ -68,6 +87,10 @@ func run(args []string) error {
 	if err != nil {
 		return fmt.Errorf("API server config: %w", err)
 	}
+	// The lease keeps a client of its own, outside the limit, so a busy
+	// manager still renews it in time.
+	leaderCfg := rest.CopyConfig(cfg)
+	limit(cfg, *qps, *burst)
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
 		Scheme:                  scheme,
 		Cache:                   terraformcluster.CacheOptions(),
@@ -77,6 +100,7 @@ func run(args []string) error {
 		LeaderElectionID:        "captf-manager.captf.io",
 		LeaderElectionNamespace: *leaderNS,
 		WebhookServer:           webhook.NewServer(webhook.Options{Port: *webhookPort, CertDir: *webhookCertDir}),
+		LeaderElectionConfig:    leaderCfg,
 	})
 	if err != nil {
 		return fmt.Errorf("manager: %w", err)
@@ -88,10 +112,11 @@ func run(args []string) error {
 		RunnerImage: *runnerImage,
 		// In a pod, terraform's kubernetes backend reaches the API server
 		// with the Job's service account.
-		JobEnv:    []corev1.EnvVar{{Name: "KUBE_IN_CLUSTER_CONFIG", Value: "true"}},
-		RetryBase: *retry,
+		JobEnv:          []corev1.EnvVar{{Name: "KUBE_IN_CLUSTER_CONFIG", Value: "true"}},
+		RetryBase:       *retry,
+		RecheckInterval: *recheck,
 	}
-	if err := r.SetupWithManager(mgr, controller.Options{}); err != nil {
+	if err := r.SetupWithManager(mgr, controller.Options{MaxConcurrentReconciles: *workers}); err != nil {
 		return fmt.Errorf("TerraformCluster controller: %w", err)
 	}
 	if *webhooks {
@@ -110,4 +135,16 @@ func run(args []string) error {
 		return err
 	}
 	return mgr.Start(ctrl.SetupSignalHandler())
+}
+
+// limit sets the manager's client-side rate limit: one token bucket of qps
+// and burst for every client made from cfg (client-go would give the client
+// of each resource a bucket of its own, multiplying the limit). A negative
+// qps leaves requests unlimited on this side.
+func limit(cfg *rest.Config, qps float64, burst int) {
+	cfg.QPS, cfg.Burst = float32(qps), burst
+	cfg.RateLimiter = nil
+	if qps > 0 {
+		cfg.RateLimiter = flowcontrol.NewTokenBucketRateLimiter(float32(qps), burst)
+	}
 }

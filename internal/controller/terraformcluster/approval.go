@@ -29,7 +29,7 @@ func (r *Reconciler) reconcileManual(ctx context.Context, tc *infrav1.TerraformC
 	}
 	by, err := r.approvedBy(ctx, tc, p.PlanHash)
 	if err != nil || by == "" {
-		return ctrl.Result{RequeueAfter: Recheck}, err
+		return ctrl.Result{RequeueAfter: r.recheck()}, err
 	}
 	if err := r.startJob(ctx, tc, root, infrav1.OperationApply, p.PlanHash, true); err != nil {
 		return ctrl.Result{}, err

@@ -15,6 +15,7 @@ import (
 
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/client-go/tools/events"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -26,7 +27,8 @@ import (
 )
 
 // Recheck is how long an idle or waiting object rests before the manager
-// looks again; a change of the object or of its Jobs acts at once.
+// looks again, unless Reconciler.RecheckInterval says otherwise; a change of
+// the object or of its Jobs acts at once. It also caps the retry backoff.
 const Recheck = 10 * time.Minute
 
 // pullRecheck is how often a Job stuck on its image is looked at again.
@@ -36,9 +38,10 @@ const pullRecheck = time.Minute
 type Reconciler struct {
 	Client client.Client
 	// Reader reads from the API server itself, not the cache: the object,
-	// its Jobs and their pods, so a reconcile never acts on a status or a
-	// Job it wrote a moment ago but the cache has not seen yet (which would
-	// start a second Job on the same state).
+	// and a Job and its pods before the reconcile acts on them, so it never
+	// acts on a status or a Job it wrote a moment ago but the cache has not
+	// seen yet (which would start a second Job on the same state). That a
+	// Job still runs, and that its pods pull their images, the cache tells.
 	Reader   client.Reader
 	Recorder events.EventRecorder
 	// RunnerImage holds captf-runner at RunnerImagePath; an init container
@@ -50,6 +53,17 @@ type Reconciler struct {
 	// RetryBase is the first wait after a failed apply; it doubles with each
 	// failure in a row, up to Recheck.
 	RetryBase time.Duration
+	// RecheckInterval is how long an idle or waiting object rests before
+	// the manager looks again; zero means Recheck.
+	RecheckInterval time.Duration
+}
+
+// recheck is the re-check interval in effect.
+func (r *Reconciler) recheck() time.Duration {
+	if r.RecheckInterval > 0 {
+		return r.RecheckInterval
+	}
+	return Recheck
 }
 
 // SetupWithManager registers the reconciler: TerraformClusters, the Jobs
@@ -58,6 +72,9 @@ type Reconciler struct {
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, opts controller.Options) error {
 	if err := indexPlans(context.Background(), mgr.GetFieldIndexer()); err != nil {
 		return fmt.Errorf("index TerraformPlans: %w", err)
+	}
+	if err := mgr.GetFieldIndexer().IndexField(context.Background(), &infrav1.TerraformCluster{}, indexReads, readsIndex); err != nil {
+		return fmt.Errorf("index of variable sources: %w", err)
 	}
 	return ctrl.NewControllerManagedBy(mgr).
 		For(&infrav1.TerraformCluster{}).
@@ -80,7 +97,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, opts controller.Options)
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
 
 // Reconcile brings one TerraformCluster a step closer to its spec and
-// writes its status once, at the end.
+// writes its status once, at the end, when it changed.
 func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	tc := &infrav1.TerraformCluster{}
 	if err := r.Reader.Get(ctx, req.NamespacedName, tc); err != nil {
@@ -103,6 +120,11 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	}
 	if err == nil {
 		tc.Status.ObservedGeneration = tc.Generation
+	}
+	if equality.Semantic.DeepEqual(before.Status, tc.Status) {
+		// An idle re-check changes nothing: an empty patch would still be
+		// a request per object per re-check.
+		return res, err
 	}
 	if perr := r.Client.Status().Patch(ctx, tc, client.MergeFrom(before)); perr != nil {
 		err = errors.Join(err, perr)
@@ -128,7 +150,7 @@ func (r *Reconciler) reconcileNormal(ctx context.Context, tc *infrav1.TerraformC
 		// A fixed source brings the object back through the watches of
 		// ConfigMaps and Secrets; a spec change through its own.
 		setCondition(tc, infrav1.ConditionApplyJobSucceeded, false, ReasonInvalidInputs, err.Error())
-		return ctrl.Result{RequeueAfter: Recheck}, nil
+		return ctrl.Result{RequeueAfter: r.recheck()}, nil
 	}
 	if err != nil {
 		return ctrl.Result{}, err
@@ -161,7 +183,7 @@ func (r *Reconciler) reconcileNormal(ctx context.Context, tc *infrav1.TerraformC
 		// Nothing is due: a waiting plan is moot.
 		tc.Status.Plan = nil
 		setProvisioned(tc)
-		return ctrl.Result{RequeueAfter: Recheck}, nil
+		return ctrl.Result{RequeueAfter: r.recheck()}, nil
 	}
 	if failed {
 		if wait := r.backoff(tc); wait > 0 {

@@ -27,8 +27,18 @@ func nowTime() metav1.Time { return metav1.Now() }
 // left no report is a failed run.
 func (r *Reconciler) collect(ctx context.Context, tc *infrav1.TerraformCluster) (job *batchv1.Job, msg *runner.Message, done bool, err error) {
 	active := tc.Status.ActiveJob
+	key := client.ObjectKey{Namespace: tc.Namespace, Name: active.Name}
 	job = &batchv1.Job{}
-	if err := r.Reader.Get(ctx, client.ObjectKey{Namespace: tc.Namespace, Name: active.Name}, job); err != nil {
+	// A Job still running in the cache needs no request: a stale answer
+	// only waits for the Job's next event. What acts on a Job (a finished
+	// one, or one the cache does not hold yet) reads the API server.
+	if err := r.Client.Get(ctx, key, job); err == nil {
+		if finished, _ := jobFinished(job); !finished {
+			return job, nil, false, nil
+		}
+	}
+	job = &batchv1.Job{}
+	if err := r.Reader.Get(ctx, key, job); err != nil {
 		if apierrors.IsNotFound(err) {
 			tc.Status.ActiveJob = nil
 			return nil, nil, true, nil
@@ -175,6 +185,22 @@ var errPulling = errors.New("image pull")
 // once the object's inputs moved on (a fixed image reference), so the new
 // inputs need not wait for the Job's deadline.
 func (r *Reconciler) waitJob(ctx context.Context, tc *infrav1.TerraformCluster, job *batchv1.Job, root *render.Root) error {
+	// The cache tells whether a pod may be stuck; only then is it read
+	// from the API server, which the decision below acts on.
+	var cached corev1.PodList
+	if err := r.Client.List(ctx, &cached, client.InNamespace(job.Namespace), client.MatchingLabels{jobNameLabel: job.Name}); err != nil {
+		return fmt.Errorf("pods of Job %s: %w", job.Name, err)
+	}
+	if pullFailure(cached.Items) == "" {
+		return nil
+	}
+	if err := r.Reader.Get(ctx, client.ObjectKeyFromObject(job), job); err != nil {
+		return fmt.Errorf("read Job %s: %w", job.Name, err)
+	}
+	if finished, _ := jobFinished(job); finished {
+		// It ended meanwhile: its event brings the object back.
+		return nil
+	}
 	pods, err := r.pods(ctx, job)
 	if err != nil {
 		return err

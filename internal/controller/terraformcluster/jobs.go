@@ -36,6 +36,8 @@ const (
 	// with, so a plan is recorded for the inputs it was made for even when
 	// they changed while it ran.
 	annotationInputsHash = "captf.io/inputs-hash"
+	// jobNameLabel is the label the Job controller puts on a Job's pods.
+	jobNameLabel = "batch.kubernetes.io/job-name"
 )
 
 // startJob creates a runner Job for op and its per-run inputs Secret, and
@@ -170,7 +172,7 @@ func jobFinished(job *batchv1.Job) (finished, succeeded bool) {
 // pods lists the pods of a Job, from the API server itself.
 func (r *Reconciler) pods(ctx context.Context, job *batchv1.Job) ([]corev1.Pod, error) {
 	var pods corev1.PodList
-	if err := r.Reader.List(ctx, &pods, client.InNamespace(job.Namespace), client.MatchingLabels{"batch.kubernetes.io/job-name": job.Name}); err != nil {
+	if err := r.Reader.List(ctx, &pods, client.InNamespace(job.Namespace), client.MatchingLabels{jobNameLabel: job.Name}); err != nil {
 		return nil, fmt.Errorf("pods of Job %s: %w", job.Name, err)
 	}
 	return pods.Items, nil

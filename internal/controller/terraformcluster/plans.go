@@ -125,9 +125,15 @@ func (r *Reconciler) approvedBy(ctx context.Context, tc *infrav1.TerraformCluste
 	if tc.Annotations[infrav1.AnnotationApprovePlan] == hash {
 		return "the " + infrav1.AnnotationApprovePlan + " annotation", nil
 	}
-	plan, err := r.livePlan(ctx, tc)
-	if err != nil || plan == nil {
-		return "", err
+	ref := tc.Status.PendingPlanRef
+	if ref == nil {
+		return "", nil
+	}
+	// From the cache: an approval only ever goes from unset to set, and
+	// its event brings the object back, so a stale read only waits.
+	plan := &infrav1.TerraformPlan{}
+	if err := r.Client.Get(ctx, client.ObjectKey{Namespace: tc.Namespace, Name: ref.Name}, plan); err != nil {
+		return "", client.IgnoreNotFound(err)
 	}
 	if plan.Spec.Approved && plan.Spec.PlanHash == hash && !phaseOf(plan).Terminal() {
 		return plan.Spec.ApprovedBy, nil

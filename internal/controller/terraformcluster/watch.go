@@ -7,6 +7,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/util/sets"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -15,21 +16,57 @@ import (
 	infrav1 "github.com/captf/captf/api/v1alpha1"
 )
 
+// indexReads indexes TerraformClusters by the variable sources they read
+// (readsIndex), so an event of a ConfigMap or Secret looks only at the
+// objects that may read it, not at every object of its namespace: the
+// manager's own Secrets change several times per run.
+const indexReads = "captf.io/reads"
+
+// readsIndex is the index key of each variable source of a
+// TerraformCluster: "<kind>/<name>" for a valueFrom, "<kind>/*" for a
+// variablesFrom selector.
+func readsIndex(obj client.Object) []string {
+	tc, ok := obj.(*infrav1.TerraformCluster)
+	if !ok {
+		return nil
+	}
+	keys := sets.New[string]()
+	for _, v := range tc.Spec.Variables {
+		switch {
+		case v.ValueFrom == nil:
+		case v.ValueFrom.SecretKeyRef != nil:
+			keys.Insert("Secret/" + v.ValueFrom.SecretKeyRef.Name)
+		case v.ValueFrom.ConfigMapKeyRef != nil:
+			keys.Insert("ConfigMap/" + v.ValueFrom.ConfigMapKeyRef.Name)
+		}
+	}
+	for _, src := range tc.Spec.VariablesFrom {
+		keys.Insert(src.Kind + "/*")
+	}
+	return sets.List(keys)
+}
+
 // sourcesOf maps a ConfigMap or Secret to the TerraformClusters of its
 // namespace that read variables from it, by name (valueFrom) or by label
 // (variablesFrom), so new inputs act at once instead of at the next
 // re-check.
 func (r *Reconciler) sourcesOf(kind string) func(context.Context, client.Object) []reconcile.Request {
 	return func(ctx context.Context, obj client.Object) []reconcile.Request {
-		var list infrav1.TerraformClusterList
-		if err := r.Client.List(ctx, &list, client.InNamespace(obj.GetNamespace())); err != nil {
-			ctrl.LoggerFrom(ctx).Error(err, "List TerraformClusters for a variables source")
-			return nil
-		}
+		seen := sets.New[client.ObjectKey]()
 		var reqs []reconcile.Request
-		for i := range list.Items {
-			if readsFrom(&list.Items[i].Spec.RunnerSpec, kind, obj) {
-				reqs = append(reqs, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&list.Items[i])})
+		for _, key := range []string{kind + "/" + obj.GetName(), kind + "/*"} {
+			var list infrav1.TerraformClusterList
+			// Read only: the cache's objects need no copy.
+			if err := r.Client.List(ctx, &list, client.InNamespace(obj.GetNamespace()), client.MatchingFields{indexReads: key}, client.UnsafeDisableDeepCopy); err != nil {
+				ctrl.LoggerFrom(ctx).Error(err, "List TerraformClusters for a variables source")
+				return nil
+			}
+			for i := range list.Items {
+				k := client.ObjectKeyFromObject(&list.Items[i])
+				if !seen.Has(k) && readsFrom(&list.Items[i].Spec.RunnerSpec, kind, obj) {
+					seen.Insert(k)
+					reqs = append(reqs, reconcile.Request{NamespacedName: k})
+				}
 			}
 		}
 		return reqs

@@ -1,0 +1,31 @@
+#!/usr/bin/env bash
+# scale.sh N... runs the scale benchmark of the manager (test/scale) once
+# for each number of TerraformClusters, with the real kube-apiserver and
+# etcd and the manager binary, and prints one block of figures per N:
+# approval to apply Job latency, API requests per object per hour while
+# idle, and the manager's memory. Default: 100 500.
+#
+# Environment: CAPTF_SCALE_IDLE (idle window, default 2m),
+# CAPTF_SCALE_RECHECK (--recheck-interval during the run, default 1m),
+# CAPTF_SCALE_TIMEOUT (longest phase, default 20m), CAPTF_SCALE_MANAGER_ARGS
+# (more manager flags).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+export KUBEBUILDER_ASSETS="${KUBEBUILDER_ASSETS:-$(hack/install-envtest.sh)}"
+[[ $# -gt 0 ]] || set -- 100 500
+for n in "$@"; do
+  if ! [[ "$n" =~ ^[1-9][0-9]*$ ]]; then
+    echo "scale.sh: $n is not a number of TerraformClusters" >&2
+    exit 2
+  fi
+done
+for n in "$@"; do
+  log="$(mktemp -t captf-scale-"$n".XXXXXX)"
+  echo "N=$n (full output: $log)"
+  if ! CAPTF_SCALE_N="$n" go test -count=1 -v -timeout 120m -run '^TestScale$' ./test/scale >"$log" 2>&1; then
+    tail -40 "$log" >&2
+    exit 1
+  fi
+  grep '^scale: ' "$log"
+done

@@ -1,0 +1,287 @@
+package scale
+
+import (
+	"bytes"
+	"compress/gzip"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	toolscache "k8s.io/client-go/tools/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	infrav1 "github.com/captf/captf/api/v1alpha1"
+	"github.com/captf/captf/internal/render"
+	"github.com/captf/captf/internal/runner"
+	"github.com/captf/captf/internal/testnode"
+	"github.com/captf/captf/pkg/fingerprint"
+)
+
+// node is a test double for the kubelet, the Job controller and terraform
+// together: it completes every runner Job at once with the report a real
+// runner would leave, and for an apply writes the state terraform's
+// kubernetes backend would (only the captf_inputs_hash output, set to the
+// Job's captf.io/inputs-hash). Running hundreds of real terraform applies
+// on two shared cores is out of reach; what the benchmark measures is the
+// manager and the API server, which are real. internal/testnode is the
+// node that runs the real runner and terraform.
+//
+// It watches Jobs with an informer and records when it first saw each
+// approved apply Job (annotation captf.io/approved-plan), by the name of
+// the TerraformCluster that owns it.
+type node struct {
+	c         client.Client
+	namespace string
+	workers   int
+
+	mu       sync.Mutex
+	approved map[string]time.Time // TerraformCluster name → first seen
+	failures []string
+}
+
+// start runs the node until ctx ends; wait returns once its goroutines
+// stopped.
+func (n *node) start(ctx context.Context, t *testing.T, cfg *rest.Config) (wait func()) {
+	t.Helper()
+	cs, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n.approved = map[string]time.Time{}
+	queue := make(chan *batchv1.Job, 100000)
+	factory := informers.NewSharedInformerFactoryWithOptions(cs, 0, informers.WithNamespace(n.namespace))
+	inf := factory.Batch().V1().Jobs().Informer()
+	if _, err := inf.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
+		AddFunc: func(obj any) {
+			job := obj.(*batchv1.Job)
+			if _, ok := job.Annotations[infrav1.AnnotationApprovedPlan]; ok {
+				n.mu.Lock()
+				owner := job.Labels[infrav1.LabelOwnerName]
+				if _, seen := n.approved[owner]; !seen {
+					n.approved[owner] = time.Now()
+				}
+				n.mu.Unlock()
+			}
+			if job.Status.CompletionTime == nil && job.Status.StartTime == nil {
+				queue <- job
+			}
+		},
+	}); err != nil {
+		t.Fatal(err)
+	}
+	var wg sync.WaitGroup
+	factory.Start(ctx.Done())
+	for range n.workers {
+		wg.Go(func() {
+			for {
+				select {
+				case <-ctx.Done():
+					return
+				case job := <-queue:
+					if err := n.complete(ctx, job); err != nil && ctx.Err() == nil {
+						n.mu.Lock()
+						n.failures = append(n.failures, fmt.Sprintf("Job %s: %v", job.Name, err))
+						n.mu.Unlock()
+					}
+				}
+			}
+		})
+	}
+	return func() {
+		wg.Wait()
+		factory.Shutdown()
+	}
+}
+
+// seenApproved returns when the node first saw the approved apply Job of
+// the TerraformCluster name.
+func (n *node) seenApproved(name string) (time.Time, bool) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	at, ok := n.approved[name]
+	return at, ok
+}
+
+// errors returns what went wrong while completing Jobs.
+func (n *node) errors() []string {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	return append([]string(nil), n.failures...)
+}
+
+// complete plays one Job to its end: the state an apply leaves, the Pod
+// with the runner's report as its termination message, the Job's status.
+func (n *node) complete(ctx context.Context, job *batchv1.Job) error {
+	msg, err := n.report(job)
+	if err != nil {
+		return err
+	}
+	if msg.Outcome == runner.OutcomeApplied {
+		if err := n.writeState(ctx, job); err != nil {
+			return err
+		}
+	}
+	if err := n.pod(ctx, job, msg); err != nil {
+		return err
+	}
+	now := metav1.Now()
+	job.Status.StartTime = &now
+	job.Status.CompletionTime = &now
+	job.Status.Succeeded = 1
+	job.Status.Conditions = []batchv1.JobCondition{
+		{Type: batchv1.JobSuccessCriteriaMet, Status: corev1.ConditionTrue, LastTransitionTime: now, LastProbeTime: now},
+		{Type: batchv1.JobComplete, Status: corev1.ConditionTrue, LastTransitionTime: now, LastProbeTime: now},
+	}
+	if err := n.c.Status().Update(ctx, job); err != nil {
+		return fmt.Errorf("job status: %w", err)
+	}
+	return nil
+}
+
+// report is what a real runner would report for job: a plan Job a plan of
+// one update, an apply Job that it applied (a gated one with the fresh
+// plan, whose hash is the approved one).
+func (n *node) report(job *batchv1.Job) (runner.Message, error) {
+	args := mainContainer(job).Command
+	op, expect := "", ""
+	for _, a := range args {
+		if v, ok := strings.CutPrefix(a, "--operation="); ok {
+			op = v
+		}
+		if v, ok := strings.CutPrefix(a, "--expect-plan="); ok {
+			expect = v
+		}
+	}
+	owner := job.Labels[infrav1.LabelOwnerName]
+	switch op {
+	case string(infrav1.OperationPlan):
+		return runner.Message{Operation: op, Outcome: runner.OutcomePlanned, Plan: planReport(owner, job.Annotations["captf.io/inputs-hash"])}, nil
+	case string(infrav1.OperationApply):
+		msg := runner.Message{Operation: op, Outcome: runner.OutcomeApplied}
+		if expect != "" {
+			msg.Plan = planReport(owner, job.Annotations["captf.io/inputs-hash"])
+			msg.Plan.PlanHash = expect
+		}
+		return msg, nil
+	}
+	return runner.Message{}, fmt.Errorf("operation %q is not played by the scale node", op)
+}
+
+// planReport is a plausible fingerprint report: one update, and a p2: hash
+// that differs per object and per inputs.
+func planReport(owner, inputsHash string) *fingerprint.Report {
+	sum := sha256.Sum256([]byte(owner + "\x00" + inputsHash))
+	return &fingerprint.Report{
+		Change: 1, Resources: []string{"terraform_data.cluster (update)"},
+		PlanHash: "p2:" + hex.EncodeToString(sum[:]),
+	}
+}
+
+// writeState writes the state Secret terraform's kubernetes backend keeps
+// (tfstate-default-captf-tfc-<name>, gzip'ed JSON under tfstate), with the
+// inputs hash the Job ran with as the captf_inputs_hash output.
+func (n *node) writeState(ctx context.Context, job *batchv1.Job) error {
+	owner := job.Labels[infrav1.LabelOwnerName]
+	state := map[string]any{
+		"version": 4, "serial": 1, "lineage": "scale-" + owner,
+		"outputs": map[string]any{render.HashOutput: map[string]any{
+			"value": job.Annotations["captf.io/inputs-hash"], "type": "string",
+		}},
+		"resources": []any{},
+	}
+	raw, err := json.Marshal(state)
+	if err != nil {
+		return err
+	}
+	var gz bytes.Buffer
+	zw := gzip.NewWriter(&gz)
+	if _, err := zw.Write(raw); err != nil {
+		return err
+	}
+	if err := zw.Close(); err != nil {
+		return err
+	}
+	suffix := "captf-tfc-" + owner
+	s := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{
+		Name: "tfstate-default-" + suffix, Namespace: job.Namespace,
+		Labels: map[string]string{
+			"app.kubernetes.io/managed-by": "terraform", "tfstate": "true",
+			"tfstateSecretSuffix": suffix, "tfstateWorkspace": "default",
+		},
+	}}
+	s.Data = map[string][]byte{"tfstate": gz.Bytes()}
+	err = n.c.Create(ctx, s)
+	if apierrors.IsAlreadyExists(err) {
+		err = n.c.Update(ctx, s)
+	}
+	if err != nil {
+		return fmt.Errorf("state: %w", err)
+	}
+	return nil
+}
+
+// pod creates the Job's pod as the Job controller and the kubelet would
+// leave it: named <job>-node like internal/testnode's, the job-name labels
+// and the template's, owned by the Job, and terminated with the report as
+// the runner container's termination message.
+func (n *node) pod(ctx context.Context, job *batchv1.Job, msg runner.Message) error {
+	labels := map[string]string{"batch.kubernetes.io/job-name": job.Name, "job-name": job.Name}
+	for k, v := range job.Spec.Template.Labels {
+		labels[k] = v
+	}
+	controller := true
+	pod := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{
+			Name: job.Name + "-node", Namespace: job.Namespace, Labels: labels,
+			OwnerReferences: []metav1.OwnerReference{{
+				APIVersion: "batch/v1", Kind: "Job", Name: job.Name, UID: job.UID,
+				Controller: &controller, BlockOwnerDeletion: &controller,
+			}},
+		},
+		Spec: job.Spec.Template.Spec,
+	}
+	if err := n.c.Create(ctx, pod); err != nil {
+		return fmt.Errorf("create pod: %w", err)
+	}
+	now := metav1.Now()
+	done := func(c corev1.Container, message string) corev1.ContainerStatus {
+		repo, _, _ := strings.Cut(c.Image, "@")
+		if i := strings.LastIndexByte(repo, ':'); i > strings.LastIndexByte(repo, '/') {
+			repo = repo[:i]
+		}
+		base, _, _ := strings.Cut(c.Image, "@")
+		return corev1.ContainerStatus{
+			Name: c.Name, Image: c.Image, ImageID: repo + "@" + testnode.Digest(base),
+			State: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{
+				ExitCode: 0, Reason: "Completed", Message: message, StartedAt: now, FinishedAt: now,
+			}},
+		}
+	}
+	pod.Status.Phase = corev1.PodSucceeded
+	for _, c := range pod.Spec.InitContainers {
+		pod.Status.InitContainerStatuses = append(pod.Status.InitContainerStatuses, done(c, ""))
+	}
+	pod.Status.ContainerStatuses = []corev1.ContainerStatus{done(*mainContainer(job), string(msg.Encode()))}
+	if err := n.c.Status().Update(ctx, pod); err != nil {
+		return fmt.Errorf("pod status: %w", err)
+	}
+	return nil
+}
+
+// mainContainer is the runner container of a Job, the first one.
+func mainContainer(job *batchv1.Job) *corev1.Container {
+	return &job.Spec.Template.Spec.Containers[0]
+}

@@ -1,0 +1,406 @@
+// Package scale measures the manager with many TerraformClusters under
+// applyPolicy Manual (issue 3, point 7): how long from an approval to the
+// approved apply Job, how many API requests an idle object costs per hour,
+// and how much memory the manager holds.
+//
+// TestScale is a benchmark run on demand (make scale, hack/scale.sh N...),
+// not part of the test suite: it is skipped unless CAPTF_SCALE_N is set,
+// the one skip the project allows. It asserts only that the flow completes;
+// the figures are measured and printed, never compared with a wall-clock
+// goal.
+//
+// Real: etcd and kube-apiserver (internal/testenv) and the cmd/manager
+// binary, run as a subprocess as a Deployment would run it. A test double:
+// the node (see node), which plays the kubelet, the Job controller and
+// terraform, completing each Job at once with the runner's report.
+package scale
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	infrav1 "github.com/captf/captf/api/v1alpha1"
+	"github.com/captf/captf/internal/controller/terraformcluster"
+	"github.com/captf/captf/internal/testenv"
+)
+
+const (
+	namespace   = "default"
+	moduleImage = "example.test/module:1"
+	runnerImage = "example.test/captf-runner:dev"
+	// writers is how many requests the test itself sends at once.
+	writers = 16
+)
+
+// settings are read from the environment: CAPTF_SCALE_N (the number of
+// TerraformClusters), CAPTF_SCALE_IDLE (the idle window, default 2m),
+// CAPTF_SCALE_RECHECK (the manager's --recheck-interval during the run,
+// default 1m), CAPTF_SCALE_TIMEOUT (the longest each phase may take,
+// default 20m) and CAPTF_SCALE_MANAGER_ARGS (more manager flags, split on
+// spaces).
+type settings struct {
+	n                      int
+	idle, recheck, timeout time.Duration
+	managerArgs            []string
+}
+
+func readSettings(t *testing.T) settings {
+	t.Helper()
+	raw := os.Getenv("CAPTF_SCALE_N")
+	if raw == "" {
+		t.Skip("a benchmark run on demand: set CAPTF_SCALE_N (make scale, hack/scale.sh N...)")
+	}
+	s := settings{idle: 2 * time.Minute, recheck: time.Minute, timeout: 20 * time.Minute}
+	n, err := strconv.Atoi(raw)
+	if err != nil || n < 1 {
+		t.Fatalf("CAPTF_SCALE_N=%q: want a positive number of TerraformClusters", raw)
+	}
+	s.n = n
+	for name, d := range map[string]*time.Duration{"CAPTF_SCALE_IDLE": &s.idle, "CAPTF_SCALE_RECHECK": &s.recheck, "CAPTF_SCALE_TIMEOUT": &s.timeout} {
+		v := os.Getenv(name)
+		if v == "" {
+			continue
+		}
+		if *d, err = time.ParseDuration(v); err != nil || *d <= 0 {
+			t.Fatalf("%s=%q: want a positive duration such as 2m", name, v)
+		}
+	}
+	s.managerArgs = strings.Fields(os.Getenv("CAPTF_SCALE_MANAGER_ARGS"))
+	return s
+}
+
+func TestScale(t *testing.T) {
+	s := readSettings(t)
+	env := testenv.Start(t, "../..")
+	ctx := context.Background()
+
+	mgr := startManager(t, env, s)
+	// The node and the test itself are not rate limited: the manager's
+	// limits are the ones measured.
+	cfg := rest.CopyConfig(env.Config)
+	cfg.QPS, cfg.Burst = -1, -1
+	c, err := client.New(cfg, client.Options{Scheme: env.Client.Scheme()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	nodeCtx, stopNode := context.WithCancel(ctx)
+	nd := &node{c: c, namespace: namespace, workers: 8}
+	waitNode := nd.start(nodeCtx, t, cfg)
+	t.Cleanup(func() {
+		stopNode()
+		waitNode()
+		for _, e := range nd.errors() {
+			t.Errorf("node: %s", e)
+		}
+	})
+
+	names := make([]string, s.n)
+	for i := range names {
+		names[i] = fmt.Sprintf("scale-%05d", i)
+	}
+
+	// 1. N objects under Manual; their first apply is not gated.
+	m0 := scrape(t, mgr.metricsURL)
+	began := time.Now()
+	parallel(t, names, func(name string) error {
+		return c.Create(ctx, &infrav1.TerraformCluster{
+			ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: namespace},
+			Spec: infrav1.TerraformClusterSpec{RunnerSpec: infrav1.RunnerSpec{
+				Image: moduleImage, ApplyPolicy: infrav1.ApplyManual,
+				Variables: []infrav1.Variable{{Name: "size", Value: &apiextensionsv1.JSON{Raw: []byte(`"small"`)}}},
+			}},
+		})
+	})
+	waitAll(t, c, s, mgr, "Ready after the first apply", ready)
+	firstApply := time.Since(began)
+	m1 := scrape(t, mgr.metricsURL)
+
+	// 2. New inputs on every object: each plans and waits.
+	began = time.Now()
+	parallel(t, names, func(name string) error {
+		patch := []byte(`{"spec":{"variables":[{"name":"size","value":"large"}]}}`)
+		return c.Patch(ctx, &infrav1.TerraformCluster{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: namespace}}, client.RawPatch(types.MergePatchType, patch))
+	})
+	waitAll(t, c, s, mgr, "a plan awaiting approval", awaiting)
+	planned := time.Since(began)
+	m2 := scrape(t, mgr.metricsURL)
+
+	// 3. Approve every plan; measure until the approved apply Job appears.
+	var list infrav1.TerraformClusterList
+	if err := c.List(ctx, &list, client.InNamespace(namespace)); err != nil {
+		t.Fatal(err)
+	}
+	hashes := map[string]string{}
+	for _, tc := range list.Items {
+		hashes[tc.Name] = tc.Status.Plan.PlanHash
+	}
+	var mu sync.Mutex
+	approvedAt := map[string]time.Time{}
+	began = time.Now()
+	parallel(t, names, func(name string) error {
+		patch := fmt.Appendf(nil, `{"metadata":{"annotations":{%q:%q}}}`, infrav1.AnnotationApprovePlan, hashes[name])
+		if err := c.Patch(ctx, &infrav1.TerraformCluster{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: namespace}}, client.RawPatch(types.MergePatchType, patch)); err != nil {
+			return err
+		}
+		mu.Lock()
+		approvedAt[name] = time.Now()
+		mu.Unlock()
+		return nil
+	})
+	latencies := make([]time.Duration, 0, s.n)
+	deadline := time.Now().Add(s.timeout)
+	for _, name := range names {
+		for {
+			seen, ok := nd.seenApproved(name)
+			if ok {
+				latencies = append(latencies, seen.Sub(approvedAt[name]))
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("no approved apply Job for %s within %s (%d of %d seen); manager log: %s", name, s.timeout, len(latencies), s.n, mgr.logPath)
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
+	}
+	waitAll(t, c, s, mgr, "Ready after the approved apply", applied)
+	approvedFlow := time.Since(began)
+	m3 := scrape(t, mgr.metricsURL)
+
+	// 4. Idle: every object re-checks about idle/recheck times.
+	time.Sleep(10 * time.Second)
+	idle0 := scrape(t, mgr.metricsURL)
+	time.Sleep(s.idle)
+	idle1 := scrape(t, mgr.metricsURL)
+	hwm, rss, err := procMemory(mgr.cmd.Process.Pid)
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	lat := sortedDurations(latencies)
+	requests := func(a, b metrics) float64 {
+		return b.sum("rest_client_requests_total") - a.sum("rest_client_requests_total")
+	}
+	cpu := func(a, b metrics) float64 {
+		return b.sum("process_cpu_seconds_total") - a.sum("process_cpu_seconds_total")
+	}
+	reconciles := func(a, b metrics) float64 {
+		return b.sum("controller_runtime_reconcile_total", `controller="terraformcluster"`) -
+			a.sum("controller_runtime_reconcile_total", `controller="terraformcluster"`)
+	}
+	idleRequests, idleReconciles := requests(idle0, idle1), reconciles(idle0, idle1)
+	perObjectRecheck := idleRequests / float64(s.n) / (s.idle.Minutes() / s.recheck.Minutes())
+	perHour := perObjectRecheck * (time.Hour.Minutes() / terraformcluster.Recheck.Minutes())
+	byMethod := func(a, b metrics) map[string]float64 {
+		out := map[string]float64{}
+		for k, v := range b.byLabel("rest_client_requests_total", "method") {
+			if d := v - a.byLabel("rest_client_requests_total", "method")[k]; d > 0 {
+				out[k] = d
+			}
+		}
+		return out
+	}
+	t.Logf("requests by method: create→Ready %s; new inputs→plan %s; approve→Ready %s",
+		formatCounts(byMethod(m0, m1)), formatCounts(byMethod(m1, m2)), formatCounts(byMethod(m2, m3)))
+	mb := func(b float64) float64 { return b / (1 << 20) }
+	lines := []string{
+		fmt.Sprintf("scale: N=%d approval→apply Job p50=%s p90=%s p99=%s max=%s",
+			s.n, ms(quantile(lat, 0.5)), ms(quantile(lat, 0.9)), ms(quantile(lat, 0.99)), ms(quantile(lat, 1))),
+		fmt.Sprintf("scale: N=%d idle %s at --recheck-interval=%s: %.0f requests (%s), %.0f reconciles; %.2f requests per object per re-check × %.0f re-checks an hour at %s = %.1f requests per object per hour",
+			s.n, s.idle, s.recheck, idleRequests, formatCounts(byMethod(idle0, idle1)), idleReconciles, perObjectRecheck,
+			time.Hour.Minutes()/terraformcluster.Recheck.Minutes(), terraformcluster.Recheck, perHour),
+		fmt.Sprintf("scale: N=%d memory VmHWM=%.0f MB VmRSS=%.0f MB heap in use=%.0f MB",
+			s.n, mb(float64(hwm)), mb(float64(rss)), mb(idle1.sum("go_memstats_heap_inuse_bytes"))),
+		fmt.Sprintf("scale: N=%d phases (per object: requests, reconciles; manager CPU): create→Ready %s (%.1f, %.1f; %.1fs), new inputs→plan awaiting %s (%.1f, %.1f; %.1fs), approve→Ready %s (%.1f, %.1f; %.1fs), idle (%.1fs); conflicts (409) %.0f, reconcile errors %.0f",
+			s.n, firstApply.Round(time.Second), requests(m0, m1)/float64(s.n), reconciles(m0, m1)/float64(s.n), cpu(m0, m1),
+			planned.Round(time.Second), requests(m1, m2)/float64(s.n), reconciles(m1, m2)/float64(s.n), cpu(m1, m2),
+			approvedFlow.Round(time.Second), requests(m2, m3)/float64(s.n), reconciles(m2, m3)/float64(s.n), cpu(m2, m3), cpu(idle0, idle1),
+			idle1.sum("rest_client_requests_total", `code="409"`), idle1.sum("controller_runtime_reconcile_errors_total", `controller="terraformcluster"`)),
+	}
+	for _, l := range lines {
+		fmt.Println(l)
+		t.Log(l)
+	}
+	if len(latencies) != s.n {
+		t.Errorf("%d latencies for %d objects", len(latencies), s.n)
+	}
+}
+
+func ms(d time.Duration) string { return d.Round(time.Millisecond).String() }
+
+func formatCounts(m map[string]float64) string {
+	var parts []string
+	for _, k := range []string{"GET", "LIST", "WATCH", "POST", "PUT", "PATCH", "DELETE"} {
+		if v, ok := m[k]; ok {
+			parts = append(parts, fmt.Sprintf("%s %.0f", k, v))
+		}
+	}
+	return strings.Join(parts, ", ")
+}
+
+// manager is the running manager binary.
+type manager struct {
+	cmd        *exec.Cmd
+	metricsURL string
+	logPath    string
+}
+
+// startManager builds cmd/manager and runs it against env with a metrics
+// endpoint, stopping it (and waiting for it) before the API server stops.
+func startManager(t *testing.T, env *testenv.Env, s settings) *manager {
+	t.Helper()
+	dir := t.TempDir()
+	bin := filepath.Join(dir, "manager")
+	if out, err := exec.Command("go", "build", "-o", bin, "../../cmd/manager").CombinedOutput(); err != nil {
+		t.Fatalf("build the manager: %v\n%s", err, out)
+	}
+	metricsPort, probePort := freePort(t), freePort(t)
+	args := append([]string{
+		"--runner-image=" + runnerImage,
+		fmt.Sprintf("--metrics-bind-address=127.0.0.1:%d", metricsPort),
+		fmt.Sprintf("--health-probe-bind-address=127.0.0.1:%d", probePort),
+		"--recheck-interval=" + s.recheck.String(),
+	}, s.managerArgs...)
+	cmd := exec.Command(bin, args...)
+	cmd.Env = append(os.Environ(), "KUBECONFIG="+env.Kubeconfig(t))
+	logPath := filepath.Join(dir, "manager.log")
+	log, err := os.Create(logPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd.Stdout, cmd.Stderr = log, log
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = cmd.Process.Signal(syscall.SIGINT)
+		_ = cmd.Wait()
+		log.Close()
+	})
+	m := &manager{cmd: cmd, metricsURL: fmt.Sprintf("http://127.0.0.1:%d/metrics", metricsPort), logPath: logPath}
+	deadline := time.Now().Add(time.Minute)
+	for {
+		resp, err := http.Get(fmt.Sprintf("http://127.0.0.1:%d/readyz", probePort))
+		if err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				return m
+			}
+		}
+		if time.Now().After(deadline) {
+			b, _ := os.ReadFile(logPath)
+			t.Fatalf("the manager is not ready within a minute; log:\n%s", b)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+}
+
+func freePort(t *testing.T) int {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port
+}
+
+// parallel runs do for every name, writers at a time, and fails the test
+// on the first error.
+func parallel(t *testing.T, names []string, do func(name string) error) {
+	t.Helper()
+	work := make(chan string)
+	errs := make(chan error, len(names))
+	var wg sync.WaitGroup
+	for range writers {
+		wg.Go(func() {
+			for name := range work {
+				if err := do(name); err != nil {
+					errs <- fmt.Errorf("%s: %w", name, err)
+				}
+			}
+		})
+	}
+	for _, n := range names {
+		work <- n
+	}
+	close(work)
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatal(err)
+	}
+}
+
+// waitAll polls the objects until every one meets cond, logging progress
+// every half minute.
+func waitAll(t *testing.T, c client.Client, s settings, m *manager, what string, cond func(*infrav1.TerraformCluster) bool) {
+	t.Helper()
+	began := time.Now()
+	deadline, lastLog := began.Add(s.timeout), began
+	for {
+		var list infrav1.TerraformClusterList
+		if err := c.List(context.Background(), &list, client.InNamespace(namespace)); err != nil {
+			t.Fatal(err)
+		}
+		done := 0
+		for i := range list.Items {
+			if cond(&list.Items[i]) {
+				done++
+			}
+		}
+		if done == s.n && len(list.Items) == s.n {
+			t.Logf("%d objects %s after %s", s.n, what, time.Since(began).Round(time.Second))
+			return
+		}
+		if time.Since(lastLog) > 30*time.Second {
+			t.Logf("%d of %d objects %s after %s", done, s.n, what, time.Since(began).Round(time.Second))
+			lastLog = time.Now()
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d of %d objects %s within %s; manager log: %s", done, s.n, what, s.timeout, m.logPath)
+		}
+		time.Sleep(2 * time.Second)
+	}
+}
+
+func condition(tc *infrav1.TerraformCluster, typ string) *metav1.Condition {
+	return meta.FindStatusCondition(tc.Status.Conditions, typ)
+}
+
+// ready: applied, nothing due, nothing running, the status current.
+func ready(tc *infrav1.TerraformCluster) bool {
+	c := condition(tc, infrav1.ConditionApplyJobSucceeded)
+	return tc.Status.Ready && tc.Status.ActiveJob == nil && tc.Status.Plan == nil &&
+		tc.Status.ObservedGeneration == tc.Generation && c != nil && c.Status == metav1.ConditionTrue
+}
+
+// awaiting: a plan for the current spec waits for approval.
+func awaiting(tc *infrav1.TerraformCluster) bool {
+	c := condition(tc, infrav1.ConditionApplyJobSucceeded)
+	return tc.Status.Plan != nil && tc.Status.ActiveJob == nil && tc.Status.ObservedGeneration == tc.Generation &&
+		c != nil && c.Reason == infrav1.ReasonPlanAwaitingApproval
+}
+
+// applied: ready again, and the approval consumed.
+func applied(tc *infrav1.TerraformCluster) bool {
+	_, approval := tc.Annotations[infrav1.AnnotationApprovePlan]
+	return ready(tc) && !approval
+}
