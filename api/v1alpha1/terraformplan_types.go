@@ -220,6 +220,8 @@ type TerraformPlanStatus struct {
 // +kubebuilder:object:root=true
 // +kubebuilder:subresource:status
 // +kubebuilder:resource:shortName=tfplan,categories=captf
+// +kubebuilder:selectablefield:JSONPath=`.spec.targetRef.name`
+// +kubebuilder:selectablefield:JSONPath=`.spec.targetRef.kind`
 // +kubebuilder:printcolumn:name="Phase",type=string,JSONPath=`.status.phase`
 // +kubebuilder:printcolumn:name="Target",type=string,JSONPath=`.spec.targetRef.name`
 // +kubebuilder:printcolumn:name="Kind",type=string,JSONPath=`.spec.targetRef.kind`,priority=1

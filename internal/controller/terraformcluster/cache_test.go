@@ -37,6 +37,9 @@ func TestRunningJobReadFromCache(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	if err := indexPlans(ctx, cch); err != nil {
+		t.Fatal(err)
+	}
 	stopped := make(chan error, 1)
 	go func() { stopped <- cch.Start(ctx) }()
 	// Stop the cache before the API server stops.
