@@ -34,9 +34,9 @@ type Endpoint struct {
 	Port int32  `json:"port"`
 }
 
-// declares matches an output declaration in HCL or JSON syntax.
-func declares(name string) *regexp.Regexp {
-	return regexp.MustCompile(`(?m)^\s*output\s+"` + name + `"|"output"\s*:\s*\{[^}]*"` + name + `"`)
+// declaresHCL matches an output declaration in a .tf file.
+func declaresHCL(name string) *regexp.Regexp {
+	return regexp.MustCompile(`(?m)^\s*output\s+"` + regexp.QuoteMeta(name) + `"`)
 }
 
 // forwardEndpoint writes endpointFile when the module's top-level files
@@ -46,21 +46,11 @@ func (j *Job) forwardEndpoint() error {
 	if j.Module == "" {
 		return nil
 	}
-	files, err := filepath.Glob(filepath.Join(j.Module, "*.tf*"))
+	outputs, err := moduleOutputs(j.Module)
 	if err != nil {
 		return err
 	}
-	var src []byte
-	for _, f := range files {
-		if strings.HasSuffix(f, ".tf") || strings.HasSuffix(f, ".tf.json") {
-			b, err := os.ReadFile(f)
-			if err != nil {
-				return fmt.Errorf("read the module: %w", err)
-			}
-			src = append(append(src, b...), '\n')
-		}
-	}
-	if !declares(OutputEndpointHost).Match(src) || !declares(OutputEndpointPort).Match(src) {
+	if !outputs[OutputEndpointHost] || !outputs[OutputEndpointPort] {
 		return nil
 	}
 	call, err := moduleCall(filepath.Join(j.Workdir, "main.tf.json"))
@@ -73,6 +63,58 @@ func (j *Job) forwardEndpoint() error {
 	}}
 	b, _ := json.Marshal(out)
 	return os.WriteFile(filepath.Join(j.Workdir, endpointFile), b, 0o600)
+}
+
+// moduleOutputs says which of the endpoint outputs the module's top-level
+// files declare: .tf files by a line "output \"name\"", .tf.json files by
+// the keys of "output" (an object, or a list of objects).
+func moduleOutputs(dir string) (map[string]bool, error) {
+	found := map[string]bool{OutputEndpointHost: false, OutputEndpointPort: false}
+	files, err := filepath.Glob(filepath.Join(dir, "*.tf*"))
+	if err != nil {
+		return nil, err
+	}
+	for _, f := range files {
+		var b []byte
+		if strings.HasSuffix(f, ".tf") || strings.HasSuffix(f, ".tf.json") {
+			if b, err = os.ReadFile(f); err != nil {
+				return nil, fmt.Errorf("read the module: %w", err)
+			}
+		}
+		for _, name := range []string{OutputEndpointHost, OutputEndpointPort} {
+			switch {
+			case strings.HasSuffix(f, ".tf"):
+				found[name] = found[name] || declaresHCL(name).Match(b)
+			case strings.HasSuffix(f, ".tf.json"):
+				found[name] = found[name] || declaresJSON(b, name)
+			}
+		}
+	}
+	return found, nil
+}
+
+// declaresJSON reports whether a .tf.json document declares output name.
+func declaresJSON(b []byte, name string) bool {
+	var doc struct {
+		Output json.RawMessage `json:"output"`
+	}
+	if json.Unmarshal(b, &doc) != nil || doc.Output == nil {
+		return false
+	}
+	var one map[string]json.RawMessage
+	if json.Unmarshal(doc.Output, &one) == nil {
+		_, ok := one[name]
+		return ok
+	}
+	var many []map[string]json.RawMessage
+	if json.Unmarshal(doc.Output, &many) == nil {
+		for _, m := range many {
+			if _, ok := m[name]; ok {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // moduleCall is the name under which the rendered root calls ./module.
