@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"slices"
 	"strings"
 	"testing"
 
@@ -42,7 +43,12 @@ func TestPlugin(t *testing.T) {
 		t.Fatal(err)
 	}
 	mgr := env.ClientAs(t, manager, "system:masters")
-	for _, p := range examplePlans() {
+	// Oldest first as the listing sorts them: creation times have a
+	// resolution of one second, and within one second names decide, so the
+	// superseded demo-0a0b0c0d0e is created before demo-3f9a1c07be.
+	plans := examplePlans()
+	slices.Reverse(plans)
+	for _, p := range plans {
 		p.CreationTimestamp = metav1.Time{}
 		p.Status = infrav1.TerraformPlanStatus{}
 		if p.Spec.Approved {
