@@ -18,15 +18,10 @@ package scale
 import (
 	"context"
 	"fmt"
-	"net"
-	"net/http"
 	"os"
-	"os/exec"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
@@ -39,6 +34,7 @@ import (
 
 	infrav1 "github.com/captf/captf/api/v1alpha1"
 	"github.com/captf/captf/internal/controller/terraformcluster"
+	"github.com/captf/captf/internal/managertest"
 	"github.com/captf/captf/internal/testenv"
 )
 
@@ -175,7 +171,7 @@ func TestScale(t *testing.T) {
 				break
 			}
 			if time.Now().After(deadline) {
-				t.Fatalf("no approved apply Job for %s within %s (%d of %d seen); manager log: %s", name, s.timeout, len(latencies), s.n, mgr.logPath)
+				t.Fatalf("no approved apply Job for %s within %s (%d of %d seen); manager log: %s", name, s.timeout, len(latencies), s.n, mgr.LogPath)
 			}
 			time.Sleep(100 * time.Millisecond)
 		}
@@ -189,7 +185,7 @@ func TestScale(t *testing.T) {
 	idle0 := scrape(t, mgr.metricsURL)
 	time.Sleep(s.idle)
 	idle1 := scrape(t, mgr.metricsURL)
-	hwm, rss, err := procMemory(mgr.cmd.Process.Pid)
+	hwm, rss, err := procMemory(mgr.Cmd.Process.Pid)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -255,71 +251,26 @@ func formatCounts(m map[string]float64) string {
 	return strings.Join(parts, ", ")
 }
 
-// manager is the running manager binary.
+// manager is the running manager binary and its metrics endpoint.
 type manager struct {
-	cmd        *exec.Cmd
+	*managertest.Manager
 	metricsURL string
-	logPath    string
 }
 
 // startManager builds cmd/manager and runs it against env with a metrics
 // endpoint, stopping it (and waiting for it) before the API server stops.
 func startManager(t *testing.T, env *testenv.Env, s settings) *manager {
 	t.Helper()
-	dir := t.TempDir()
-	bin := filepath.Join(dir, "manager")
-	if out, err := exec.Command("go", "build", "-o", bin, "../../cmd/manager").CombinedOutput(); err != nil {
-		t.Fatalf("build the manager: %v\n%s", err, out)
-	}
-	metricsPort, probePort := freePort(t), freePort(t)
+	metricsPort := managertest.FreePort(t)
 	args := append([]string{
 		"--runner-image=" + runnerImage,
 		fmt.Sprintf("--metrics-bind-address=127.0.0.1:%d", metricsPort),
-		fmt.Sprintf("--health-probe-bind-address=127.0.0.1:%d", probePort),
 		"--recheck-interval=" + s.recheck.String(),
 	}, s.managerArgs...)
-	cmd := exec.Command(bin, args...)
-	cmd.Env = append(os.Environ(), "KUBECONFIG="+env.Kubeconfig(t))
-	logPath := filepath.Join(dir, "manager.log")
-	log, err := os.Create(logPath)
-	if err != nil {
-		t.Fatal(err)
+	return &manager{
+		Manager:    managertest.Start(t, managertest.Build(t, "../.."), env.Kubeconfig(t), args...),
+		metricsURL: fmt.Sprintf("http://127.0.0.1:%d/metrics", metricsPort),
 	}
-	cmd.Stdout, cmd.Stderr = log, log
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		_ = cmd.Process.Signal(syscall.SIGINT)
-		_ = cmd.Wait()
-		log.Close()
-	})
-	m := &manager{cmd: cmd, metricsURL: fmt.Sprintf("http://127.0.0.1:%d/metrics", metricsPort), logPath: logPath}
-	deadline := time.Now().Add(time.Minute)
-	for {
-		resp, err := http.Get(fmt.Sprintf("http://127.0.0.1:%d/readyz", probePort))
-		if err == nil {
-			resp.Body.Close()
-			if resp.StatusCode == http.StatusOK {
-				return m
-			}
-		}
-		if time.Now().After(deadline) {
-			b, _ := os.ReadFile(logPath)
-			t.Fatalf("the manager is not ready within a minute; log:\n%s", b)
-		}
-		time.Sleep(200 * time.Millisecond)
-	}
-}
-
-func freePort(t *testing.T) int {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
 }
 
 // parallel runs do for every name, writers at a time, and fails the test
@@ -375,7 +326,7 @@ func waitAll(t *testing.T, c client.Client, s settings, m *manager, what string,
 			lastLog = time.Now()
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("%d of %d objects %s within %s; manager log: %s", done, s.n, what, s.timeout, m.logPath)
+			t.Fatalf("%d of %d objects %s within %s; manager log: %s", done, s.n, what, s.timeout, m.LogPath)
 		}
 		time.Sleep(2 * time.Second)
 	}

@@ -7,14 +7,9 @@ package webhook
 import (
 	"context"
 	"fmt"
-	"net"
-	"net/http"
-	"os"
 	"os/exec"
-	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -22,28 +17,16 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	infrav1 "github.com/captf/captf/api/v1alpha1"
+	"github.com/captf/captf/internal/managertest"
 	"github.com/captf/captf/internal/testenv"
 )
 
 const manager = "system:serviceaccount:captf-system:captf-manager"
 
-func freePort(t *testing.T) int {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
-}
-
 func TestManagerServesWebhook(t *testing.T) {
 	env := testenv.StartWithWebhooks(t, "../..")
 	ctx := context.Background()
-	bin := filepath.Join(t.TempDir(), "manager")
-	if out, err := exec.Command("go", "build", "-o", bin, "../../cmd/manager").CombinedOutput(); err != nil {
-		t.Fatalf("build: %v\n%s", err, out)
-	}
+	bin := managertest.Build(t, "../..")
 
 	// Without the manager's identity the webhook does not start.
 	out, err := exec.Command(bin, "--runner-image=example.test/runner:dev", "--enable-webhooks").CombinedOutput()
@@ -51,40 +34,12 @@ func TestManagerServesWebhook(t *testing.T) {
 		t.Errorf("--enable-webhooks without --manager-username: err = %v\n%s", err, out)
 	}
 
-	probes := freePort(t)
-	cmd := exec.Command(bin, "--runner-image=example.test/runner:dev", "--metrics-bind-address=0",
-		fmt.Sprintf("--health-probe-bind-address=127.0.0.1:%d", probes),
+	managertest.Start(t, bin, env.Kubeconfig(t), "--runner-image=example.test/runner:dev", "--metrics-bind-address=0",
 		"--enable-webhooks", "--manager-username="+manager,
 		fmt.Sprintf("--webhook-port=%d", env.Webhook.LocalServingPort),
 		"--webhook-cert-dir="+env.Webhook.LocalServingCertDir)
-	cmd.Env = append(os.Environ(), "KUBECONFIG="+env.Kubeconfig(t))
-	logPath := filepath.Join(t.TempDir(), "manager.log")
-	log, err := os.Create(logPath)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cmd.Stdout, cmd.Stderr = log, log
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		_ = cmd.Process.Signal(os.Interrupt)
-		_ = cmd.Wait()
-	})
-	// /readyz includes the webhook server's started check.
-	for deadline := time.Now().Add(60 * time.Second); ; time.Sleep(200 * time.Millisecond) {
-		resp, err := http.Get(fmt.Sprintf("http://127.0.0.1:%d/readyz", probes))
-		if err == nil {
-			resp.Body.Close()
-			if resp.StatusCode == http.StatusOK {
-				break
-			}
-		}
-		if time.Now().After(deadline) {
-			b, _ := os.ReadFile(logPath)
-			t.Fatalf("the manager was not ready within 60s; log:\n%s", b)
-		}
-	}
+	// Start waited for /readyz, which includes the webhook server's
+	// started check.
 
 	for _, o := range []client.Object{
 		&rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: "plans"}, Rules: []rbacv1.PolicyRule{{
