@@ -105,19 +105,7 @@ func (e *Env) UserKubeconfig(t testing.TB, user string, groups ...string) string
 // and returns its path.
 func (e *Env) Kubeconfig(t testing.TB) string {
 	t.Helper()
-	user, err := e.env.AddUser(envtest.User{Name: "captf-test-admin", Groups: []string{"system:masters"}}, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	b, err := user.KubeConfig()
-	if err != nil {
-		t.Fatal(err)
-	}
-	path := filepath.Join(t.TempDir(), "kubeconfig")
-	if err := os.WriteFile(path, b, 0o600); err != nil {
-		t.Fatal(err)
-	}
-	return path
+	return e.UserKubeconfig(t, "captf-test-admin", "system:masters")
 }
 
 // Start starts etcd and kube-apiserver with the CRDs of config/crd/bases
