@@ -129,19 +129,7 @@ func (n *Node) run(ctx context.Context, t testing.TB, job *batchv1.Job) error {
 	if err := n.Client.Status().Update(ctx, job); err != nil {
 		return fmt.Errorf("start: %w", err)
 	}
-	pod := &corev1.Pod{
-		ObjectMeta: metav1.ObjectMeta{
-			Name:        job.Name + "-node",
-			Namespace:   job.Namespace,
-			Labels:      podLabels(job),
-			Annotations: job.Spec.Template.Annotations,
-			OwnerReferences: []metav1.OwnerReference{{
-				APIVersion: "batch/v1", Kind: "Job", Name: job.Name, UID: job.UID,
-				Controller: ptr(true), BlockOwnerDeletion: ptr(true),
-			}},
-		},
-		Spec: job.Spec.Template.Spec,
-	}
+	pod := PodFor(job)
 	if err := n.Client.Create(ctx, pod); err != nil {
 		return fmt.Errorf("create pod: %w", err)
 	}
@@ -227,7 +215,7 @@ func (n *Node) container(ctx context.Context, root string, pod *corev1.Pod, c co
 
 	argv := append(append([]string(nil), c.Command...), c.Args...)
 	if len(argv) == 0 {
-		return terminated(c, 128, "testnode: a container needs a command"), nil
+		return Terminated(c, 128, "testnode: a container needs a command"), nil
 	}
 	for i := range argv {
 		argv[i] = rewrite(argv[i])
@@ -260,14 +248,7 @@ func (n *Node) container(ctx context.Context, root string, pod *corev1.Pod, c co
 		out, _ := os.ReadFile(log.Name())
 		n.logf("container %s of pod %s exited %d:\n%s", c.Name, pod.Name, code, tail(out, 2048))
 	}
-	st := terminated(c, int32(code), string(msg))
-	repo, _, _ := strings.Cut(c.Image, "@")
-	if i := strings.LastIndexByte(repo, ':'); i > strings.LastIndexByte(repo, '/') {
-		repo = repo[:i]
-	}
-	base, _, _ := strings.Cut(c.Image, "@")
-	st.ImageID = repo + "@" + Digest(base)
-	return st, nil
+	return Terminated(c, int32(code), string(msg)), nil
 }
 
 // Digest is the digest the node reports for an image reference.
@@ -405,13 +386,26 @@ func rewriter(paths map[string]string) func(string) string {
 	}
 }
 
-func terminated(c corev1.Container, code int32, msg string) corev1.ContainerStatus {
+// Terminated is the status of container c after it exited with code and
+// left msg as its termination message, with the reason and the imageID
+// (repository@Digest(reference)) a kubelet reports.
+func Terminated(c corev1.Container, code int32, msg string) corev1.ContainerStatus {
 	now := metav1.Now()
+	reason := "Completed"
+	if code != 0 {
+		reason = "Error"
+	}
+	base, _, _ := strings.Cut(c.Image, "@")
+	repo := base
+	if i := strings.LastIndexByte(repo, ':'); i > strings.LastIndexByte(repo, '/') {
+		repo = repo[:i]
+	}
 	return corev1.ContainerStatus{
-		Name:  c.Name,
-		Image: c.Image,
+		Name:    c.Name,
+		Image:   c.Image,
+		ImageID: repo + "@" + Digest(base),
 		State: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{
-			ExitCode: code, Message: msg, StartedAt: now, FinishedAt: now,
+			ExitCode: code, Reason: reason, Message: msg, StartedAt: now, FinishedAt: now,
 		}},
 	}
 }
@@ -425,12 +419,25 @@ func tail(b []byte, n int) []byte {
 	return b
 }
 
-// podLabels are the Job template's labels and the ones the Job controller
-// adds.
-func podLabels(job *batchv1.Job) map[string]string {
-	l := map[string]string{"batch.kubernetes.io/job-name": job.Name, "job-name": job.Name}
+// PodFor is the pod the Job controller makes for job: named after it,
+// with the template's labels and annotations and the Job controller's
+// labels, owned by the Job.
+func PodFor(job *batchv1.Job) *corev1.Pod {
+	labels := map[string]string{"batch.kubernetes.io/job-name": job.Name, "job-name": job.Name}
 	for k, v := range job.Spec.Template.Labels {
-		l[k] = v
+		labels[k] = v
 	}
-	return l
+	return &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{
+			Name:        job.Name + "-node",
+			Namespace:   job.Namespace,
+			Labels:      labels,
+			Annotations: job.Spec.Template.Annotations,
+			OwnerReferences: []metav1.OwnerReference{{
+				APIVersion: "batch/v1", Kind: "Job", Name: job.Name, UID: job.UID,
+				Controller: ptr(true), BlockOwnerDeletion: ptr(true),
+			}},
+		},
+		Spec: job.Spec.Template.Spec,
+	}
 }

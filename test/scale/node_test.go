@@ -238,43 +238,15 @@ func (n *node) writeState(ctx context.Context, job *batchv1.Job) error {
 // and the template's, owned by the Job, and terminated with the report as
 // the runner container's termination message.
 func (n *node) pod(ctx context.Context, job *batchv1.Job, msg runner.Message) error {
-	labels := map[string]string{"batch.kubernetes.io/job-name": job.Name, "job-name": job.Name}
-	for k, v := range job.Spec.Template.Labels {
-		labels[k] = v
-	}
-	controller := true
-	pod := &corev1.Pod{
-		ObjectMeta: metav1.ObjectMeta{
-			Name: job.Name + "-node", Namespace: job.Namespace, Labels: labels,
-			OwnerReferences: []metav1.OwnerReference{{
-				APIVersion: "batch/v1", Kind: "Job", Name: job.Name, UID: job.UID,
-				Controller: &controller, BlockOwnerDeletion: &controller,
-			}},
-		},
-		Spec: job.Spec.Template.Spec,
-	}
+	pod := testnode.PodFor(job)
 	if err := n.c.Create(ctx, pod); err != nil {
 		return fmt.Errorf("create pod: %w", err)
 	}
-	now := metav1.Now()
-	done := func(c corev1.Container, message string) corev1.ContainerStatus {
-		repo, _, _ := strings.Cut(c.Image, "@")
-		if i := strings.LastIndexByte(repo, ':'); i > strings.LastIndexByte(repo, '/') {
-			repo = repo[:i]
-		}
-		base, _, _ := strings.Cut(c.Image, "@")
-		return corev1.ContainerStatus{
-			Name: c.Name, Image: c.Image, ImageID: repo + "@" + testnode.Digest(base),
-			State: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{
-				ExitCode: 0, Reason: "Completed", Message: message, StartedAt: now, FinishedAt: now,
-			}},
-		}
-	}
 	pod.Status.Phase = corev1.PodSucceeded
 	for _, c := range pod.Spec.InitContainers {
-		pod.Status.InitContainerStatuses = append(pod.Status.InitContainerStatuses, done(c, ""))
+		pod.Status.InitContainerStatuses = append(pod.Status.InitContainerStatuses, testnode.Terminated(c, 0, ""))
 	}
-	pod.Status.ContainerStatuses = []corev1.ContainerStatus{done(*mainContainer(job), string(msg.Encode()))}
+	pod.Status.ContainerStatuses = []corev1.ContainerStatus{testnode.Terminated(*mainContainer(job), 0, string(msg.Encode()))}
 	if err := n.c.Status().Update(ctx, pod); err != nil {
 		return fmt.Errorf("pod status: %w", err)
 	}
