@@ -110,6 +110,22 @@ type JobSettings struct {
 	// Resources of the runner container.
 	// +optional
 	Resources corev1.ResourceRequirements `json:"resources,omitempty"`
+	// SuccessfulJobsHistoryLimit is how many finished Jobs that succeeded
+	// the manager keeps (with their pods and logs); older ones are deleted.
+	// The plan Job of the plan that waits for approval is always kept, as
+	// its log is where a reviewer reads the planned values.
+	// +kubebuilder:validation:Minimum=0
+	// +kubebuilder:validation:Maximum=100
+	// +kubebuilder:default=3
+	// +optional
+	SuccessfulJobsHistoryLimit *int32 `json:"successfulJobsHistoryLimit,omitempty"`
+	// FailedJobsHistoryLimit is how many finished Jobs that failed the
+	// manager keeps.
+	// +kubebuilder:validation:Minimum=0
+	// +kubebuilder:validation:Maximum=100
+	// +kubebuilder:default=3
+	// +optional
+	FailedJobsHistoryLimit *int32 `json:"failedJobsHistoryLimit,omitempty"`
 }
 
 // PlanStatus is a plan that waits for approval (spec 001, "What
@@ -137,6 +153,11 @@ type PlanStatus struct {
 	Truncated bool `json:"truncated,omitempty"`
 	// CreatedAt is when the manager recorded the plan.
 	CreatedAt metav1.Time `json:"createdAt"`
+	// ImageDigest is the digest of the module image the plan Job ran, as
+	// its pod reported it; the approved apply runs on exactly that digest.
+	// Empty when the node reported none.
+	// +optional
+	ImageDigest string `json:"imageDigest,omitempty"`
 }
 
 // ActiveJob is the runner Job in progress.

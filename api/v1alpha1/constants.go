@@ -13,12 +13,23 @@ const (
 	// the approved one and applied nothing.
 	AnnotationPlanChanged = "captf.io/plan-changed"
 
+	// AnnotationProcessed marks a runner Job whose outcome the manager has
+	// fully recorded (status, TerraformPlan, approval, events). Until then
+	// the Job is the record of its outcome and is never forgotten.
+	AnnotationProcessed = "captf.io/processed"
+	// AnnotationPlan on an apply Job names the TerraformPlan it applies.
+	AnnotationPlan = "captf.io/plan"
+	// AnnotationPlanJob on a TerraformPlan names the plan Job that made it,
+	// so status.plan can be rebuilt from the plan alone.
+	AnnotationPlanJob = "captf.io/plan-job"
+
 	// AnnotationImage on the durable inputs Secret holds the image reference.
 	AnnotationImage = "captf.io/image"
 	// AnnotationIdentity on the durable inputs Secret holds the identity.
 	AnnotationIdentity = "captf.io/identity"
-	// AnnotationImageDigest holds the digest the image resolved to, pinned
-	// after a successful apply.
+	// AnnotationImageDigest holds the digest the image resolved to: on the
+	// durable inputs Secret, pinned after a successful apply; on a
+	// TerraformPlan and its apply Job, the digest the plan Job ran.
 	AnnotationImageDigest = "captf.io/image-digest"
 	// AnnotationApplied is "true" after the first successful apply.
 	AnnotationApplied = "captf.io/applied"

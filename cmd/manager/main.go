@@ -108,7 +108,6 @@ func run(args []string) error {
 	r := &terraformcluster.Reconciler{
 		Client:      mgr.GetClient(),
 		Reader:      mgr.GetAPIReader(),
-		Recorder:    mgr.GetEventRecorder("captf-manager"),
 		RunnerImage: *runnerImage,
 		// In a pod, terraform's kubernetes backend reaches the API server
 		// with the Job's service account.

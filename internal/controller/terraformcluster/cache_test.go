@@ -12,7 +12,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/tools/events"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -81,7 +80,7 @@ func TestRunningJobReadFromCache(t *testing.T) {
 			return c.List(ctx, list, opts...)
 		},
 	})
-	r := &Reconciler{Client: c, Reader: reader, Recorder: events.NewFakeRecorder(100), RunnerImage: runnerImage}
+	r := &Reconciler{Client: c, Reader: reader, RunnerImage: runnerImage}
 
 	tc := &infrav1.TerraformCluster{
 		ObjectMeta: metav1.ObjectMeta{Name: "cached", Namespace: "default"},

@@ -15,8 +15,6 @@ import (
 
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/equality"
-	"k8s.io/client-go/tools/events"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
@@ -24,6 +22,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 
 	infrav1 "github.com/captf/captf/api/v1alpha1"
+	"github.com/captf/captf/internal/render"
 )
 
 // Recheck is how long an idle or waiting object rests before the manager
@@ -42,8 +41,7 @@ type Reconciler struct {
 	// acts on a status or a Job it wrote a moment ago but the cache has not
 	// seen yet (which would start a second Job on the same state). That a
 	// Job still runs, and that its pods pull their images, the cache tells.
-	Reader   client.Reader
-	Recorder events.EventRecorder
+	Reader client.Reader
 	// RunnerImage holds captf-runner at RunnerImagePath; an init container
 	// copies it into every runner Job.
 	RunnerImage string
@@ -96,44 +94,45 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, opts controller.Options)
 // +kubebuilder:rbac:groups="",resources=secrets;configmaps,verbs=get;list;watch;create;update;patch;delete
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
 
-// Reconcile brings one TerraformCluster a step closer to its spec and
-// writes its status once, at the end, when it changed.
+// Reconcile brings one TerraformCluster a step closer to its spec. Its
+// status is written where an outcome must be durable, and once at the end
+// when it changed.
 func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	tc := &infrav1.TerraformCluster{}
 	if err := r.Reader.Get(ctx, req.NamespacedName, tc); err != nil {
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
-	before := tc.DeepCopy()
+	s := newScope(tc)
 	var res ctrl.Result
 	var err error
 	if tc.DeletionTimestamp.IsZero() {
-		res, err = r.reconcileNormal(ctx, tc)
+		res, err = r.reconcileNormal(ctx, s)
 		if err == nil {
 			err = r.syncPlans(ctx, tc)
 		}
 	} else {
-		res, err = r.reconcileDelete(ctx, tc)
+		res, err = r.reconcileDelete(ctx, s)
 		if err == nil && !controllerutil.ContainsFinalizer(tc, Finalizer) {
 			// Released: the object is going away; no status to write.
 			return res, nil
 		}
 	}
+	if errors.Is(err, errAdopt) {
+		// A Job the cache has not shown yet: take it up in a moment.
+		return ctrl.Result{RequeueAfter: time.Second}, r.patchStatus(ctx, s)
+	}
 	if err == nil {
 		tc.Status.ObservedGeneration = tc.Generation
 	}
-	if equality.Semantic.DeepEqual(before.Status, tc.Status) {
-		// An idle re-check changes nothing: an empty patch would still be
-		// a request per object per re-check.
-		return res, err
-	}
-	if perr := r.Client.Status().Patch(ctx, tc, client.MergeFrom(before)); perr != nil {
+	if perr := r.patchStatus(ctx, s); perr != nil {
 		err = errors.Join(err, perr)
 	}
 	return res, err
 }
 
-// reconcileNormal: inputs, the finished Job, then what is due.
-func (r *Reconciler) reconcileNormal(ctx context.Context, tc *infrav1.TerraformCluster) (ctrl.Result, error) {
+// reconcileNormal: the Jobs' outcomes, the inputs, then what is due.
+func (r *Reconciler) reconcileNormal(ctx context.Context, s *scope) (ctrl.Result, error) {
+	tc := s.tc
 	if err := r.ensureFinalizer(ctx, tc); err != nil {
 		return ctrl.Result{}, err
 	}
@@ -141,64 +140,97 @@ func (r *Reconciler) reconcileNormal(ctx context.Context, tc *infrav1.TerraformC
 	if err != nil {
 		return ctrl.Result{}, err
 	}
-	root, err := r.render(ctx, tc, key)
-	if err == nil {
-		err = checkImage(tc.Spec.Image)
+	root, inputsErr := r.render(ctx, tc, key)
+	if inputsErr == nil {
+		inputsErr = checkImage(tc.Spec.Image)
 	}
-	if errors.Is(err, errInputs) {
-		// The message names the variable and its source, never a value.
-		// A fixed source brings the object back through the watches of
-		// ConfigMaps and Secrets; a spec change through its own.
-		setCondition(tc, infrav1.ConditionApplyJobSucceeded, false, ReasonInvalidInputs, err.Error())
-		return ctrl.Result{RequeueAfter: r.recheck()}, nil
+	if inputsErr != nil && !errors.Is(inputsErr, errInputs) {
+		return ctrl.Result{}, inputsErr
 	}
+	if inputsErr != nil {
+		root = nil
+	}
+	// A finished Job's outcome is recorded before anything else: even
+	// with inputs that no longer render, an applied plan is consumed.
+	running, err := r.settleJobs(ctx, s, root, false)
 	if err != nil {
 		return ctrl.Result{}, err
 	}
-	if tc.Status.ActiveJob != nil {
-		err := r.finishJob(ctx, tc, root)
-		if errors.Is(err, errPulling) {
+	if running != nil {
+		if err := r.waitJob(ctx, tc, running, root); errors.Is(err, errPulling) {
 			// Pods are not watched: look again in a while.
 			return ctrl.Result{RequeueAfter: pullRecheck}, nil
-		}
-		if err != nil || tc.Status.ActiveJob != nil {
+		} else if err != nil || tc.Status.ActiveJob != nil {
 			return ctrl.Result{}, err
 		}
 	}
+	if err := r.pruneJobs(ctx, tc); err != nil {
+		return ctrl.Result{}, err
+	}
+	if inputsErr != nil {
+		// The message names the variable and its source, never a value.
+		// A fixed source brings the object back through the watches of
+		// ConfigMaps and Secrets; a spec change through its own.
+		setCondition(tc, infrav1.ConditionApplyJobSucceeded, false, ReasonInvalidInputs, inputsErr.Error())
+		return ctrl.Result{RequeueAfter: r.recheck()}, nil
+	}
+	return r.reconcileDue(ctx, s, root)
+}
 
-	applied, err := r.applied(ctx, tc)
+// reconcileDue starts what is due: nothing, an apply, or under Manual a
+// plan or the apply of an approved plan.
+func (r *Reconciler) reconcileDue(ctx context.Context, s *scope, root *render.Root) (ctrl.Result, error) {
+	tc := s.tc
+	stateHash, err := r.stateInputsHash(ctx, r.Client, tc)
 	if err != nil {
 		return ctrl.Result{}, err
 	}
-	stateHash, err := r.stateInputsHash(ctx, tc)
-	if err != nil {
-		return ctrl.Result{}, err
+	if stateHash != "" {
+		// A state that records an inputs hash was applied by captf: the
+		// applied marker says so from now on, even if status is lost.
+		if err := r.markApplied(ctx, tc); err != nil {
+			return ctrl.Result{}, err
+		}
 	}
 	// An apply is due when the state records other inputs (or none), or
 	// while runs have failed since the last successful apply: a failed
 	// apply may have changed things even where it wrote the new inputs
 	// hash, and only a successful apply clears the failures.
-	failed := failedRun(tc.Status.LastRun)
 	if stateHash == root.InputsHash && tc.Status.Failures == 0 {
 		// Nothing is due: a waiting plan is moot.
 		tc.Status.Plan = nil
 		setProvisioned(tc)
 		return ctrl.Result{RequeueAfter: r.recheck()}, nil
 	}
-	if failed {
+	if failedRun(tc.Status.LastRun) {
 		if wait := r.backoff(tc); wait > 0 {
 			return ctrl.Result{RequeueAfter: wait}, nil
 		}
 	}
-	if tc.Spec.ApplyPolicy != infrav1.ApplyManual || !applied {
-		// Automatic, or the first apply of a new object: not gated.
-		// Switching to Automatic applies what waited and clears the plan.
-		tc.Status.Plan = nil
-		if err := r.startJob(ctx, tc, root, infrav1.OperationApply, "", false); err != nil {
+	if tc.Status.Failures == 0 {
+		// The cache may lag behind an apply that just finished: ask the
+		// API server before starting anything.
+		if stateHash, err = r.stateInputsHash(ctx, r.Reader, tc); err != nil {
 			return ctrl.Result{}, err
 		}
-		setCondition(tc, infrav1.ConditionApplyJobSucceeded, unknown, ReasonApplying, "An apply Job runs.")
-		return ctrl.Result{}, nil
+		if stateHash == root.InputsHash {
+			return ctrl.Result{RequeueAfter: time.Second}, nil
+		}
+	}
+	if tc.Spec.ApplyPolicy != infrav1.ApplyManual {
+		// Switching to Automatic applies what waited and clears the plan.
+		tc.Status.Plan = nil
+		return ctrl.Result{}, r.startJob(ctx, tc, root, jobRequest{op: infrav1.OperationApply})
+	}
+	first, err := r.firstApply(ctx, tc)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	if first {
+		// The first apply of a new object is not gated: there is no state
+		// yet to damage.
+		tc.Status.Plan = nil
+		return ctrl.Result{}, r.startJob(ctx, tc, root, jobRequest{op: infrav1.OperationApply})
 	}
 	return r.reconcileManual(ctx, tc, root)
 }

@@ -110,7 +110,7 @@ func startWith(t *testing.T, webhooks bool) *harness {
 	if err != nil {
 		t.Fatal(err)
 	}
-	r := &Reconciler{Client: mgr.GetClient(), Reader: mgr.GetAPIReader(), Recorder: mgr.GetEventRecorder("captf-manager"), RunnerImage: runnerImage, RetryBase: time.Second}
+	r := &Reconciler{Client: mgr.GetClient(), Reader: mgr.GetAPIReader(), RunnerImage: runnerImage, RetryBase: time.Second}
 	skip := true // one controller per test, all in one process
 	if err := r.SetupWithManager(mgr, controller.Options{SkipNameValidation: &skip}); err != nil {
 		t.Fatal(err)
@@ -606,7 +606,7 @@ func TestLeftoverApproval(t *testing.T) {
 func (h *harness) stateHash(tc *infrav1.TerraformCluster) string {
 	h.t.Helper()
 	r := &Reconciler{Client: h.c}
-	got, err := r.stateInputsHash(context.Background(), tc)
+	got, err := r.stateInputsHash(context.Background(), h.c, tc)
 	if err != nil {
 		h.t.Fatal(err)
 	}

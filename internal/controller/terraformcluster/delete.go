@@ -13,7 +13,6 @@ import (
 
 	infrav1 "github.com/captf/captf/api/v1alpha1"
 	"github.com/captf/captf/internal/render"
-	"github.com/captf/captf/internal/runner"
 )
 
 // Finalizer holds a TerraformCluster until its infrastructure is destroyed
@@ -35,36 +34,26 @@ func (r *Reconciler) ensureFinalizer(ctx context.Context, tc *infrav1.TerraformC
 
 // reconcileDelete destroys what the state holds with a destroy Job (not
 // gated, no plan key), then deletes the object's Secrets and lets it go.
-// A failed destroy is retried with the usual backoff.
-func (r *Reconciler) reconcileDelete(ctx context.Context, tc *infrav1.TerraformCluster) (ctrl.Result, error) {
+// A failed destroy is retried with the usual backoff. Whatever Job runs
+// finishes first: it holds the state lock.
+func (r *Reconciler) reconcileDelete(ctx context.Context, s *scope) (ctrl.Result, error) {
+	tc := s.tc
 	if !controllerutil.ContainsFinalizer(tc, Finalizer) {
 		return ctrl.Result{}, nil
 	}
-	if tc.Status.ActiveJob != nil {
-		// Whatever runs finishes first: a Job holds the state lock.
-		job, msg, done, err := r.collect(ctx, tc)
-		if err != nil || !done {
-			return ctrl.Result{}, err
-		}
-		if run := tc.Status.LastRun; job != nil && run.Operation == infrav1.OperationDestroy {
-			if msg != nil && msg.Outcome == runner.OutcomeDestroyed {
-				return ctrl.Result{}, r.cleanup(ctx, tc)
-			}
-			run.Succeeded = false
-			if msg != nil {
-				run.Error = &infrav1.RunError{Kind: msg.Outcome, Message: msg.Error}
-			}
-			tc.Status.Failures++
-			setCondition(tc, infrav1.ConditionReady, false, ReasonDestroyFailed, fmt.Sprintf("Destroy Job %s failed (%s)", job.Name, run.Error.Kind))
-		}
+	running, err := r.settleJobs(ctx, s, nil, true)
+	if err != nil || running != nil {
+		return ctrl.Result{}, err
 	}
-	if failedRun(tc.Status.LastRun) && tc.Status.LastRun.Operation == infrav1.OperationDestroy {
+	if run := tc.Status.LastRun; run != nil && run.Operation == infrav1.OperationDestroy {
+		if run.Succeeded {
+			return ctrl.Result{}, r.cleanup(ctx, tc)
+		}
 		if wait := r.backoff(tc); wait > 0 {
 			return ctrl.Result{RequeueAfter: wait}, nil
 		}
 	}
-	var state corev1.Secret
-	err := r.Client.Get(ctx, client.ObjectKey{Namespace: tc.Namespace, Name: stateSecretName(tc.Name)}, &state)
+	err = r.Reader.Get(ctx, client.ObjectKey{Namespace: tc.Namespace, Name: stateSecretName(tc.Name)}, &corev1.Secret{})
 	if apierrors.IsNotFound(err) {
 		// Nothing was ever applied: nothing to destroy.
 		return ctrl.Result{}, r.cleanup(ctx, tc)
@@ -76,11 +65,7 @@ func (r *Reconciler) reconcileDelete(ctx context.Context, tc *infrav1.TerraformC
 	if err != nil {
 		return ctrl.Result{}, err
 	}
-	if err := r.startJob(ctx, tc, root, infrav1.OperationDestroy, "", false); err != nil {
-		return ctrl.Result{}, err
-	}
-	setCondition(tc, infrav1.ConditionReady, false, ReasonDestroying, "A destroy Job runs.")
-	return ctrl.Result{}, nil
+	return ctrl.Result{}, r.startJob(ctx, tc, root, jobRequest{op: infrav1.OperationDestroy})
 }
 
 // lastInputs are the inputs of the last apply, from the durable Secret, so

@@ -84,12 +84,16 @@ func resolvedDigest(pod *corev1.Pod) string {
 
 // pinDigest records the digest a successful apply ran, unless the image
 // reference changed meanwhile (a new reference clears the pin).
-func (r *Reconciler) pinDigest(ctx context.Context, job *batchv1.Job, digest string) error {
+func (r *Reconciler) pinDigest(ctx context.Context, tc *infrav1.TerraformCluster, job *batchv1.Job, digest string) error {
 	if digest == "" {
 		return nil
 	}
 	var s corev1.Secret
-	if err := r.Client.Get(ctx, client.ObjectKey{Namespace: job.Namespace, Name: inputsName(job.Labels[infrav1.LabelOwnerName])}, &s); err != nil {
+	err := r.Client.Get(ctx, client.ObjectKey{Namespace: job.Namespace, Name: inputsName(tc.Name)}, &s)
+	if apierrors.IsNotFound(err) {
+		return nil
+	}
+	if err != nil {
 		return fmt.Errorf("durable inputs: %w", err)
 	}
 	image := jobContainer(job).Image
@@ -100,8 +104,14 @@ func (r *Reconciler) pinDigest(ctx context.Context, job *batchv1.Job, digest str
 		return nil
 	}
 	before := s.DeepCopy()
+	if s.Annotations == nil {
+		s.Annotations = map[string]string{}
+	}
 	s.Annotations[infrav1.AnnotationImageDigest] = digest
-	return r.Client.Patch(ctx, &s, client.MergeFrom(before))
+	if err := r.Client.Patch(ctx, &s, client.MergeFrom(before)); err != nil {
+		return fmt.Errorf("pin the image digest: %w", err)
+	}
+	return nil
 }
 
 func jobContainer(job *batchv1.Job) *corev1.Container {

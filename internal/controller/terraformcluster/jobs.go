@@ -5,8 +5,10 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"path"
+	"sort"
 
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -40,46 +42,184 @@ const (
 	jobNameLabel = "batch.kubernetes.io/job-name"
 )
 
-// startJob creates a runner Job for op and its per-run inputs Secret, and
-// records it as the active Job. expect is the approved hash of a gated
-// apply; a plan Job and a gated apply mount the plan key.
-func (r *Reconciler) startJob(ctx context.Context, tc *infrav1.TerraformCluster, root *render.Root, op infrav1.Operation, expect string, approved bool) error {
-	gated := op == infrav1.OperationPlan || expect != ""
-	if op == infrav1.OperationApply {
+// errAdopt says a Job of the object exists that the reconcile did not know
+// of (the cache had not seen it, or status lost it): it is taken up on the
+// next pass instead of starting a second Job on the same state.
+var errAdopt = errors.New("an unprocessed Job of the object exists")
+
+// jobRequest is a Job to start: what it does, what it expects, and which
+// plan it carries out.
+type jobRequest struct {
+	op infrav1.Operation
+	// expect is the hash the apply expects (--expect-plan); "" for an
+	// ungated apply.
+	expect string
+	// approved marks an apply of an approved plan; plan names its
+	// TerraformPlan.
+	approved bool
+	plan     string
+	// digest pins the module image to what the plan Job ran.
+	digest string
+}
+
+// startJob creates a runner Job and its per-run inputs Secret and records
+// it as the active Job. Before it creates one, it asks the API server
+// itself for an unprocessed Job of the object: there is at most one.
+func (r *Reconciler) startJob(ctx context.Context, tc *infrav1.TerraformCluster, root *render.Root, req jobRequest) error {
+	jobs, err := r.jobsOf(ctx, r.Reader, tc)
+	if err != nil {
+		return err
+	}
+	for i := range jobs {
+		if !processed(&jobs[i]) {
+			return fmt.Errorf("%w: %s", errAdopt, jobs[i].Name)
+		}
+	}
+	if req.op == infrav1.OperationApply {
 		if err := r.writeDurableInputs(ctx, tc, root); err != nil {
 			return err
 		}
 	}
-	image, err := r.jobImage(ctx, tc, op)
+	image, err := r.jobImage(ctx, tc, req.op)
 	if err != nil {
 		return err
 	}
-	job := r.buildJob(tc, image, op, expect, gated, approved)
-	job.Annotations[annotationInputsHash] = root.InputsHash
-	if err := r.Client.Create(ctx, job); err != nil {
-		return fmt.Errorf("create %s Job: %w", op, err)
+	if req.digest != "" {
+		image = pin(tc.Spec.Image, req.digest)
 	}
+	job := r.buildJob(tc, image, req.op, req.expect, req.expect != "" || req.op == infrav1.OperationPlan)
+	job.Annotations[annotationInputsHash] = root.InputsHash
+	if req.approved {
+		job.Annotations[infrav1.AnnotationApprovedPlan] = req.expect
+	}
+	if req.plan != "" {
+		job.Annotations[infrav1.AnnotationPlan] = req.plan
+	}
+	if req.digest != "" {
+		job.Annotations[infrav1.AnnotationImageDigest] = req.digest
+	}
+	if err := r.Client.Create(ctx, job); err != nil {
+		return fmt.Errorf("create %s Job: %w", req.op, err)
+	}
+	return r.resume(ctx, tc, root, job)
+}
+
+// resume makes a Job that runs the active one: its per-run inputs Secret
+// exists, an approved apply has moved its plan to Approved and announced
+// it, and status.activeJob names it. startJob calls it for a new Job; a
+// reconcile calls it for a running Job that status does not name (its
+// start was cut short). Every step is idempotent.
+func (r *Reconciler) resume(ctx context.Context, tc *infrav1.TerraformCluster, root *render.Root, job *batchv1.Job) error {
+	var run corev1.Secret
+	err := r.Reader.Get(ctx, client.ObjectKey{Namespace: job.Namespace, Name: runName(job.Name)}, &run)
+	if apierrors.IsNotFound(err) {
+		if root == nil || root.InputsHash != job.Annotations[annotationInputsHash] {
+			// Its inputs were never written and can no longer be: the pod
+			// waits for the volume and never ran. Delete it; what is due
+			// starts anew.
+			return r.dropJob(ctx, tc, job)
+		}
+		err = r.createRun(ctx, job, root)
+	}
+	if err != nil {
+		return fmt.Errorf("per-run inputs of Job %s: %w", job.Name, err)
+	}
+	op := infrav1.Operation(job.Labels[labelOperation])
+	if hash := job.Annotations[infrav1.AnnotationApprovedPlan]; hash != "" {
+		plan := job.Annotations[infrav1.AnnotationPlan]
+		by, err := r.approvedBy(ctx, tc, hash)
+		if err != nil {
+			return err
+		}
+		if by == "" {
+			by = "an approval that has since been consumed"
+		}
+		if err := r.approvePlan(ctx, plan, tc.Namespace, by); err != nil {
+			return err
+		}
+		key := plan
+		if key == "" {
+			key = job.Name
+		}
+		err = r.announce(ctx, tc, announce{Key: key, Type: corev1.EventTypeNormal, Reason: infrav1.EventPlanApproved, Action: "Apply", Related: job.Name,
+			Note: fmt.Sprintf("Plan %s approved by %s; an apply Job runs with --expect-plan.", hash, by)})
+		if err != nil {
+			return err
+		}
+	}
+	tc.Status.ActiveJob = &infrav1.ActiveJob{Name: job.Name, Operation: op}
+	switch {
+	case op == infrav1.OperationPlan:
+		setCondition(tc, infrav1.ConditionApplyJobSucceeded, unknown, ReasonPlanning, "A plan Job runs; its plan will wait for approval.")
+	case op == infrav1.OperationDestroy:
+		setCondition(tc, infrav1.ConditionReady, false, ReasonDestroying, "A destroy Job runs.")
+	case job.Annotations[infrav1.AnnotationApprovedPlan] != "":
+		setCondition(tc, infrav1.ConditionApplyJobSucceeded, unknown, ReasonApplying, "The approved plan is being applied.")
+	default:
+		setCondition(tc, infrav1.ConditionApplyJobSucceeded, unknown, ReasonApplying, "An apply Job runs.")
+	}
+	return nil
+}
+
+// createRun writes the per-run inputs Secret of job, owned by the Job.
+func (r *Reconciler) createRun(ctx context.Context, job *batchv1.Job, root *render.Root) error {
 	run := &corev1.Secret{
-		ObjectMeta: metav1.ObjectMeta{Name: runName(job.Name), Namespace: tc.Namespace, Labels: map[string]string{infrav1.LabelManaged: "true"}},
+		ObjectMeta: metav1.ObjectMeta{Name: runName(job.Name), Namespace: job.Namespace, Labels: map[string]string{infrav1.LabelManaged: "true"}},
 		Data:       map[string][]byte{"main.tf.json": root.MainTF, "terraform.tfvars.json": root.Vars},
 	}
 	if err := controllerutil.SetOwnerReference(job, run, r.Client.Scheme()); err != nil {
 		return err
 	}
-	if err := r.Client.Create(ctx, run); err != nil {
-		return fmt.Errorf("create per-run inputs: %w", err)
+	if err := r.Client.Create(ctx, run); err != nil && !apierrors.IsAlreadyExists(err) {
+		return err
 	}
-	tc.Status.ActiveJob = &infrav1.ActiveJob{Name: job.Name, Operation: op}
 	return nil
 }
 
-func (r *Reconciler) buildJob(tc *infrav1.TerraformCluster, image string, op infrav1.Operation, expect string, gated, approved bool) *batchv1.Job {
+// dropJob deletes a Job that never ran and forgets it.
+func (r *Reconciler) dropJob(ctx context.Context, tc *infrav1.TerraformCluster, job *batchv1.Job) error {
+	if err := r.Client.Delete(ctx, job, client.PropagationPolicy(metav1.DeletePropagationBackground)); err != nil && !apierrors.IsNotFound(err) {
+		return fmt.Errorf("delete Job %s: %w", job.Name, err)
+	}
+	if err := r.deleteRun(ctx, job); err != nil {
+		return err
+	}
+	if a := tc.Status.ActiveJob; a != nil && a.Name == job.Name {
+		tc.Status.ActiveJob = nil
+	}
+	return nil
+}
+
+// jobsOf lists the runner Jobs tc controls, through reader: the cache, or
+// the API server itself before a Job is created.
+func (r *Reconciler) jobsOf(ctx context.Context, reader client.Reader, tc *infrav1.TerraformCluster) ([]batchv1.Job, error) {
+	var list batchv1.JobList
+	if err := reader.List(ctx, &list, client.InNamespace(tc.Namespace), client.MatchingLabels(ownerLabels(tc))); err != nil {
+		return nil, fmt.Errorf("list Jobs: %w", err)
+	}
+	jobs := list.Items[:0]
+	for _, job := range list.Items {
+		if ref := metav1.GetControllerOf(&job); ref != nil && ref.UID == tc.UID {
+			jobs = append(jobs, job)
+		}
+	}
+	sort.Slice(jobs, func(i, j int) bool {
+		a, b := jobs[i].CreationTimestamp, jobs[j].CreationTimestamp
+		if !a.Equal(&b) {
+			return a.Before(&b)
+		}
+		return jobs[i].Name < jobs[j].Name
+	})
+	return jobs, nil
+}
+
+// processed reports whether a Job's outcome is fully recorded.
+func processed(job *batchv1.Job) bool { return job.Annotations[infrav1.AnnotationProcessed] == "true" }
+
+func (r *Reconciler) buildJob(tc *infrav1.TerraformCluster, image string, op infrav1.Operation, expect string, gated bool) *batchv1.Job {
 	labels := ownerLabels(tc)
 	labels[labelOperation] = string(op)
 	annotations := map[string]string{}
-	if approved {
-		annotations[infrav1.AnnotationApprovedPlan] = expect
-	}
 	args := []string{
 		"--operation=" + string(op),
 		"--inputs=" + infrav1.PathInputs, "--module=" + infrav1.PathModule, "--runtime=" + infrav1.PathRuntime,
@@ -117,7 +257,9 @@ func (r *Reconciler) buildJob(tc *infrav1.TerraformCluster, image string, op inf
 			BackoffLimit:          &backoff,
 			ActiveDeadlineSeconds: tc.Spec.Job.ActiveDeadlineSeconds,
 			Template: corev1.PodTemplateSpec{
-				ObjectMeta: metav1.ObjectMeta{Labels: labels},
+				// The pod's annotation names its object whole (the label
+				// may be shortened), for the pods' watch.
+				ObjectMeta: metav1.ObjectMeta{Labels: labels, Annotations: map[string]string{infrav1.LabelOwnerName: tc.Name}},
 				Spec: corev1.PodSpec{
 					RestartPolicy:      corev1.RestartPolicyNever,
 					ServiceAccountName: tc.Spec.Job.ServiceAccountName,
@@ -179,21 +321,21 @@ func (r *Reconciler) pods(ctx context.Context, job *batchv1.Job) ([]corev1.Pod, 
 }
 
 // report reads the runner's report from the termination message of the
-// Job's pod.
-func report(job *batchv1.Job, pods []corev1.Pod) (*runner.Message, error) {
+// Job's pod: nil when there is none, unreadable when it is not a report.
+func report(pods []corev1.Pod) (msg *runner.Message, unreadable bool) {
 	for _, p := range pods {
 		for _, st := range p.Status.ContainerStatuses {
 			if st.Name != containerName || st.State.Terminated == nil || st.State.Terminated.Message == "" {
 				continue
 			}
 			var m runner.Message
-			if err := json.Unmarshal([]byte(st.State.Terminated.Message), &m); err != nil {
-				return nil, fmt.Errorf("report of Job %s: %w", job.Name, err)
+			if err := json.Unmarshal([]byte(st.State.Terminated.Message), &m); err != nil || m.Outcome == "" {
+				return nil, true
 			}
-			return &m, nil
+			return &m, false
 		}
 	}
-	return nil, nil
+	return nil, false
 }
 
 // deleteRun removes the per-run Secret of a finished Job.

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"sort"
 	"strconv"
+	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -14,6 +15,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	infrav1 "github.com/captf/captf/api/v1alpha1"
+	"github.com/captf/captf/internal/render"
 	"github.com/captf/captf/pkg/fingerprint"
 )
 
@@ -45,12 +47,11 @@ const keepFinished = 10
 // it is set.
 const annotationPaused = "cluster.x-k8s.io/paused"
 
-// openPlan creates the TerraformPlan for a plan that waits for approval,
-// superseding the live one, and names it in status.pendingPlanRef.
-func (r *Reconciler) openPlan(ctx context.Context, tc *infrav1.TerraformCluster, job string, report *fingerprint.Report, inputsHash string) error {
-	if err := r.closeLivePlan(ctx, tc, infrav1.PlanSuperseded, infrav1.ReasonPlanSuperseded, "A newer plan replaced this one."); err != nil {
-		return err
-	}
+// openPlan creates the TerraformPlan of a plan that waits for approval
+// (or takes up the one an earlier attempt created), and supersedes every
+// other live plan of the object.
+func (r *Reconciler) openPlan(ctx context.Context, tc *infrav1.TerraformCluster, o openPlan) error {
+	report := o.Report
 	summary := infrav1.PlanSummary{
 		Create: int32(report.Add - report.Replace), Update: int32(report.Change),
 		Replace: int32(report.Replace), Delete: int32(report.Destroy - report.Replace),
@@ -62,25 +63,29 @@ func (r *Reconciler) openPlan(ctx context.Context, tc *infrav1.TerraformCluster,
 	}
 	plan := &infrav1.TerraformPlan{
 		ObjectMeta: metav1.ObjectMeta{
-			Name: planName(tc.Name, job, report.PlanHash), Namespace: tc.Namespace,
+			Name: o.Name, Namespace: tc.Namespace,
 			Labels: map[string]string{
-				infrav1.LabelClusterName: cluster,
+				infrav1.LabelClusterName: labelValue(cluster),
 				infrav1.LabelDestructive: strconv.FormatBool(summary.Destructive()),
 				infrav1.LabelPlanPhase:   string(infrav1.PlanPending),
 				infrav1.LabelPlanReason:  string(infrav1.ReasonManual),
 			},
+			Annotations: map[string]string{infrav1.AnnotationPlanJob: o.Job},
 		},
 		Spec: infrav1.TerraformPlanSpec{
 			TargetRef: infrav1.PlanTargetReference{Kind: "TerraformCluster", Name: tc.Name},
-			PlanHash:  report.PlanHash, InputsHash: inputsHash, Reason: infrav1.ReasonManual, Summary: summary,
+			PlanHash:  report.PlanHash, InputsHash: o.InputsHash, Reason: infrav1.ReasonManual, Summary: summary,
 		},
+	}
+	if o.Digest != "" {
+		plan.Annotations[infrav1.AnnotationImageDigest] = o.Digest
 	}
 	if err := controllerutil.SetControllerReference(tc, plan, r.Client.Scheme()); err != nil {
 		return err
 	}
 	err := r.Client.Create(ctx, plan)
 	if apierrors.IsAlreadyExists(err) {
-		// A reconcile that failed after creating it: take it up again.
+		// An earlier attempt created it: take it up again.
 		err = r.Reader.Get(ctx, client.ObjectKeyFromObject(plan), plan)
 	}
 	if err != nil {
@@ -95,33 +100,83 @@ func (r *Reconciler) openPlan(ctx context.Context, tc *infrav1.TerraformCluster,
 			return fmt.Errorf("TerraformPlan status: %w", err)
 		}
 	}
-	tc.Status.PendingPlanRef = &infrav1.PlanReference{Name: plan.Name}
+	return r.supersedeOthers(ctx, tc, o.Name)
+}
+
+// supersedeOthers finishes every live plan of tc but keep: a target has at
+// most one live plan.
+func (r *Reconciler) supersedeOthers(ctx context.Context, tc *infrav1.TerraformCluster, keep string) error {
+	plans, err := r.plansOf(ctx, tc)
+	if err != nil {
+		return err
+	}
+	for i := range plans {
+		if plans[i].Name == keep || phaseOf(&plans[i]).Terminal() {
+			continue
+		}
+		err := r.finishPlan(ctx, tc, finishPlan{Name: plans[i].Name, Phase: infrav1.PlanSuperseded, Reason: infrav1.ReasonPlanSuperseded,
+			Message: "A newer plan replaced this one, or it became moot: the inputs changed, no apply is due any more, or the applyPolicy changed."})
+		if err != nil {
+			return err
+		}
+	}
 	return nil
 }
 
-// livePlan reads the plan status.pendingPlanRef names, from the API server
-// itself: nil when there is none.
-func (r *Reconciler) livePlan(ctx context.Context, tc *infrav1.TerraformCluster) (*infrav1.TerraformPlan, error) {
-	ref := tc.Status.PendingPlanRef
-	if ref == nil {
-		return nil, nil
+// plansOf lists the TerraformPlans of tc from the cache.
+func (r *Reconciler) plansOf(ctx context.Context, tc *infrav1.TerraformCluster) ([]infrav1.TerraformPlan, error) {
+	var list infrav1.TerraformPlanList
+	if err := r.Client.List(ctx, &list, client.InNamespace(tc.Namespace), client.MatchingFields{indexPlanTarget: tc.Name}); err != nil {
+		return nil, fmt.Errorf("list TerraformPlans: %w", err)
 	}
-	plan := &infrav1.TerraformPlan{}
-	err := r.Reader.Get(ctx, client.ObjectKey{Namespace: tc.Namespace, Name: ref.Name}, plan)
-	if apierrors.IsNotFound(err) {
-		tc.Status.PendingPlanRef = nil
-		return nil, nil
+	plans := list.Items[:0]
+	for _, p := range list.Items {
+		if ref := metav1.GetControllerOf(&p); ref == nil || ref.UID == tc.UID {
+			plans = append(plans, p)
+		}
 	}
+	return plans, nil
+}
+
+// reattach finds the live plan status lost (a status write that failed,
+// a move): a plan of tc that is not finished, made for these inputs. Its
+// record in status.plan is rebuilt from the plan, so approving it works.
+// Live plans for other inputs are superseded by syncPlans.
+func (r *Reconciler) reattach(ctx context.Context, tc *infrav1.TerraformCluster, root *render.Root) (*infrav1.PlanStatus, error) {
+	plans, err := r.plansOf(ctx, tc)
 	if err != nil {
-		return nil, fmt.Errorf("TerraformPlan %s: %w", ref.Name, err)
+		return nil, err
 	}
-	return plan, nil
+	for i := range plans {
+		plan := &plans[i]
+		if phaseOf(plan).Terminal() || plan.Spec.InputsHash != root.InputsHash {
+			continue
+		}
+		sum := plan.Spec.Summary
+		p := &infrav1.PlanStatus{
+			InputsHash: plan.Spec.InputsHash, Job: plan.Annotations[infrav1.AnnotationPlanJob], PlanHash: plan.Spec.PlanHash,
+			Add: sum.Create + sum.Replace, Change: sum.Update, Destroy: sum.Delete + sum.Replace,
+			OutputChanges: sum.OutputChanges, Resources: sum.Resources, Truncated: len(sum.Resources) >= 50,
+			CreatedAt: plan.CreationTimestamp, ImageDigest: plan.Annotations[infrav1.AnnotationImageDigest],
+		}
+		tc.Status.Plan = p
+		tc.Status.PendingPlanRef = &infrav1.PlanReference{Name: plan.Name}
+		setCondition(tc, infrav1.ConditionApplyJobSucceeded, unknown, infrav1.ReasonPlanAwaitingApproval,
+			fmt.Sprintf("Plan %s waits for approval: %s (or approve TerraformPlan %s: kubectl captf approve %s -n %s)",
+				p.PlanHash, approveCommand(tc, p.PlanHash), plan.Name, plan.Name, tc.Namespace))
+		return p, nil
+	}
+	return nil, nil
 }
 
 // approvedBy says who approved hash: through the annotation, or through
 // spec.approved of the live plan; "" when nobody did. An approval of a
-// finished plan counts for nothing.
+// finished plan counts for nothing, and an annotation only ever matches a
+// hash of the current scheme.
 func (r *Reconciler) approvedBy(ctx context.Context, tc *infrav1.TerraformCluster, hash string) (string, error) {
+	if !strings.HasPrefix(hash, fingerprint.Prefix) {
+		return "", nil
+	}
 	if tc.Annotations[infrav1.AnnotationApprovePlan] == hash {
 		return "the " + infrav1.AnnotationApprovePlan + " annotation", nil
 	}
@@ -141,12 +196,22 @@ func (r *Reconciler) approvedBy(ctx context.Context, tc *infrav1.TerraformCluste
 	return "", nil
 }
 
-// approveLivePlan moves the live plan to Approved as its apply starts (a
-// retry after a failed step finds it there already).
-func (r *Reconciler) approveLivePlan(ctx context.Context, tc *infrav1.TerraformCluster, by string) error {
-	plan, err := r.livePlan(ctx, tc)
-	if err != nil || plan == nil || phaseOf(plan) != infrav1.PlanPending {
-		return err
+// approvePlan moves a plan to Approved as its apply starts (a retry after
+// a failed step finds it there already).
+func (r *Reconciler) approvePlan(ctx context.Context, name, namespace, by string) error {
+	if name == "" {
+		return nil
+	}
+	plan := &infrav1.TerraformPlan{}
+	err := r.Reader.Get(ctx, client.ObjectKey{Namespace: namespace, Name: name}, plan)
+	if apierrors.IsNotFound(err) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("TerraformPlan %s: %w", name, err)
+	}
+	if phaseOf(plan) != infrav1.PlanPending {
+		return nil
 	}
 	return r.setPhase(ctx, plan, infrav1.PlanApproved, func(p *infrav1.TerraformPlan) {
 		setPlanCondition(p, infrav1.ConditionApproved, metav1.ConditionTrue, infrav1.ReasonApprovalAccepted, "Approved by "+by+".")
@@ -154,52 +219,61 @@ func (r *Reconciler) approveLivePlan(ctx context.Context, tc *infrav1.TerraformC
 	})
 }
 
-// closeLivePlan finishes the live plan in a terminal phase and clears
-// status.pendingPlanRef.
-func (r *Reconciler) closeLivePlan(ctx context.Context, tc *infrav1.TerraformCluster, phase infrav1.PlanPhase, reason, message string) error {
-	plan, err := r.livePlan(ctx, tc)
-	if err != nil || plan == nil {
-		return err
+// finishPlan moves a plan to a terminal phase, read from the API server
+// first: a plan already finished (or gone) is left alone.
+func (r *Reconciler) finishPlan(ctx context.Context, tc *infrav1.TerraformCluster, f finishPlan) error {
+	plan := &infrav1.TerraformPlan{}
+	err := r.Reader.Get(ctx, client.ObjectKey{Namespace: tc.Namespace, Name: f.Name}, plan)
+	if apierrors.IsNotFound(err) {
+		return nil
 	}
-	if !phaseOf(plan).Terminal() {
-		applied := metav1.ConditionFalse
-		if phase == infrav1.PlanApplied {
-			applied = metav1.ConditionTrue
-		}
-		err = r.setPhase(ctx, plan, phase, func(p *infrav1.TerraformPlan) {
-			setPlanCondition(p, infrav1.ConditionApplied, applied, reason, message)
-		})
-		if err != nil {
-			return err
-		}
+	if err != nil {
+		return fmt.Errorf("TerraformPlan %s: %w", f.Name, err)
 	}
-	tc.Status.PendingPlanRef = nil
-	return nil
+	if phaseOf(plan).Terminal() {
+		return nil
+	}
+	applied := metav1.ConditionFalse
+	if f.Phase == infrav1.PlanApplied {
+		applied = metav1.ConditionTrue
+	}
+	return r.setPhase(ctx, plan, f.Phase, func(p *infrav1.TerraformPlan) {
+		setPlanCondition(p, infrav1.ConditionApplied, applied, f.Reason, f.Message)
+	})
 }
 
-// syncPlans keeps the plans of tc in step with status.plan: a live plan
-// that no longer matches it became moot; an approval that landed on a plan
-// already superseded is ignored, visibly; old finished plans are pruned.
+// syncPlans keeps the plans of tc in step with status.plan: every live
+// plan but the one status names became moot; an approval that landed on a
+// plan already superseded is ignored, visibly; old finished plans are
+// pruned.
 func (r *Reconciler) syncPlans(ctx context.Context, tc *infrav1.TerraformCluster) error {
 	if ref, p := tc.Status.PendingPlanRef, tc.Status.Plan; ref != nil && (p == nil || ref.Name != planName(tc.Name, p.Job, p.PlanHash)) {
-		err := r.closeLivePlan(ctx, tc, infrav1.PlanSuperseded, infrav1.ReasonPlanSuperseded,
-			"The plan became moot: the inputs changed, no apply is due any more, or the applyPolicy changed.")
-		if err != nil {
-			return err
-		}
+		tc.Status.PendingPlanRef = nil
 	}
-	var list infrav1.TerraformPlanList
-	if err := r.Client.List(ctx, &list, client.InNamespace(tc.Namespace), client.MatchingFields{indexPlanTarget: tc.Name}); err != nil {
-		return fmt.Errorf("list TerraformPlans: %w", err)
+	live := ""
+	if ref := tc.Status.PendingPlanRef; ref != nil {
+		live = ref.Name
+	}
+	plans, err := r.plansOf(ctx, tc)
+	if err != nil {
+		return err
 	}
 	var finished []*infrav1.TerraformPlan
-	for i := range list.Items {
-		plan := &list.Items[i]
+	stale := false
+	for i := range plans {
+		plan := &plans[i]
 		if !phaseOf(plan).Terminal() {
+			stale = stale || plan.Name != live
 			continue
 		}
 		finished = append(finished, plan)
 		if err := r.ignoreLateApproval(ctx, tc, plan); err != nil {
+			return err
+		}
+	}
+	if stale && tc.Status.ActiveJob == nil {
+		// No Job runs that could still take it up.
+		if err := r.supersedeOthers(ctx, tc, live); err != nil {
 			return err
 		}
 	}
@@ -240,9 +314,8 @@ func (r *Reconciler) ignoreLateApproval(ctx context.Context, tc *infrav1.Terrafo
 	if err := r.Client.Status().Patch(ctx, plan, client.MergeFrom(before)); err != nil {
 		return fmt.Errorf("TerraformPlan %s status: %w", plan.Name, err)
 	}
-	r.Recorder.Eventf(tc, plan, corev1.EventTypeWarning, infrav1.EventPlanSuperseded, "Approve",
-		"Plan %s was approved by %s after it was superseded; the approval was ignored. The current plan is %s.", plan.Name, plan.Spec.ApprovedBy, current)
-	return nil
+	return r.announce(ctx, tc, announce{Key: plan.Name, Type: corev1.EventTypeWarning, Reason: infrav1.EventPlanSuperseded, Action: "Approve",
+		Note: fmt.Sprintf("Plan %s was approved by %s after it was superseded; the approval was ignored. The current plan is %s.", plan.Name, plan.Spec.ApprovedBy, current)})
 }
 
 // setPhase moves a plan to phase: its label (which travels with the plan

@@ -12,7 +12,6 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
-	"k8s.io/client-go/tools/events"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	infrav1 "github.com/captf/captf/api/v1alpha1"
@@ -267,7 +266,7 @@ func TestPruneHoldsWhilePausedOrDeleting(t *testing.T) {
 	env := testenv.Start(t, "../../..")
 	ctx := context.Background()
 	c := env.Client
-	r := &Reconciler{Client: c, Reader: c, Recorder: events.NewFakeRecorder(10)}
+	r := &Reconciler{Client: c, Reader: c}
 	tc := &infrav1.TerraformCluster{
 		ObjectMeta: metav1.ObjectMeta{Name: "held", Namespace: "default", Finalizers: []string{Finalizer},
 			Annotations: map[string]string{annotationPaused: "true"}},

@@ -20,7 +20,7 @@ func ownerLabels(tc *infrav1.TerraformCluster) map[string]string {
 	return map[string]string{
 		infrav1.LabelManaged:   "true",
 		infrav1.LabelOwnerKind: "TerraformCluster",
-		infrav1.LabelOwnerName: tc.Name,
+		infrav1.LabelOwnerName: labelValue(tc.Name),
 	}
 }
 
@@ -84,35 +84,63 @@ func (r *Reconciler) writeDurableInputs(ctx context.Context, tc *infrav1.Terrafo
 	return nil
 }
 
-// markApplied sets the applied marker after a successful apply.
+// markApplied sets the applied marker on the durable inputs Secret: after
+// a successful apply, and whenever the manager reads a state that records
+// an inputs hash. Without the Secret there is nothing to mark; firstApply
+// then still sees the state.
 func (r *Reconciler) markApplied(ctx context.Context, tc *infrav1.TerraformCluster) error {
 	var s corev1.Secret
-	if err := r.Client.Get(ctx, client.ObjectKey{Namespace: tc.Namespace, Name: inputsName(tc.Name)}, &s); err != nil {
+	err := r.Client.Get(ctx, client.ObjectKey{Namespace: tc.Namespace, Name: inputsName(tc.Name)}, &s)
+	if apierrors.IsNotFound(err) {
+		return nil
+	}
+	if err != nil {
 		return fmt.Errorf("durable inputs: %w", err)
 	}
 	if s.Annotations[infrav1.AnnotationApplied] == "true" {
 		return nil
 	}
 	before := s.DeepCopy()
-	s.Annotations[infrav1.AnnotationApplied] = "true"
-	return r.Client.Patch(ctx, &s, client.MergeFrom(before))
-}
-
-// applied reports the applied marker.
-func (r *Reconciler) applied(ctx context.Context, tc *infrav1.TerraformCluster) (bool, error) {
-	var s corev1.Secret
-	err := r.Client.Get(ctx, client.ObjectKey{Namespace: tc.Namespace, Name: inputsName(tc.Name)}, &s)
-	if apierrors.IsNotFound(err) {
-		return false, nil
+	if s.Annotations == nil {
+		s.Annotations = map[string]string{}
 	}
-	return s.Annotations[infrav1.AnnotationApplied] == "true", err
+	s.Annotations[infrav1.AnnotationApplied] = "true"
+	if err := r.Client.Patch(ctx, &s, client.MergeFrom(before)); err != nil {
+		return fmt.Errorf("applied marker: %w", err)
+	}
+	return nil
 }
 
-// stateInputsHash reads the inputs hash the state records, "" when there is
-// no state or no hash. Only that output is read; no value is logged.
-func (r *Reconciler) stateInputsHash(ctx context.Context, tc *infrav1.TerraformCluster) (string, error) {
+// firstApply reports whether an apply would be the object's first, which
+// is not gated. It reads the API server itself and fails closed: only
+// when there is neither an applied marker nor a state Secret at all. A
+// state without captf's inputs hash, or a marker without a state, needs
+// an approval like any other change.
+func (r *Reconciler) firstApply(ctx context.Context, tc *infrav1.TerraformCluster) (bool, error) {
 	var s corev1.Secret
-	err := r.Client.Get(ctx, client.ObjectKey{Namespace: tc.Namespace, Name: stateSecretName(tc.Name)}, &s)
+	err := r.Reader.Get(ctx, client.ObjectKey{Namespace: tc.Namespace, Name: inputsName(tc.Name)}, &s)
+	switch {
+	case err == nil && s.Annotations[infrav1.AnnotationApplied] == "true":
+		return false, nil
+	case err != nil && !apierrors.IsNotFound(err):
+		return false, fmt.Errorf("durable inputs: %w", err)
+	}
+	err = r.Reader.Get(ctx, client.ObjectKey{Namespace: tc.Namespace, Name: stateSecretName(tc.Name)}, &corev1.Secret{})
+	if apierrors.IsNotFound(err) {
+		return true, nil
+	}
+	if err != nil {
+		return false, fmt.Errorf("state: %w", err)
+	}
+	return false, nil
+}
+
+// stateInputsHash reads the inputs hash the state records through reader
+// (the cache, or the API server before acting), "" when there is no state
+// or no hash. Only that output is read; no value is logged.
+func (r *Reconciler) stateInputsHash(ctx context.Context, reader client.Reader, tc *infrav1.TerraformCluster) (string, error) {
+	var s corev1.Secret
+	err := reader.Get(ctx, client.ObjectKey{Namespace: tc.Namespace, Name: stateSecretName(tc.Name)}, &s)
 	if apierrors.IsNotFound(err) {
 		return "", nil
 	}

@@ -9,7 +9,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/tools/events"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
@@ -39,7 +38,7 @@ func TestStatusWrittenOnlyWhenChanged(t *testing.T) {
 			return c.SubResource(sub).Patch(ctx, obj, patch, opts...)
 		},
 	})
-	r := &Reconciler{Client: c, Reader: direct, Recorder: events.NewFakeRecorder(100), RunnerImage: runnerImage}
+	r := &Reconciler{Client: c, Reader: direct, RunnerImage: runnerImage}
 
 	// Inputs that cannot be rendered yet: the Secret is missing.
 	tc := &infrav1.TerraformCluster{

@@ -113,9 +113,10 @@ func CacheOptions() cache.Options {
 // podOwner maps a runner pod to its TerraformCluster: a pod that cannot
 // pull its image changes no Job, so only its own watch tells.
 func podOwner(_ context.Context, obj client.Object) []reconcile.Request {
-	l := obj.GetLabels()
-	if l[infrav1.LabelOwnerKind] != "TerraformCluster" || l[infrav1.LabelOwnerName] == "" {
+	// The label may hold a shortened name; the annotation holds it whole.
+	name := obj.GetAnnotations()[infrav1.LabelOwnerName]
+	if obj.GetLabels()[infrav1.LabelOwnerKind] != "TerraformCluster" || name == "" {
 		return nil
 	}
-	return []reconcile.Request{{NamespacedName: client.ObjectKey{Namespace: obj.GetNamespace(), Name: l[infrav1.LabelOwnerName]}}}
+	return []reconcile.Request{{NamespacedName: client.ObjectKey{Namespace: obj.GetNamespace(), Name: name}}}
 }

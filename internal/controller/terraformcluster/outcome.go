@@ -1,0 +1,278 @@
+package terraformcluster
+
+import (
+	"fmt"
+
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	infrav1 "github.com/captf/captf/api/v1alpha1"
+	"github.com/captf/captf/internal/runner"
+	"github.com/captf/captf/pkg/fingerprint"
+)
+
+// A finished runner Job is the record of its own outcome until every
+// consequence of that outcome is durable (ARCHITECTURE.md, "Reconcile
+// invariants"). decide turns what the Job says into the object's new
+// status and a list of steps (TerraformPlan phases, the consumed approval,
+// the applied marker, events); the reconcile carries the steps out in
+// order, each idempotent, then writes the status, and only then marks the
+// Job processed (captf.io/processed) and deletes its per-run Secret. A
+// failure anywhere leaves the Job unprocessed, so the next reconcile does
+// it all again and changes nothing that was already done.
+
+// outcome is what a finished Job says: the facts decide works from,
+// gathered from the Job, its annotations, its pod and the runner's report.
+type outcome struct {
+	Job       string
+	Operation infrav1.Operation
+	// Succeeded is the Job's own condition.
+	Succeeded bool
+	// DeadlineExceeded: the Job was stopped at its deadline.
+	DeadlineExceeded bool
+	// Msg is the runner's report; nil when the Job left none.
+	Msg *runner.Message
+	// Unreadable: the Job left a report that is not one.
+	Unreadable bool
+	// InputsHash is the inputs hash the Job ran with.
+	InputsHash string
+	// Approved is the approved plan hash an apply Job carried, and Plan
+	// the TerraformPlan it applies.
+	Approved, Plan string
+	// Digest is the module image digest the Job's pod ran, "" when the
+	// node reported none.
+	Digest    string
+	StartedAt *metav1.Time
+}
+
+// step is one consequence of an outcome, carried out by the reconcile.
+// Each is idempotent: done twice, it changes nothing the second time.
+type step interface {
+	apply(r *Reconciler, x *stepContext) error
+}
+
+// markApplied sets the applied marker on the durable inputs Secret.
+type markApplied struct{}
+
+// publishEndpoint writes spec.controlPlaneEndpoint.
+type publishEndpoint struct {
+	Host string
+	Port int32
+}
+
+// pinDigest records the image digest a successful apply ran.
+type pinDigest struct{ Digest string }
+
+// consumeApproval removes captf.io/approve-plan if it still names Hash.
+type consumeApproval struct{ Hash string }
+
+// openPlan creates the TerraformPlan of a plan that waits for approval
+// and supersedes any other live plan of the object.
+type openPlan struct {
+	Name, Job, InputsHash, Digest string
+	Report                        *fingerprint.Report
+}
+
+// finishPlan moves a TerraformPlan to a terminal phase, unless it is
+// already in one.
+type finishPlan struct {
+	Name            string
+	Phase           infrav1.PlanPhase
+	Reason, Message string
+}
+
+// annotateJob sets an annotation on the finished Job.
+type annotateJob struct{ Key, Value string }
+
+// announce emits an event once: its name derives from Key, so emitting it
+// again finds it there.
+type announce struct {
+	Key, Type, Reason, Action, Note string
+	// Related names the Job the event is about, if any.
+	Related string
+}
+
+// decide is what a finished Job of tc implies: tc's new status and the
+// steps that make the outcome durable. It is pure; while the object is
+// being deleted, only the status counts.
+func decide(tc *infrav1.TerraformCluster, o outcome, now metav1.Time) (infrav1.TerraformClusterStatus, []step) {
+	view := tc.DeepCopy()
+	st := &view.Status
+	st.ActiveJob = nil
+	run := &infrav1.RunStatus{Job: o.Job, Operation: o.Operation, StartedAt: o.StartedAt, FinishedAt: &now, Succeeded: o.Succeeded}
+	st.LastRun = run
+	msg := o.Msg
+	needsPlan := msg != nil && (msg.Outcome == runner.OutcomePlanned || msg.Outcome == runner.OutcomePlanChanged)
+	switch {
+	case o.Unreadable || (needsPlan && msg.Plan == nil):
+		run.Error = &infrav1.RunError{Kind: runner.OutcomeFailed, Message: "the Job's report could not be read"}
+		failed(view, run)
+		return *st, nil
+	case msg == nil && o.DeadlineExceeded:
+		run.Error = &infrav1.RunError{Kind: "deadline", Message: "the Job was stopped at its deadline"}
+		failed(view, run)
+		return *st, nil
+	case msg == nil:
+		run.Error = &infrav1.RunError{Kind: runner.OutcomeFailed, Message: "the Job left no report"}
+		failed(view, run)
+		return *st, nil
+	}
+	switch msg.Outcome {
+	case runner.OutcomePlanned:
+		run.Succeeded = true
+		st.Plan = planStatus(o, msg.Plan, now)
+		if msg.Plan.Empty() {
+			// An empty plan needs no approval and opens no TerraformPlan;
+			// the apply plans again and stops if it is no longer empty.
+			setCondition(view, infrav1.ConditionApplyJobSucceeded, unknown, ReasonApplying, "The plan is empty; it applies without approval.")
+			return *st, nil
+		}
+		name := planName(tc.Name, o.Job, msg.Plan.PlanHash)
+		st.PendingPlanRef = &infrav1.PlanReference{Name: name}
+		setCondition(view, infrav1.ConditionApplyJobSucceeded, unknown, infrav1.ReasonPlanAwaitingApproval, awaiting(view, msg.Plan))
+		return *st, []step{
+			openPlan{Name: name, Job: o.Job, InputsHash: o.InputsHash, Digest: o.Digest, Report: msg.Plan},
+			announce{Key: name, Type: corev1.EventTypeNormal, Reason: infrav1.EventPlanReady, Action: "Plan", Related: o.Job,
+				Note: fmt.Sprintf("Plan %s waits for approval: %d to add, %d to change, %d to destroy, %d output changes.",
+					msg.Plan.PlanHash, msg.Plan.Add, msg.Plan.Change, msg.Plan.Destroy, msg.Plan.OutputChanges)},
+		}
+	case runner.OutcomeApplied, runner.OutcomeNoChanges:
+		run.Succeeded = true
+		st.Failures = 0
+		st.Plan = nil
+		steps := []step{markApplied{}}
+		if e := msg.Endpoint; e != nil {
+			steps = append(steps, publishEndpoint{Host: e.Host, Port: e.Port})
+		}
+		if msg.Outcome == runner.OutcomeApplied && o.Digest != "" {
+			steps = append(steps, pinDigest{Digest: o.Digest})
+		}
+		plan := o.Plan
+		if plan == "" && st.PendingPlanRef != nil {
+			plan = st.PendingPlanRef.Name
+		}
+		if st.PendingPlanRef != nil && st.PendingPlanRef.Name == plan {
+			st.PendingPlanRef = nil
+		}
+		if o.Approved == "" {
+			return *st, steps
+		}
+		steps = append(steps, consumeApproval{Hash: o.Approved})
+		if plan != "" {
+			steps = append(steps, finishPlan{Name: plan, Phase: infrav1.PlanApplied, Reason: infrav1.ReasonPlanApplied,
+				Message: "The apply planned exactly these changes and applied them."})
+		}
+		key := plan
+		if key == "" {
+			key = o.Job
+		}
+		return *st, append(steps, announce{Key: key, Type: corev1.EventTypeNormal, Reason: infrav1.EventPlanApplied, Action: "Apply", Related: o.Job,
+			Note: fmt.Sprintf("Plan %s applied.", o.Approved)})
+	case runner.OutcomePlanChanged:
+		// Nothing was applied. This is not a failure: no backoff, no cap.
+		run.Succeeded = false
+		run.Error = &infrav1.RunError{Kind: infrav1.ErrorKindPlanChanged, Message: "The fresh plan does not hash to the approved one; nothing was applied."}
+		steps := []step{annotateJob{Key: infrav1.AnnotationPlanChanged, Value: msg.Plan.PlanHash}}
+		plan := o.Plan
+		if plan == "" && st.PendingPlanRef != nil {
+			plan = st.PendingPlanRef.Name
+		}
+		if plan != "" {
+			steps = append(steps, finishPlan{Name: plan, Phase: infrav1.PlanFailed, Reason: infrav1.ReasonApplyPlanChanged,
+				Message: "The apply found other changes than the approved ones and applied nothing; a new plan waits."})
+		}
+		st.PendingPlanRef = nil
+		st.Plan = planStatus(o, msg.Plan, now)
+		note := fmt.Sprintf("The plan moved since %s was approved; nothing was applied. The new plan %s waits for approval.", o.Approved, msg.Plan.PlanHash)
+		if msg.Plan.Empty() {
+			// An empty plan opens no TerraformPlan and needs no approval.
+			note = fmt.Sprintf("The plan moved since %s was approved; nothing was applied. The new plan is empty and applies without approval.", o.Approved)
+			setCondition(view, infrav1.ConditionApplyJobSucceeded, unknown, infrav1.ReasonPlanChanged, note)
+		} else {
+			name := planName(tc.Name, o.Job, msg.Plan.PlanHash)
+			st.PendingPlanRef = &infrav1.PlanReference{Name: name}
+			setCondition(view, infrav1.ConditionApplyJobSucceeded, unknown, infrav1.ReasonPlanChanged, awaiting(view, msg.Plan))
+			steps = append(steps, openPlan{Name: name, Job: o.Job, InputsHash: o.InputsHash, Digest: o.Digest, Report: msg.Plan})
+		}
+		return *st, append(steps, announce{Key: o.Job, Type: corev1.EventTypeWarning, Reason: infrav1.EventPlanChanged, Action: "Apply", Related: o.Job, Note: note})
+	case runner.OutcomeDestroyed:
+		run.Succeeded = true
+		return *st, nil
+	default:
+		run.Succeeded = false
+		run.Error = &infrav1.RunError{Kind: msg.Outcome, Message: msg.Error}
+		failed(view, run)
+		return *st, nil
+	}
+}
+
+// planStatus is status.plan for a plan the Job o reported.
+func planStatus(o outcome, p *fingerprint.Report, now metav1.Time) *infrav1.PlanStatus {
+	return &infrav1.PlanStatus{
+		InputsHash: o.InputsHash, Job: o.Job, PlanHash: p.PlanHash,
+		Add: int32(p.Add), Change: int32(p.Change), Destroy: int32(p.Destroy),
+		OutputChanges: int32(p.OutputChanges), Resources: p.Resources, Truncated: p.Truncated,
+		CreatedAt: now, ImageDigest: o.Digest,
+	}
+}
+
+// awaiting is the message of a plan that waits: its counts and the exact
+// commands that approve it.
+func awaiting(tc *infrav1.TerraformCluster, p *fingerprint.Report) string {
+	msg := fmt.Sprintf("Plan %s (%d to add, %d to change, %d to destroy, %d output changes) waits for approval: %s",
+		p.PlanHash, p.Add, p.Change, p.Destroy, p.OutputChanges, approveCommand(tc, p.PlanHash))
+	if ref := tc.Status.PendingPlanRef; ref != nil {
+		msg += fmt.Sprintf(" (or approve TerraformPlan %s: kubectl captf approve %s -n %s)", ref.Name, ref.Name, tc.Namespace)
+	}
+	return msg
+}
+
+// failed records a failed run. A failed apply keeps status.plan and the
+// approval, so the retry (after the backoff) expects the same plan.
+func failed(tc *infrav1.TerraformCluster, run *infrav1.RunStatus) {
+	reason := ReasonApplyFailed
+	switch {
+	case run.Error.Kind == runner.OutcomeBadInput:
+		// The module refused the inputs; the message names the variables.
+		reason = ReasonInvalidInputs
+	case run.Operation == infrav1.OperationPlan:
+		reason = ReasonPlanFailed
+	case run.Operation == infrav1.OperationDestroy:
+		reason = ReasonDestroyFailed
+	}
+	tc.Status.Failures++
+	msg := fmt.Sprintf("Job %s failed (%s)", run.Job, run.Error.Kind)
+	if run.Error.Message != "" {
+		msg += ": " + run.Error.Message
+	}
+	typ := infrav1.ConditionApplyJobSucceeded
+	if run.Operation == infrav1.OperationDestroy {
+		typ = infrav1.ConditionReady
+	}
+	setCondition(tc, typ, false, reason, msg)
+}
+
+// outcomeOf gathers what a finished Job says from the Job and its pods.
+func outcomeOf(job *batchv1.Job, pods []corev1.Pod) outcome {
+	_, succeeded := jobFinished(job)
+	o := outcome{
+		Job: job.Name, Operation: infrav1.Operation(job.Labels[labelOperation]), Succeeded: succeeded,
+		InputsHash: job.Annotations[annotationInputsHash],
+		Approved:   job.Annotations[infrav1.AnnotationApprovedPlan],
+		Plan:       job.Annotations[infrav1.AnnotationPlan],
+		StartedAt:  job.Status.StartTime,
+	}
+	for _, c := range job.Status.Conditions {
+		if c.Type == batchv1.JobFailed && c.Status == corev1.ConditionTrue && c.Reason == batchv1.JobReasonDeadlineExceeded {
+			o.DeadlineExceeded = true
+		}
+	}
+	for i := range pods {
+		if d := resolvedDigest(&pods[i]); d != "" {
+			o.Digest = d
+		}
+	}
+	o.Msg, o.Unreadable = report(pods)
+	return o
+}

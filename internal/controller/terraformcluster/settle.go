@@ -1,0 +1,242 @@
+package terraformcluster
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	infrav1 "github.com/captf/captf/api/v1alpha1"
+	"github.com/captf/captf/internal/render"
+)
+
+// scope is one reconcile of one object: the object as the reconcile
+// changes it, and its status as last written, so that every status write
+// sends only what changed (and no resourceVersion: the status is this
+// manager's alone, and a concurrent write of the object's metadata or
+// spec, such as Cluster API setting an owner reference, must not fail it).
+type scope struct {
+	tc      *infrav1.TerraformCluster
+	written infrav1.TerraformClusterStatus
+}
+
+func newScope(tc *infrav1.TerraformCluster) *scope {
+	return &scope{tc: tc, written: *tc.Status.DeepCopy()}
+}
+
+// patchStatus writes what changed in the status since it was last
+// written, as a merge patch of the status alone.
+func (r *Reconciler) patchStatus(ctx context.Context, s *scope) error {
+	if equality.Semantic.DeepEqual(s.written, s.tc.Status) {
+		// An idle re-check changes nothing: an empty patch would still be
+		// a request per object per re-check.
+		return nil
+	}
+	base := s.tc.DeepCopy()
+	base.Status = s.written
+	status := s.tc.Status
+	if err := r.Client.Status().Patch(ctx, s.tc, client.MergeFrom(base)); err != nil {
+		return fmt.Errorf("status: %w", err)
+	}
+	s.tc.Status = status
+	s.written = *status.DeepCopy()
+	return nil
+}
+
+// ReasonOutcomeNotRecorded: a Job finished, but a step of recording its
+// outcome failed (an API error, an unreachable webhook); it is retried
+// with a backoff and no other Job starts meanwhile.
+const ReasonOutcomeNotRecorded = "OutcomeNotRecorded"
+
+// settleJobs processes every finished Job of the object that is not yet
+// processed, oldest first, and returns the Job that still runs, if any,
+// after making sure its start is complete (resume). root is nil when the
+// inputs cannot be rendered now; deleting drops the steps of outcomes the
+// object no longer needs.
+func (r *Reconciler) settleJobs(ctx context.Context, s *scope, root *render.Root, deleting bool) (*batchv1.Job, error) {
+	tc := s.tc
+	jobs, err := r.jobsOf(ctx, r.Client, tc)
+	if err != nil {
+		return nil, err
+	}
+	if a := tc.Status.ActiveJob; a != nil && !hasJob(jobs, a.Name) {
+		// Not in the cache yet, or gone: ask the API server.
+		job := &batchv1.Job{}
+		err := r.Reader.Get(ctx, client.ObjectKey{Namespace: tc.Namespace, Name: a.Name}, job)
+		switch {
+		case apierrors.IsNotFound(err):
+			// Deleted before it finished: nothing to record.
+			tc.Status.ActiveJob = nil
+		case err != nil:
+			return nil, fmt.Errorf("read Job %s: %w", a.Name, err)
+		default:
+			jobs = append(jobs, *job)
+		}
+	}
+	var running *batchv1.Job
+	for i := range jobs {
+		job := &jobs[i]
+		if processed(job) {
+			continue
+		}
+		if finished, _ := jobFinished(job); !finished {
+			if running == nil {
+				running = job
+			}
+			continue
+		}
+		// Act on the API server's view of the Job, not the cache's.
+		fresh := &batchv1.Job{}
+		if err := r.Reader.Get(ctx, client.ObjectKeyFromObject(job), fresh); err != nil {
+			if apierrors.IsNotFound(err) {
+				continue
+			}
+			return nil, fmt.Errorf("read Job %s: %w", job.Name, err)
+		}
+		if processed(fresh) {
+			continue
+		}
+		if err := r.process(ctx, s, fresh, deleting); err != nil {
+			setCondition(tc, infrav1.ConditionApplyJobSucceeded, unknown, ReasonOutcomeNotRecorded,
+				fmt.Sprintf("Job %s finished, but its outcome is not recorded yet (%v); retrying with a backoff, and no other Job starts meanwhile.", fresh.Name, err))
+			return nil, err
+		}
+	}
+	if running == nil {
+		return nil, nil
+	}
+	if a := tc.Status.ActiveJob; a == nil || a.Name != running.Name {
+		if err := r.resume(ctx, tc, root, running); err != nil {
+			return nil, err
+		}
+		if tc.Status.ActiveJob == nil {
+			// resume dropped a Job that could never run.
+			return nil, nil
+		}
+	}
+	return running, nil
+}
+
+func hasJob(jobs []batchv1.Job, name string) bool {
+	for i := range jobs {
+		if jobs[i].Name == name {
+			return true
+		}
+	}
+	return false
+}
+
+// process records the outcome of a finished Job: the steps decide lists,
+// then the status, then the processed mark on the Job, then the per-run
+// Secret goes. A status that already records the Job (a reconcile that
+// failed after writing it) is not changed again.
+func (r *Reconciler) process(ctx context.Context, s *scope, job *batchv1.Job, deleting bool) error {
+	tc := s.tc
+	pods, err := r.pods(ctx, job)
+	if err != nil {
+		return err
+	}
+	o := outcomeOf(job, pods)
+	status, steps := decide(tc, o, nowTime())
+	if !deleting {
+		x := &stepContext{ctx: ctx, tc: tc, job: job}
+		for _, st := range steps {
+			if err := st.apply(r, x); err != nil {
+				return err
+			}
+		}
+	}
+	if run := tc.Status.LastRun; run == nil || run.Job != job.Name {
+		tc.Status = status
+	}
+	if a := tc.Status.ActiveJob; a != nil && a.Name == job.Name {
+		tc.Status.ActiveJob = nil
+	}
+	if err := r.patchStatus(ctx, s); err != nil {
+		return err
+	}
+	if err := r.annotateJob(ctx, job, infrav1.AnnotationProcessed, "true"); err != nil {
+		return err
+	}
+	return r.deleteRun(ctx, job)
+}
+
+func (r *Reconciler) annotateJob(ctx context.Context, job *batchv1.Job, key, value string) error {
+	if job.Annotations[key] == value {
+		return nil
+	}
+	before := job.DeepCopy()
+	if job.Annotations == nil {
+		job.Annotations = map[string]string{}
+	}
+	job.Annotations[key] = value
+	if err := r.Client.Patch(ctx, job, client.MergeFrom(before)); err != nil {
+		return fmt.Errorf("annotate Job %s: %w", job.Name, err)
+	}
+	return nil
+}
+
+// errPulling says the active Job waits for an image it cannot pull.
+var errPulling = errors.New("image pull")
+
+// waitJob looks at a Job that still runs. One whose image cannot be pulled
+// never started the runner: it is reported in a condition, and deleted
+// once the object's inputs moved on (a fixed image reference), so the new
+// inputs need not wait for the Job's deadline.
+func (r *Reconciler) waitJob(ctx context.Context, tc *infrav1.TerraformCluster, job *batchv1.Job, root *render.Root) error {
+	// The cache tells whether a pod may be stuck; only then is it read
+	// from the API server, which the decision below acts on.
+	var cached corev1.PodList
+	if err := r.Client.List(ctx, &cached, client.InNamespace(job.Namespace), client.MatchingLabels{jobNameLabel: job.Name}); err != nil {
+		return fmt.Errorf("pods of Job %s: %w", job.Name, err)
+	}
+	if pullFailure(cached.Items) == "" {
+		return nil
+	}
+	if err := r.Reader.Get(ctx, client.ObjectKeyFromObject(job), job); err != nil {
+		return fmt.Errorf("read Job %s: %w", job.Name, err)
+	}
+	if finished, _ := jobFinished(job); finished {
+		// It ended meanwhile: its event brings the object back.
+		return nil
+	}
+	pods, err := r.pods(ctx, job)
+	if err != nil {
+		return err
+	}
+	why := pullFailure(pods)
+	if why == "" {
+		return nil
+	}
+	setCondition(tc, infrav1.ConditionApplyJobSucceeded, false, ReasonImagePullFailed, fmt.Sprintf("Job %s cannot start: %s", job.Name, why))
+	if root == nil || job.Annotations[annotationInputsHash] == root.InputsHash {
+		return errPulling
+	}
+	return r.dropJob(ctx, tc, job)
+}
+
+func nowTime() metav1.Time { return metav1.Now() }
+
+// setEndpoint publishes the module's control plane endpoint in
+// spec.controlPlaneEndpoint, the Cluster API contract's field, in a patch
+// of its own (the status is written at the end of the reconcile).
+func (r *Reconciler) setEndpoint(ctx context.Context, tc *infrav1.TerraformCluster, e infrav1.APIEndpoint) error {
+	if tc.Spec.ControlPlaneEndpoint == e {
+		return nil
+	}
+	patch := client.MergeFrom(tc.DeepCopy())
+	tc.Spec.ControlPlaneEndpoint = e
+	status := tc.Status
+	if err := r.Client.Patch(ctx, tc, patch); err != nil {
+		return fmt.Errorf("control plane endpoint: %w", err)
+	}
+	// The patch answers with the stored status; the reconcile's own stays.
+	tc.Status = status
+	return nil
+}
