@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 
+	"github.com/captf/captf/internal/render"
 	"github.com/captf/captf/internal/tfexec"
 	"github.com/captf/captf/pkg/fingerprint"
 )
@@ -76,6 +77,10 @@ func (j *Job) run(ctx context.Context) (Message, error) {
 		if hasher, err = fingerprint.New(key); err != nil {
 			return msg, fmt.Errorf("%w: %w", ErrBadInput, err)
 		}
+		// The inputs hash is captf's record in the state, not a change of
+		// the module: it is neither counted, shown nor approved, and an
+		// apply whose plan changes only it still applies (Runner.Apply).
+		hasher.IgnoreOutputs = []string{render.HashOutput}
 	}
 	bin, err := j.binary()
 	if err != nil {

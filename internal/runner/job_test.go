@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/captf/captf/internal/render"
 	"github.com/captf/captf/internal/tftest"
 	"github.com/captf/captf/pkg/fingerprint"
 )
@@ -177,4 +178,125 @@ func TestJobInputsDoNotFit(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestJobOwnOutput: the inputs hash captf records as a root output is not
+// the module's change. An inputs change that changes nothing in the module
+// plans empty and applies without approval, and its apply still writes the
+// new hash to state; the module's own outputs still count.
+func TestJobOwnOutput(t *testing.T) {
+	for _, bin := range tftest.Binaries(t) {
+		t.Run(bin.Name, func(t *testing.T) {
+			f := newJobFixture(t, bin)
+			// The shape of a rendered root: the module call and captf's
+			// output; the runner forwards the module's endpoint outputs,
+			// and the label moves the endpoint host.
+			root := func(hash, label string) {
+				f.write("main.tf.json", `{"variable":{"size":{"type":"string"},"token":{"type":"string","sensitive":true}},`+
+					`"module":{"m":{"source":"./module","size":"${var.size}","token":"${var.token}","label":"`+label+`"}},`+
+					`"output":{"`+render.HashOutput+`":{"value":"`+hash+`"}}}`)
+			}
+			// reported fails when the report shows captf's output.
+			reported := func(what string, m Message) {
+				t.Helper()
+				raw := m.Encode()
+				if bytes.Contains(raw, []byte(render.HashOutput)) || bytes.Contains(raw, []byte("h2:")) {
+					t.Errorf("%s: the report shows captf's own output: %s", what, raw)
+				}
+			}
+			key := func() {
+				if err := os.WriteFile(f.key, bytes.Repeat([]byte{9}, 32), 0o440); err != nil {
+					t.Fatal(err)
+				}
+			}
+
+			root("h2:one", "a")
+			os.Remove(f.key)
+			if code, m, log := f.run("apply", ""); code != 0 || m.Outcome != OutcomeApplied {
+				t.Fatalf("first apply: exit %d, %+v\n%s", code, m, log)
+			}
+			if got := f.stateOutput(render.HashOutput); got != "h2:one" {
+				t.Fatalf("state records %q after the first apply", got)
+			}
+			key()
+
+			// Only the inputs hash moves: the plan is empty to the manager.
+			root("h2:two", "a")
+			code, plan, log := f.run("plan", "")
+			if code != 0 || plan.Outcome != OutcomePlanned || plan.Plan.PlanHash != fingerprint.EmptyPlanHash ||
+				plan.Plan.OutputChanges != 0 || len(plan.Plan.Resources) != 0 || !plan.Plan.Empty() {
+				t.Fatalf("plan of an inputs change the module ignores: exit %d, %+v\n%s", code, plan.Plan, log)
+			}
+			reported("plan", plan)
+			// An approval of something else does not cover it: the state
+			// keeps the old hash.
+			const other = "p2:1111111111111111111111111111111111111111111111111111111111111111"
+			if code, m, _ := f.run("apply", other); code != ExitPlanChanged || m.Outcome != OutcomePlanChanged || !m.Plan.Empty() {
+				t.Fatalf("empty plan after a non-empty approval: exit %d, %+v", code, m)
+			}
+			if got := f.stateOutput(render.HashOutput); got != "h2:one" {
+				t.Fatalf("a refused apply wrote %q to state", got)
+			}
+			// The apply of the empty plan applies it: the state records the
+			// new hash, and the manager reads a successful apply.
+			code, m, log := f.run("apply", fingerprint.EmptyPlanHash)
+			if code != 0 || m.Outcome != OutcomeApplied || !m.Plan.Empty() {
+				t.Fatalf("apply of the empty plan: exit %d, %+v\n%s", code, m, log)
+			}
+			reported("apply", m)
+			if got := f.stateOutput(render.HashOutput); got != "h2:two" {
+				t.Errorf("state records %q after the apply of the empty plan, want h2:two", got)
+			}
+			// Nothing at all left: nothing is applied.
+			if code, m, _ := f.run("apply", fingerprint.EmptyPlanHash); code != 0 || m.Outcome != OutcomeNoChanges {
+				t.Fatalf("apply with nothing to do: exit %d, %+v", code, m)
+			}
+
+			// A module output moves with the inputs hash: one output change,
+			// the module's (the endpoint host).
+			root("h2:three", "b")
+			code, plan, _ = f.run("plan", "")
+			if code != 0 || plan.Plan.OutputChanges != 1 || plan.Plan.Add+plan.Plan.Change+plan.Plan.Destroy != 0 || plan.Plan.Empty() {
+				t.Fatalf("plan of a module output change: exit %d, %+v", code, plan.Plan)
+			}
+			reported("plan", plan)
+			// Its hash does not bind captf's output: a later inputs hash
+			// with the same module change is the same approved plan.
+			root("h2:four", "b")
+			if code, m, log := f.run("apply", plan.Plan.PlanHash); code != 0 || m.Outcome != OutcomeApplied {
+				t.Fatalf("approved apply: exit %d, %+v\n%s", code, m, log)
+			}
+			if got := f.stateOutput(render.HashOutput); got != "h2:four" {
+				t.Errorf("state records %q after the approved apply, want h2:four", got)
+			}
+			if got := f.stateOutput("control_plane_endpoint_host"); got != "api.b.example.test" {
+				t.Errorf("state records the endpoint host %q, want api.b.example.test", got)
+			}
+		})
+	}
+}
+
+// stateOutput reads a root output's string value from the local state the
+// work folder keeps.
+func (f *jobFixture) stateOutput(name string) string {
+	f.t.Helper()
+	raw, err := os.ReadFile(filepath.Join(f.work, "terraform.tfstate"))
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	var state struct {
+		Outputs map[string]struct {
+			Value json.RawMessage `json:"value"`
+		} `json:"outputs"`
+	}
+	if err := json.Unmarshal(raw, &state); err != nil {
+		f.t.Fatal(err)
+	}
+	var v string
+	if out, ok := state.Outputs[name]; ok {
+		if err := json.Unmarshal(out.Value, &v); err != nil {
+			f.t.Fatalf("output %s: %v", name, err)
+		}
+	}
+	return v
 }

@@ -113,9 +113,11 @@ type Outcome struct {
 // Apply plans again, with refresh, and fingerprints the fresh plan. When it
 // hashes to approved, exactly that saved plan file is applied. Otherwise
 // nothing is applied and the error wraps ErrPlanChanged; Outcome.Fresh then
-// holds the new plan to approve. An empty fresh plan needs no approval and
-// applies nothing, unless a non-empty plan was approved: then it too is a
-// changed plan.
+// holds the new plan to approve. An empty fresh plan needs no approval,
+// unless a non-empty plan was approved: then it too is a changed plan.
+// An empty plan applies nothing, except where only outputs the Hasher
+// ignores change (Result.Ignored): they are no change to approve, but the
+// state must record them, so that saved plan is applied.
 func (r *Runner) Apply(ctx context.Context, approved string) (*Outcome, error) {
 	if err := CheckHash(approved); err != nil {
 		return nil, err
@@ -129,7 +131,9 @@ func (r *Runner) Apply(ctx context.Context, approved string) (*Outcome, error) {
 	fresh := p.Report.PlanHash
 	switch {
 	case p.Report.Empty() && (approved == "" || approved == fingerprint.EmptyPlanHash):
-		return out, nil
+		if len(p.Ignored) == 0 {
+			return out, nil
+		}
 	case approved == "":
 		return out, fmt.Errorf("%w: the plan %s was not approved; nothing was applied", ErrPlanChanged, fresh)
 	case !fingerprint.Matches(approved, fresh):

@@ -90,6 +90,10 @@ func (c *Change) Line() string { return c.Address + " " + c.Actions + " " + c.Di
 type Result struct {
 	Report  Report
 	Changes *Detail // nil without Detail
+	// Ignored names, sorted, the outputs of Hasher.IgnoreOutputs that the
+	// plan changes. They are in neither Report nor Changes: a plan whose
+	// report is empty still changes something when Ignored is not empty.
+	Ignored []string
 }
 
 // Hasher computes fingerprints under one key.
@@ -98,6 +102,11 @@ type Hasher struct {
 	// Detail asks for Result.Changes, with a keyed digest per attribute
 	// path. It costs an extra HMAC per path.
 	Detail bool
+	// IgnoreOutputs names root outputs that are not the plan's own changes
+	// (a value its caller records in state for itself): a change of one is
+	// left out of the hash, the counts, the report and Changes, and only
+	// named in Result.Ignored. The change is still read and checked.
+	IgnoreOutputs []string
 }
 
 // New returns a Hasher for key. The key is checked before anything else:
@@ -129,6 +138,7 @@ func (h *Hasher) Compute(r io.Reader) (*Result, error) {
 	}
 	c.e.t = &c.t
 	c.e.detail = h.Detail
+	c.ignore = h.IgnoreOutputs
 	c.lines.detail = h.Detail
 	if err := c.document(); err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrMalformedPlan, err)
@@ -155,7 +165,10 @@ type computation struct {
 	report Report
 	isPlan bool
 	joined []byte
-	sumBuf []byte
+	// ignore is Hasher.IgnoreOutputs; ignored the ones that change.
+	ignore  []string
+	ignored []string
+	sumBuf  []byte
 
 	// With Detail: the path names, and per name where its digest for the
 	// current change may be in the refs of lines.next().
@@ -352,6 +365,10 @@ func (c *computation) output(name string, raw []byte) error {
 	// Outputs have no imports or moves; a no-op output is not a change.
 	ch.importing = none
 	if ch.class == classNone {
+		return nil
+	}
+	if slices.Contains(c.ignore, name) {
+		c.ignored = append(c.ignored, name)
 		return nil
 	}
 	c.report.OutputChanges++
@@ -564,6 +581,10 @@ func (c *computation) result() *Result {
 	c.report.Truncated = n > MaxResources
 
 	res := &Result{Report: c.report}
+	if len(c.ignored) > 0 {
+		slices.Sort(c.ignored)
+		res.Ignored = slices.Compact(c.ignored)
+	}
 	if c.e.detail {
 		l.sortByAddress(order)
 		res.Changes = &Detail{lines: c.lines, order: order, names: c.names.names}

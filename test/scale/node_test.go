@@ -7,6 +7,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strings"
 	"sync"
@@ -180,6 +181,52 @@ func (n *node) report(job *batchv1.Job) (runner.Message, error) {
 	return runner.Message{}, fmt.Errorf("operation %q is not played by the scale node", op)
 }
 
+// stateSuffix reads the backend's secret_suffix from the root module the
+// Job runs, as terraform would: from its inputs volume, the per-run Secret
+// the manager creates right after the Job (so it may not be there yet).
+func (n *node) stateSuffix(ctx context.Context, job *batchv1.Job) (string, error) {
+	var name string
+	for _, v := range job.Spec.Template.Spec.Volumes {
+		if v.Name == "inputs" && v.Secret != nil {
+			name = v.Secret.SecretName
+		}
+	}
+	if name == "" {
+		return "", errors.New("no inputs volume")
+	}
+	var s corev1.Secret
+	for {
+		err := n.c.Get(ctx, client.ObjectKey{Namespace: job.Namespace, Name: name}, &s)
+		if err == nil {
+			break
+		}
+		if !apierrors.IsNotFound(err) {
+			return "", fmt.Errorf("inputs: %w", err)
+		}
+		select {
+		case <-ctx.Done():
+			return "", ctx.Err()
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+	var root struct {
+		Terraform struct {
+			Backend struct {
+				Kubernetes struct {
+					SecretSuffix string `json:"secret_suffix"`
+				} `json:"kubernetes"`
+			} `json:"backend"`
+		} `json:"terraform"`
+	}
+	if err := json.Unmarshal(s.Data["main.tf.json"], &root); err != nil {
+		return "", fmt.Errorf("inputs: %w", err)
+	}
+	if root.Terraform.Backend.Kubernetes.SecretSuffix == "" {
+		return "", errors.New("inputs: no secret_suffix")
+	}
+	return root.Terraform.Backend.Kubernetes.SecretSuffix, nil
+}
+
 // planReport is a plausible fingerprint report: one update, and a p2: hash
 // that differs per object and per inputs.
 func planReport(owner, inputsHash string) *fingerprint.Report {
@@ -191,10 +238,15 @@ func planReport(owner, inputsHash string) *fingerprint.Report {
 }
 
 // writeState writes the state Secret terraform's kubernetes backend keeps
-// (tfstate-default-captf-tfc-<name>, gzip'ed JSON under tfstate), with the
-// inputs hash the Job ran with as the captf_inputs_hash output.
+// (tfstate-default-<secret_suffix of the rendered root>, gzip'ed JSON under
+// tfstate), with the inputs hash the Job ran with as the captf_inputs_hash
+// output.
 func (n *node) writeState(ctx context.Context, job *batchv1.Job) error {
 	owner := job.Labels[infrav1.LabelOwnerName]
+	suffix, err := n.stateSuffix(ctx, job)
+	if err != nil {
+		return err
+	}
 	state := map[string]any{
 		"version": 4, "serial": 1, "lineage": "scale-" + owner,
 		"outputs": map[string]any{render.HashOutput: map[string]any{
@@ -214,7 +266,6 @@ func (n *node) writeState(ctx context.Context, job *batchv1.Job) error {
 	if err := zw.Close(); err != nil {
 		return err
 	}
-	suffix := "captf-tfc-" + owner
 	s := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{
 		Name: "tfstate-default-" + suffix, Namespace: job.Namespace,
 		Labels: map[string]string{

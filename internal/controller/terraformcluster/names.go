@@ -3,6 +3,7 @@ package terraformcluster
 import (
 	"crypto/sha256"
 	"encoding/hex"
+	"strings"
 )
 
 // kindShort is the short kind in the names of spec 004: captf-<what>-tfc-<name>.
@@ -11,23 +12,76 @@ const kindShort = "tfc"
 // maxName is the longest Secret name (a DNS subdomain).
 const maxName = 253
 
+// maxLabel is the longest label value.
+const maxLabel = 63
+
+// hashLen is how many hex characters of a hash a shortened name ends in.
+const hashLen = 16
+
 // shorten keeps a name within limit: a longer one becomes a prefix and 16
-// hex characters of the SHA-256 of the whole name (spec 004).
+// hex characters of the SHA-256 of the whole name (spec 004). A prefix
+// cut right after a dot loses the dot, since ".-" is in no DNS name.
 func shorten(name string, limit int) string {
 	if len(name) <= limit {
 		return name
 	}
+	return strings.TrimRight(name[:limit-hashLen-1], ".") + "-" + nameHash(name)
+}
+
+// nameHash is 16 hex characters of the SHA-256 of name.
+func nameHash(name string) string {
 	sum := sha256.Sum256([]byte(name))
-	return name[:limit-17] + "-" + hex.EncodeToString(sum[:8])
+	return hex.EncodeToString(sum[:hashLen/2])
 }
 
 func planKeyName(name string) string { return shorten("captf-plankey-"+kindShort+"-"+name, maxName) }
 func inputsName(name string) string  { return shorten("captf-inputs-"+kindShort+"-"+name, maxName) }
 func runName(job string) string      { return shorten("captf-run-"+job, maxName) }
 
-// stateSuffix names the state Secret tfstate-default-<suffix> that
-// terraform's kubernetes backend keeps.
-func stateSuffix(name string) string { return "captf-" + kindShort + "-" + name }
+// nameLabel is an object's name as a label value (captf.io/owner-name, or
+// any label that carries the name): a name past 63 characters becomes a
+// prefix and 16 hex characters of a hash, so the label no longer gives the
+// name back; find the object by owner reference instead.
+func nameLabel(name string) string { return shorten(name, maxLabel) }
+
+// stateSuffix is the secret_suffix of terraform's kubernetes backend for
+// the object named name. The backend keeps the state in the Secret
+// tfstate-default-<suffix> (a large state also in
+// tfstate-default-<suffix>-part-<n>), locks it with the Lease
+// lock-tfstate-default-<suffix>, labels both tfstateSecretSuffix=<suffix>,
+// and (terraform 1.10 and later) refuses a suffix whose text after its
+// last "-" is a number. So a suffix must be a label value of at most 63
+// characters whose last "-" is not followed by digits only.
+//
+// It is captf-tfc-<name> whenever that is such a suffix, as it always was:
+// the state of an object that could apply stays where it is. Otherwise (a
+// name ending in -<digits>, or one longer than 53 characters) it is
+// captf-tfc.<prefix>.<16 hex characters of the SHA-256 of the name>: the
+// dot after "tfc" keeps the two forms apart, the one after the prefix
+// keeps the end from being a number, and the prefix (at most 36
+// characters of the name, without a trailing "." or "-") says whose state
+// it is. It depends on the name only, never the UID, so the state is
+// found again after a move.
+func stateSuffix(name string) string {
+	plain := "captf-" + kindShort + "-" + name
+	if len(plain) <= maxLabel && !numberTail(plain) {
+		return plain
+	}
+	head := "captf-" + kindShort + "."
+	prefix := name[:min(len(name), maxLabel-len(head)-1-hashLen)]
+	prefix = strings.TrimRight(prefix, ".-")
+	return head + prefix + "." + nameHash(name)
+}
+
+// numberTail reports whether the text after the last "-" of s is digits
+// only: terraform's kubernetes backend takes it for a chunk index.
+func numberTail(s string) bool {
+	i := strings.LastIndexByte(s, '-')
+	if i < 0 || i == len(s)-1 {
+		return false
+	}
+	return strings.Trim(s[i+1:], "0123456789") == ""
+}
 
 func stateSecretName(name string) string { return "tfstate-default-" + stateSuffix(name) }
 

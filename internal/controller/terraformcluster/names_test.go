@@ -1,8 +1,13 @@
 package terraformcluster
 
 import (
+	"fmt"
+	"math/rand/v2"
+	"strconv"
 	"strings"
 	"testing"
+
+	"k8s.io/apimachinery/pkg/util/validation"
 )
 
 func TestSecretNames(t *testing.T) {
@@ -27,5 +32,196 @@ func TestSecretNames(t *testing.T) {
 	}
 	if inputsName(a) != na {
 		t.Error("shortening is not deterministic")
+	}
+}
+
+// names are object names of every shape a TerraformCluster can have.
+var names = []struct {
+	reason, name string
+}{
+	{"one character", "a"},
+	{"one digit", "7"},
+	{"a common name", "demo"},
+	{"ends in -<digits>", "prod-1"},
+	{"ends in -<many digits>", "prod-20240601"},
+	{"ends in -0", "prod-0"},
+	{"digits only", "12345"},
+	{"ends in digits without a dash", "prod1"},
+	{"dotted", "prod.eu-west-1.example.com"},
+	{"dotted, ending in -<digits> after the last dot", "a.b-2"},
+	{"dotted, digits after the last dot", "prod-1.2"},
+	{"53 characters, the longest that keeps its name", strings.Repeat("n", 53)},
+	{"53 characters ending in -<digits>", strings.Repeat("n", 50) + "-12"},
+	{"54 characters", strings.Repeat("n", 54)},
+	{"63 characters", strings.Repeat("m", 63)},
+	{"64 characters", strings.Repeat("m", 64)},
+	{"64 characters ending in -<digits>", strings.Repeat("m", 62) + "-9"},
+	{"200 characters", strings.Repeat("x", 200)},
+	{"200 characters, dotted", strings.Repeat("abcdefghi.", 19) + "0123456789"},
+	{"253 characters", strings.Repeat("z", 253)},
+	{"253 characters ending in -<digits>", strings.Repeat("z", 249) + "-123"},
+	{"253 characters, dotted", strings.Repeat("a.", 126) + "b"},
+	{"a dot where the prefix is cut", strings.Repeat("p", 35) + ".q" + strings.Repeat("r", 30)},
+	{"a dash where the prefix is cut", strings.Repeat("p", 35) + "-q" + strings.Repeat("r", 30)},
+}
+
+// backendRefuses is why terraform's or OpenTofu's kubernetes backend, or the
+// API server, would refuse suffix, or "".
+func backendRefuses(suffix string) string {
+	// terraform (backend.go, hasNumericSuffix): the text after the last
+	// "-" must not parse as an integer (it would be a chunk index).
+	if i := strings.LastIndex(suffix, "-"); i >= 0 {
+		if _, err := strconv.Atoi(suffix[i+1:]); err == nil {
+			return "secret_suffix must not end with '-<number>'"
+		}
+	}
+	// Both: the label tfstateSecretSuffix on the Secrets and the Lease.
+	if errs := validation.IsValidLabelValue(suffix); len(errs) > 0 {
+		return "label value: " + strings.Join(errs, "; ")
+	}
+	// Both: the Secret names (terraform checks them itself) and the Lease.
+	for _, n := range []string{"tfstate-default-" + suffix, "tfstate-default-" + suffix + "-part-1000", "lock-tfstate-default-" + suffix} {
+		if errs := validation.IsDNS1123Subdomain(n); len(errs) > 0 {
+			return n + ": " + strings.Join(errs, "; ")
+		}
+	}
+	return ""
+}
+
+func TestStateSuffix(t *testing.T) {
+	seen := map[string]string{}
+	for _, tc := range names {
+		t.Run(tc.reason, func(t *testing.T) {
+			if errs := validation.IsDNS1123Subdomain(tc.name); len(errs) > 0 {
+				t.Fatalf("not an object name: %v", errs)
+			}
+			got := stateSuffix(tc.name)
+			if why := backendRefuses(got); why != "" {
+				t.Errorf("stateSuffix(%q) = %q, refused: %s", tc.name, got, why)
+			}
+			// The suffix the name always had is kept wherever the backend
+			// took it, so that state is found again.
+			old := "captf-tfc-" + tc.name
+			if backendRefuses(old) == "" && got != old {
+				t.Errorf("stateSuffix(%q) = %q, want the suffix it always had, %q", tc.name, got, old)
+			}
+			if got != old && !strings.HasPrefix(got, "captf-tfc.") {
+				t.Errorf("stateSuffix(%q) = %q: a new suffix must start with captf-tfc.", tc.name, got)
+			}
+			if stateSuffix(tc.name) != got {
+				t.Error("not deterministic")
+			}
+			if other, ok := seen[got]; ok {
+				t.Errorf("%q and %q share the suffix %q", tc.name, other, got)
+			}
+			seen[got] = tc.name
+		})
+	}
+}
+
+// TestStateSuffixPinned: a suffix is where an object's state lives; it
+// never changes once released.
+func TestStateSuffixPinned(t *testing.T) {
+	for name, want := range map[string]string{
+		"demo":                   "captf-tfc-demo",
+		"prod-1":                 "captf-tfc.prod-1.6d7d57e99198f824",
+		strings.Repeat("a", 253): "captf-tfc." + strings.Repeat("a", 36) + ".32859a3ab65ac529",
+	} {
+		if got := stateSuffix(name); got != want {
+			t.Errorf("stateSuffix(%.20q…) = %q, want %q", name, got, want)
+		}
+	}
+	if got := stateSecretName("prod-1"); got != "tfstate-default-captf-tfc.prod-1.6d7d57e99198f824" {
+		t.Errorf("stateSecretName(prod-1) = %q", got)
+	}
+}
+
+// TestStateSuffixRandomNames: valid and distinct over many random object
+// names, the kept and the hashed form alike.
+func TestStateSuffixRandomNames(t *testing.T) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	const alnum = "abcdefghijklmnopqrstuvwxyz0123456789"
+	const inner = alnum + alnum + "--."
+	randomName := func() string {
+		n := 1 + rng.IntN(253)
+		if rng.IntN(2) == 0 {
+			n = 1 + rng.IntN(60) // around the limits that matter
+		}
+		b := make([]byte, n)
+		for i := range b {
+			b[i] = inner[rng.IntN(len(inner))]
+			if i == 0 || i == n-1 || (i > 0 && (b[i-1] == '.' || b[i-1] == '-') && b[i] == '.') || (i > 0 && b[i-1] == '.' && b[i] == '-') {
+				b[i] = alnum[rng.IntN(len(alnum))]
+			}
+		}
+		if rng.IntN(3) == 0 && n < 250 {
+			return string(b) + "-" + fmt.Sprint(rng.IntN(100))
+		}
+		return string(b)
+	}
+	seen := map[string]string{}
+	for range 20000 {
+		name := randomName()
+		if errs := validation.IsDNS1123Subdomain(name); len(errs) > 0 {
+			t.Fatalf("generated %q, not an object name: %v", name, errs)
+		}
+		s := stateSuffix(name)
+		if why := backendRefuses(s); why != "" {
+			t.Fatalf("stateSuffix(%q) = %q, refused: %s", name, s, why)
+		}
+		if other, ok := seen[s]; ok && other != name {
+			t.Fatalf("%q and %q share the suffix %q", name, other, s)
+		}
+		seen[s] = name
+	}
+}
+
+func TestNameLabel(t *testing.T) {
+	seen := map[string]string{}
+	for _, tc := range names {
+		t.Run(tc.reason, func(t *testing.T) {
+			got := nameLabel(tc.name)
+			if errs := validation.IsValidLabelValue(got); len(errs) > 0 {
+				t.Errorf("nameLabel(%q) = %q: %v", tc.name, got, errs)
+			}
+			switch {
+			case len(tc.name) <= maxLabel && got != tc.name:
+				t.Errorf("nameLabel(%q) = %q, want the name itself", tc.name, got)
+			case len(tc.name) > maxLabel:
+				// A prefix and 16 hex characters of a hash.
+				prefix, hash := got[:len(got)-17], got[len(got)-16:]
+				if !strings.HasPrefix(tc.name, prefix) || got[len(got)-17] != '-' || hash != nameHash(tc.name) {
+					t.Errorf("nameLabel(%q) = %q, not a prefix and the name's hash", tc.name, got)
+				}
+			}
+			if other, ok := seen[got]; ok {
+				t.Errorf("%q and %q share the label %q", tc.name, other, got)
+			}
+			seen[got] = tc.name
+		})
+	}
+}
+
+// TestNamesWithinLimits: every name made from an object name is a valid
+// name of its kind, whatever the object's name.
+func TestNamesWithinLimits(t *testing.T) {
+	for _, tc := range names {
+		t.Run(tc.reason, func(t *testing.T) {
+			for what, n := range map[string]string{
+				"plan key":         planKeyName(tc.name),
+				"durable inputs":   inputsName(tc.name),
+				"state":            stateSecretName(tc.name),
+				"TerraformPlan":    planName(tc.name, "job", "p2:x"),
+				"per-run":          runName(shorten(tc.name, 40) + "-apply-1a2b3"),
+				"Job (as in jobs)": shorten(tc.name, 40) + "-apply-1a2b3",
+			} {
+				if errs := validation.IsDNS1123Subdomain(n); len(errs) > 0 {
+					t.Errorf("%s %q: %v", what, n, errs)
+				}
+			}
+			if job := shorten(tc.name, 40) + "-apply-1a2b3"; len(job) > maxLabel {
+				t.Errorf("Job name %q is longer than %d (its pods' job-name label)", job, maxLabel)
+			}
+		})
 	}
 }
