@@ -92,10 +92,3 @@ func planName(name, job, hash string) string {
 	sum := sha256.Sum256([]byte(job + "\n" + hash))
 	return shorten(name, maxName-11) + "-" + hex.EncodeToString(sum[:5])
 }
-
-// maxLabel is the longest label value.
-const maxLabel = 63
-
-// labelValue keeps a name within a label value's limit: a longer one
-// becomes a prefix and 16 hex characters of its hash, like a Secret name.
-func labelValue(name string) string { return shorten(name, maxLabel) }

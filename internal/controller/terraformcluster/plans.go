@@ -65,7 +65,7 @@ func (r *Reconciler) openPlan(ctx context.Context, tc *infrav1.TerraformCluster,
 		ObjectMeta: metav1.ObjectMeta{
 			Name: o.Name, Namespace: tc.Namespace,
 			Labels: map[string]string{
-				infrav1.LabelClusterName: labelValue(cluster),
+				infrav1.LabelClusterName: nameLabel(cluster),
 				infrav1.LabelDestructive: strconv.FormatBool(summary.Destructive()),
 				infrav1.LabelPlanPhase:   string(infrav1.PlanPending),
 				infrav1.LabelPlanReason:  string(infrav1.ReasonManual),

@@ -20,7 +20,7 @@ func ownerLabels(tc *infrav1.TerraformCluster) map[string]string {
 	return map[string]string{
 		infrav1.LabelManaged:   "true",
 		infrav1.LabelOwnerKind: "TerraformCluster",
-		infrav1.LabelOwnerName: labelValue(tc.Name),
+		infrav1.LabelOwnerName: nameLabel(tc.Name),
 	}
 }
 
