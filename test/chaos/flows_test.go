@@ -31,9 +31,21 @@ func firstApplied(r *run) error {
 
 var flows = []*flow{
 	{
+		// The first apply is not gated; what it leaves behind must gate
+		// the next change, so the flow goes on until that change waits.
 		name:  "first-apply",
 		setup: func(*run) error { return nil },
-		act:   firstApplied,
+		act: func(r *run) error {
+			if err := firstApplied(r); err != nil {
+				return err
+			}
+			if err := r.setVars(map[string]string{"size": `"large"`}); err != nil {
+				return err
+			}
+			_, err := r.wait("the next change awaits approval", waiting(infrav1.ReasonPlanAwaitingApproval, ""))
+			return err
+		},
+		phases: map[infrav1.PlanPhase]int{infrav1.PlanPending: 1},
 	},
 	{
 		name:  "approve-annotation",
