@@ -10,7 +10,6 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/captf/captf/internal/faultproxy"
 )
@@ -141,11 +140,7 @@ func (f *fixture) runOnce(t *testing.T, fl *flow, fault string, p point, clean *
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	ns := f.namespace(t)
-	wc, err := client.NewWithWatch(f.env.Config, client.Options{Scheme: f.env.Client.Scheme()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	r := &run{t: t, f: f, ctx: ctx, ns: ns, flow: fl, obs: watchNamespace(ctx, t, wc, ns)}
+	r := &run{t: t, f: f, ctx: ctx, ns: ns, flow: fl, obs: watchNamespace(ctx, t, f.watcher, ns)}
 	defer func() {
 		f.proxy.Set()
 		f.gate.Open()

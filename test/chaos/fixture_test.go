@@ -31,9 +31,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 
 	infrav1 "github.com/captf/captf/api/v1alpha1"
 	"github.com/captf/captf/internal/controller/terraformcluster"
@@ -64,6 +66,7 @@ type fixture struct {
 	gate     *faultproxy.Gate
 	mgr      *managertest.Manager
 	approver client.Client
+	watcher  client.WithWatch
 	images   map[string][]testnode.Image
 	nodeEnv  []string
 	runs     int
@@ -71,8 +74,15 @@ type fixture struct {
 
 func newFixture(t *testing.T) *fixture {
 	t.Helper()
+	// The test's own clients log nothing worth reading.
+	ctrllog.SetLogger(logr.Discard())
 	env := testenv.StartWithWebhooks(t, "../..")
 	f := &fixture{env: env, approver: env.ClientAs(t, approverUser, "system:masters")}
+	watcher, err := client.NewWithWatch(env.Config, client.Options{Scheme: env.Client.Scheme()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.watcher = watcher
 
 	// The manager reaches the API server only through the proxy, as its
 	// ServiceAccount (the webhook lets only that user move plan phases).
