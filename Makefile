@@ -1,5 +1,5 @@
-# captf: make build, make test, make lint, make bench.
-.PHONY: all build generate test lint bench scale fuzz testplans clean
+# captf: make build, make test, make lint, make bench, make chaos.
+.PHONY: all build generate test lint bench scale chaos fuzz testplans clean
 
 all: build
 
@@ -31,6 +31,11 @@ bench:
 # server: SCALE_N="100 500" by default; see hack/scale.sh and docs/manager.md.
 scale:
 	hack/scale.sh $(SCALE_N)
+
+# The whole fault matrix of the manager (test/chaos): every flow, every
+# write, every fault kind; make test runs a bounded subset. See hack/chaos.sh.
+chaos:
+	hack/chaos.sh
 
 fuzz:
 	go test ./pkg/fingerprint -run '^$$' -fuzz FuzzCompute -fuzztime $${FUZZTIME:-60s}

@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -39,8 +40,16 @@ func Build(t testing.TB, root string) string {
 
 // Manager is a running manager process.
 type Manager struct {
-	Cmd     *exec.Cmd
+	// Cmd is the current process (Restart replaces it).
+	Cmd *exec.Cmd
+	// LogPath holds the output of every process Start and Restart ran.
 	LogPath string
+
+	bin, kubeconfig string
+	args            []string
+	log             *os.File
+	mu              sync.Mutex
+	exited          chan struct{}
 }
 
 // Start runs bin with args and --health-probe-bind-address on a free port,
@@ -50,24 +59,45 @@ type Manager struct {
 // before the API server stops, since cleanups run last first.
 func Start(t testing.TB, bin, kubeconfig string, args ...string) *Manager {
 	t.Helper()
-	probes := FreePort(t)
-	args = append(args, fmt.Sprintf("--health-probe-bind-address=127.0.0.1:%d", probes))
-	cmd := exec.Command(bin, args...)
-	cmd.Env = append(os.Environ(), "KUBECONFIG="+kubeconfig)
-	m := &Manager{Cmd: cmd, LogPath: filepath.Join(t.TempDir(), "manager.log")}
+	m := &Manager{LogPath: filepath.Join(t.TempDir(), "manager.log"), bin: bin, kubeconfig: kubeconfig, args: args}
 	log, err := os.Create(m.LogPath)
 	if err != nil {
 		t.Fatal(err)
 	}
-	cmd.Stdout, cmd.Stderr = log, log
+	m.log = log
+	t.Cleanup(func() {
+		m.mu.Lock()
+		cmd, exited := m.Cmd, m.exited
+		m.mu.Unlock()
+		if cmd != nil {
+			_ = cmd.Process.Signal(syscall.SIGINT)
+			<-exited
+		}
+		log.Close()
+	})
+	m.run(t)
+	return m
+}
+
+// run starts one process and waits for it to be ready.
+func (m *Manager) run(t testing.TB) {
+	t.Helper()
+	probes := FreePort(t)
+	args := append(append([]string(nil), m.args...), fmt.Sprintf("--health-probe-bind-address=127.0.0.1:%d", probes))
+	cmd := exec.Command(m.bin, args...)
+	cmd.Env = append(os.Environ(), "KUBECONFIG="+m.kubeconfig)
+	cmd.Stdout, cmd.Stderr = m.log, m.log
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() {
-		_ = cmd.Process.Signal(syscall.SIGINT)
+	exited := make(chan struct{})
+	go func() {
 		_ = cmd.Wait()
-		log.Close()
-	})
+		close(exited)
+	}()
+	m.mu.Lock()
+	m.Cmd, m.exited = cmd, exited
+	m.mu.Unlock()
 	m.WaitFor(t, "/readyz", func() bool {
 		resp, err := http.Get(fmt.Sprintf("http://127.0.0.1:%d/readyz", probes))
 		if err != nil {
@@ -76,7 +106,41 @@ func Start(t testing.TB, bin, kubeconfig string, args ...string) *Manager {
 		resp.Body.Close()
 		return resp.StatusCode == http.StatusOK
 	})
-	return m
+}
+
+// Kill ends the process with SIGKILL, as a node failure or an OOM kill
+// would: nothing of it runs after Kill returns. It is safe to call from
+// any goroutine (e.g. a fault injected at an exact request) and more than
+// once.
+func (m *Manager) Kill() {
+	m.mu.Lock()
+	cmd, exited := m.Cmd, m.exited
+	m.mu.Unlock()
+	_ = cmd.Process.Kill()
+	<-exited
+}
+
+// Running says whether the current process has not exited.
+func (m *Manager) Running() bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	select {
+	case <-m.exited:
+		return false
+	default:
+		return true
+	}
+}
+
+// Restart starts the manager again with the same binary, kubeconfig and
+// flags, after the process ended (see Kill), and waits until it is ready.
+// Its output goes on in the same log.
+func (m *Manager) Restart(t testing.TB) {
+	t.Helper()
+	if m.Running() {
+		t.Fatal("managertest: Restart of a manager that is still running")
+	}
+	m.run(t)
 }
 
 // WaitFor polls ok for up to a minute and fails the test with the

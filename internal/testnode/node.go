@@ -67,11 +67,17 @@ type Node struct {
 	seen map[string]bool
 	wg   sync.WaitGroup
 	logf func(format string, args ...any)
+	// root holds the pods' folders. It is made before the node's own
+	// cleanup is registered, so it is removed after the node stopped and
+	// every process it ran ended, even when the test ends with Jobs in
+	// flight.
+	root string
 }
 
 // Start runs the node until the test ends.
 func (n *Node) Start(t testing.TB) {
 	t.Helper()
+	n.root = t.TempDir()
 	ctx, cancel := context.WithCancel(context.Background())
 	n.seen = map[string]bool{}
 	n.logf = t.Logf
@@ -140,7 +146,10 @@ func (n *Node) run(ctx context.Context, t testing.TB, job *batchv1.Job) error {
 			return n.cannotPull(ctx, pod, c, i < len(pod.Spec.InitContainers))
 		}
 	}
-	root := t.TempDir()
+	root, err := os.MkdirTemp(n.root, "pod-")
+	if err != nil {
+		return err
+	}
 	var statuses []corev1.ContainerStatus
 	ok := true
 	for _, c := range containers {

@@ -1,0 +1,174 @@
+package chaos
+
+import (
+	"context"
+	"crypto/sha256"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/watch"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	infrav1 "github.com/captf/captf/api/v1alpha1"
+)
+
+// observer watches a run's namespace from before the flow starts: every
+// Job (to see two active at once, and the order of creations and
+// completions) and the state Secret (to see every write to the state).
+// Order is the API server's: resourceVersions of one etcd, compared as
+// the revision numbers they are.
+type observer struct {
+	mu   sync.Mutex
+	jobs map[string]*jobRecord
+	// overlaps are the Jobs created while another was active.
+	overlaps []overlap
+	states   []stateWrite
+}
+
+type jobRecord struct {
+	name, operation string
+	// expect is --expect-plan of the runner, approved the Job's
+	// captf.io/approved-plan annotation.
+	expect, approved string
+	created          uint64
+	// finished is when the Job was first seen succeeded or failed (or
+	// deleted); 0 while active.
+	finished  uint64
+	succeeded bool
+}
+
+type overlap struct{ job, active string }
+
+// stateWrite is one change of the state Secret: sum is a hash of its data
+// (never the data).
+type stateWrite struct {
+	rv  uint64
+	sum [32]byte
+}
+
+// watchNamespace starts the observer; it stops when ctx ends.
+func watchNamespace(ctx context.Context, t *testing.T, c client.WithWatch, ns string) *observer {
+	t.Helper()
+	o := &observer{jobs: map[string]*jobRecord{}}
+	jobs, err := c.Watch(ctx, &batchv1.JobList{}, client.InNamespace(ns))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// terraform's kubernetes backend labels its state Secrets tfstate=true.
+	states, err := c.Watch(ctx, &corev1.SecretList{}, client.InNamespace(ns), client.MatchingLabels{"tfstate": "true"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	go func() {
+		for ev := range jobs.ResultChan() {
+			if j, ok := ev.Object.(*batchv1.Job); ok {
+				o.job(ev.Type, j)
+			}
+		}
+	}()
+	go func() {
+		for ev := range states.ResultChan() {
+			if s, ok := ev.Object.(*corev1.Secret); ok {
+				o.state(ev.Type, s)
+			}
+		}
+	}()
+	go func() {
+		<-ctx.Done()
+		jobs.Stop()
+		states.Stop()
+	}()
+	return o
+}
+
+func rv(m metav1.Object) uint64 {
+	n, _ := strconv.ParseUint(m.GetResourceVersion(), 10, 64)
+	return n
+}
+
+func (o *observer) job(typ watch.EventType, j *batchv1.Job) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	r := o.jobs[j.Name]
+	if r == nil {
+		r = &jobRecord{name: j.Name, operation: j.Labels["captf.io/operation"], approved: j.Annotations[infrav1.AnnotationApprovedPlan], created: rv(j)}
+		if len(j.Spec.Template.Spec.Containers) > 0 {
+			c := j.Spec.Template.Spec.Containers[0]
+			for _, a := range append(append([]string(nil), c.Command...), c.Args...) {
+				if v, ok := strings.CutPrefix(a, "--expect-plan="); ok {
+					r.expect = v
+				}
+			}
+		}
+		for _, other := range o.sortedJobs() {
+			if other.finished == 0 {
+				o.overlaps = append(o.overlaps, overlap{job: r.name + " (" + r.operation + ")", active: other.name + " (" + other.operation + ")"})
+			}
+		}
+		o.jobs[j.Name] = r
+	}
+	if r.finished != 0 {
+		return
+	}
+	switch {
+	case typ == watch.Deleted:
+		r.finished = rv(j)
+	case j.Status.Succeeded > 0:
+		r.finished, r.succeeded = rv(j), true
+	case j.Status.Failed > 0:
+		r.finished = rv(j)
+	}
+}
+
+func (o *observer) state(typ watch.EventType, s *corev1.Secret) {
+	h := sha256.New()
+	if typ != watch.Deleted {
+		keys := make([]string, 0, len(s.Data))
+		for k := range s.Data {
+			keys = append(keys, k)
+		}
+		sort.Strings(keys)
+		for _, k := range keys {
+			h.Write([]byte(k))
+			h.Write([]byte{0})
+			h.Write(s.Data[k])
+			h.Write([]byte{0})
+		}
+	}
+	var w stateWrite
+	w.rv = rv(s)
+	copy(w.sum[:], h.Sum(nil))
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if n := len(o.states); n > 0 && o.states[n-1].sum == w.sum {
+		return // metadata only
+	}
+	o.states = append(o.states, w)
+}
+
+// sortedJobs are the Jobs in the order they were created. Called with
+// o.mu held.
+func (o *observer) sortedJobs() []*jobRecord {
+	out := make([]*jobRecord, 0, len(o.jobs))
+	for _, r := range o.jobs {
+		out = append(out, r)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].created < out[j].created })
+	return out
+}
+
+// snapshot copies what was observed.
+func (o *observer) snapshot() (jobs []jobRecord, overlaps []overlap, states []stateWrite) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	for _, r := range o.sortedJobs() {
+		jobs = append(jobs, *r)
+	}
+	return jobs, append([]overlap(nil), o.overlaps...), append([]stateWrite(nil), o.states...)
+}

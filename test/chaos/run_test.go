@@ -1,0 +1,317 @@
+package chaos
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	infrav1 "github.com/captf/captf/api/v1alpha1"
+	"github.com/captf/captf/internal/faultproxy"
+)
+
+// objectName is the TerraformCluster of every run (one per namespace).
+const objectName = "chaos"
+
+// converge is how long a step of a flow may take to reach its state.
+const converge = 2 * time.Minute
+
+// webhookWindow is how long the webhook stays unreachable in a
+// webhook-down run.
+const webhookWindow = 20 * time.Second
+
+// run is one execution of a flow, clean or with one fault.
+type run struct {
+	t    *testing.T
+	f    *fixture
+	ctx  context.Context
+	ns   string
+	flow *flow
+	obs  *observer
+
+	// approvals are the approvals the test wrote, in order.
+	approvals []approval
+	// automaticFrom is the resourceVersion of the switch to Automatic: an
+	// apply Job created after it needs no approval.
+	automaticFrom uint64
+	// stateAtAct is the state when the faulted part began.
+	stateAtAct [32]byte
+	// planJobsWhileDown counts plan Jobs created while the webhook was
+	// unreachable (webhook-down runs).
+	webhookDown       bool
+	planJobsWhileDown int
+}
+
+type approval struct {
+	hash string
+	// plan is the TerraformPlan approved through spec.approved; empty for
+	// an approval by annotation.
+	plan string
+	rv   uint64
+}
+
+func (r *run) key() client.ObjectKey { return client.ObjectKey{Namespace: r.ns, Name: objectName} }
+
+// get reads the object; nil once it is gone.
+func (r *run) get() (*infrav1.TerraformCluster, error) {
+	var tc infrav1.TerraformCluster
+	err := r.f.env.Client.Get(r.ctx, r.key(), &tc)
+	if apierrors.IsNotFound(err) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	return &tc, nil
+}
+
+// wait polls the object until cond holds, restarting the manager when a
+// fault killed it. A flow that does not reach the state is a finding (the
+// invariant "converges"), returned as an error.
+func (r *run) wait(what string, cond func(*infrav1.TerraformCluster) bool) (*infrav1.TerraformCluster, error) {
+	deadline := time.Now().Add(converge)
+	var last *infrav1.TerraformCluster
+	for {
+		r.keepManager()
+		tc, err := r.get()
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", what, err)
+		}
+		if cond(tc) {
+			return tc, nil
+		}
+		last = tc
+		if time.Now().After(deadline) {
+			return nil, fmt.Errorf("%s: not within %s; status: %s", what, converge, describe(last))
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+}
+
+// keepManager restarts the manager after a kill, as its Deployment would.
+func (r *run) keepManager() {
+	if !r.f.mgr.Running() {
+		r.f.mgr.Restart(r.t)
+	}
+}
+
+// describe is an object's status in words and hashes, never a value.
+func describe(tc *infrav1.TerraformCluster) string {
+	if tc == nil {
+		return "gone"
+	}
+	var b strings.Builder
+	for _, c := range tc.Status.Conditions {
+		fmt.Fprintf(&b, "%s=%s/%s ", c.Type, c.Status, c.Reason)
+	}
+	if tc.Status.ActiveJob != nil {
+		fmt.Fprintf(&b, "activeJob=%s(%s) ", tc.Status.ActiveJob.Name, tc.Status.ActiveJob.Operation)
+	}
+	if tc.Status.Plan != nil {
+		fmt.Fprintf(&b, "plan=%s ", short(tc.Status.Plan.PlanHash))
+	}
+	if tc.Status.PendingPlanRef != nil {
+		fmt.Fprintf(&b, "pendingPlanRef=%s ", tc.Status.PendingPlanRef.Name)
+	}
+	if h := tc.Annotations[infrav1.AnnotationApprovePlan]; h != "" {
+		fmt.Fprintf(&b, "approve-plan=%s ", short(h))
+	}
+	fmt.Fprintf(&b, "failures=%d generation=%d observed=%d", tc.Status.Failures, tc.Generation, tc.Status.ObservedGeneration)
+	return b.String()
+}
+
+// short is the start of a p2: hash, enough to tell plans apart in a report.
+func short(hash string) string {
+	if len(hash) > 15 {
+		return hash[:15] + "…"
+	}
+	return hash
+}
+
+func condition(tc *infrav1.TerraformCluster, typ string) *metav1.Condition {
+	return meta.FindStatusCondition(tc.Status.Conditions, typ)
+}
+
+// ready: applied, nothing running, the latest spec seen.
+func ready(tc *infrav1.TerraformCluster) bool {
+	if tc == nil {
+		return false
+	}
+	c := condition(tc, infrav1.ConditionReady)
+	return c != nil && c.Status == metav1.ConditionTrue && tc.Status.ActiveJob == nil &&
+		tc.Status.ObservedGeneration == tc.Generation && tc.Status.LastRun != nil && tc.Status.LastRun.Succeeded
+}
+
+// applied: ready, no plan waiting, the approval consumed.
+func applied(tc *infrav1.TerraformCluster) bool {
+	return ready(tc) && tc.Status.Plan == nil && tc.Status.PendingPlanRef == nil && tc.Annotations[infrav1.AnnotationApprovePlan] == ""
+}
+
+// waiting is a plan recorded (status and TerraformPlan) that waits with
+// reason, for another hash than not.
+func waiting(reason, not string) func(*infrav1.TerraformCluster) bool {
+	return func(tc *infrav1.TerraformCluster) bool {
+		if tc == nil || tc.Status.Plan == nil || tc.Status.ActiveJob != nil || tc.Status.PendingPlanRef == nil || tc.Status.Plan.PlanHash == not {
+			return false
+		}
+		c := condition(tc, infrav1.ConditionApplyJobSucceeded)
+		return c != nil && c.Reason == reason
+	}
+}
+
+func gone(tc *infrav1.TerraformCluster) bool { return tc == nil }
+
+// create makes the run's object with size under policy.
+func (r *run) create(policy infrav1.ApplyPolicy) error {
+	tc := &infrav1.TerraformCluster{
+		ObjectMeta: metav1.ObjectMeta{Name: objectName, Namespace: r.ns},
+		Spec: infrav1.TerraformClusterSpec{RunnerSpec: infrav1.RunnerSpec{
+			Image: moduleImage, ApplyPolicy: policy,
+			Variables: []infrav1.Variable{
+				{Name: "size", Value: &apiextensionsv1.JSON{Raw: []byte(`"small"`)}},
+				{Name: "token", ValueFrom: &infrav1.VariableSource{SecretKeyRef: &corev1SecretKey}},
+			},
+		}},
+	}
+	return r.f.env.Client.Create(r.ctx, tc)
+}
+
+// patch merge-patches the object as a user would (no resourceVersion, so
+// the user's own write never conflicts) and returns its resourceVersion.
+func (r *run) patch(p string) (uint64, error) {
+	tc := &infrav1.TerraformCluster{ObjectMeta: metav1.ObjectMeta{Name: objectName, Namespace: r.ns}}
+	if err := r.f.env.Client.Patch(r.ctx, tc, client.RawPatch(types.MergePatchType, []byte(p))); err != nil {
+		return 0, err
+	}
+	return rv(tc), nil
+}
+
+// setVars replaces the inline variables (size and the optional ones),
+// keeping the token's reference.
+func (r *run) setVars(vars map[string]string) error {
+	type variable struct {
+		Name      string          `json:"name"`
+		Value     json.RawMessage `json:"value,omitempty"`
+		ValueFrom any             `json:"valueFrom,omitempty"`
+	}
+	list := []variable{{Name: "token", ValueFrom: infrav1.VariableSource{SecretKeyRef: &corev1SecretKey}}}
+	for _, name := range []string{"size", "moving", "label"} {
+		if v, ok := vars[name]; ok {
+			list = append(list, variable{Name: name, Value: json.RawMessage(v)})
+		}
+	}
+	b, err := json.Marshal(map[string]any{"spec": map[string]any{"variables": list}})
+	if err != nil {
+		return err
+	}
+	_, err = r.patch(string(b))
+	return err
+}
+
+// approveAnnotation sets captf.io/approve-plan to hash. The approval is
+// recorded before it is written: an apply Job may appear before the write
+// returns.
+func (r *run) approveAnnotation(hash string) error {
+	tc, err := r.get()
+	if err != nil || tc == nil {
+		return fmt.Errorf("approve: %v", err)
+	}
+	r.approvals = append(r.approvals, approval{hash: hash, rv: rv(tc)})
+	_, err = r.patch(fmt.Sprintf(`{"metadata":{"annotations":{%q:%q}}}`, infrav1.AnnotationApprovePlan, hash))
+	return err
+}
+
+// approvePlan approves the live TerraformPlan through spec.approved, as
+// the approver (approvedBy must be the requester).
+func (r *run) approvePlan(tc *infrav1.TerraformCluster) error {
+	var plan infrav1.TerraformPlan
+	if err := r.f.env.Client.Get(r.ctx, client.ObjectKey{Namespace: r.ns, Name: tc.Status.PendingPlanRef.Name}, &plan); err != nil {
+		return fmt.Errorf("the live plan: %w", err)
+	}
+	r.approvals = append(r.approvals, approval{hash: plan.Spec.PlanHash, plan: plan.Name, rv: rv(&plan)})
+	p := fmt.Sprintf(`{"spec":{"approved":true,"approvedBy":%q}}`, approverUser)
+	return r.f.approver.Patch(r.ctx, &plan, client.RawPatch(types.MergePatchType, []byte(p)))
+}
+
+// toAutomatic switches the policy and records when.
+func (r *run) toAutomatic() error {
+	at, err := r.patch(`{"spec":{"applyPolicy":"Automatic"}}`)
+	r.automaticFrom = at
+	return err
+}
+
+// planned is called right after a change that makes the manager plan:
+// in a webhook-down run the webhook stays unreachable for a while, and
+// the plan Jobs created meanwhile are counted.
+func (r *run) planned() {
+	if !r.webhookDown {
+		return
+	}
+	r.f.gate.Shut()
+	defer r.f.gate.Open()
+	before := r.planJobs()
+	deadline := time.Now().Add(webhookWindow)
+	for time.Now().Before(deadline) {
+		r.keepManager()
+		time.Sleep(200 * time.Millisecond)
+	}
+	r.planJobsWhileDown = r.planJobs() - before
+}
+
+func (r *run) planJobs() int {
+	jobs, _, _ := r.obs.snapshot()
+	n := 0
+	for _, j := range jobs {
+		if j.operation == string(infrav1.OperationPlan) {
+			n++
+		}
+	}
+	return n
+}
+
+// release makes the manager forget the run's object: deleted, its
+// finalizer removed (the node is gone, so no destroy would ever run).
+func (r *run) release() error {
+	tc := &infrav1.TerraformCluster{ObjectMeta: metav1.ObjectMeta{Name: objectName, Namespace: r.ns}}
+	if err := r.f.env.Client.Delete(r.ctx, tc); err != nil && !apierrors.IsNotFound(err) {
+		return err
+	}
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		err := r.f.env.Client.Patch(r.ctx, tc, client.RawPatch(types.MergePatchType, []byte(`{"metadata":{"finalizers":null}}`)))
+		if apierrors.IsNotFound(err) {
+			return nil
+		}
+		if err == nil {
+			got, err := r.get()
+			if err == nil && got == nil {
+				return nil
+			}
+		}
+		if time.Now().After(deadline) {
+			return errors.Join(errors.New("the object was not released"), err)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+}
+
+// rule is the proxy rule of a fault at a point of this run's namespace.
+func (r *run) rule(fault string, p point) faultproxy.Rule {
+	verb, resource, _ := strings.Cut(p.key, " ")
+	rule := faultproxy.Rule{Verb: verb, Resource: resource, Namespace: r.ns, Nth: p.k, Fault: faultproxy.Fault(fault)}
+	if fault == faultKill {
+		rule.Fault = faultproxy.Pass
+		rule.After = r.f.mgr.Kill
+	}
+	return rule
+}
