@@ -321,7 +321,7 @@ func TestManualApproval(t *testing.T) {
 		return tc.Status.Plan != nil && c != nil && c.Reason == infrav1.ReasonPlanAwaitingApproval
 	})
 	p := tc.Status.Plan
-	if p.Change != 1 || p.OutputChanges != 1 || !strings.HasPrefix(p.PlanHash, "p2:") || p.Job == "" || !strings.HasPrefix(p.InputsHash, "h2:") {
+	if p.Change != 1 || p.OutputChanges != 0 || !strings.HasPrefix(p.PlanHash, "p2:") || p.Job == "" || !strings.HasPrefix(p.InputsHash, "h2:") {
 		t.Errorf("status.plan = %+v", p)
 	}
 	cmd := "kubectl annotate terraformcluster manual -n default captf.io/approve-plan=" + p.PlanHash + " --overwrite"

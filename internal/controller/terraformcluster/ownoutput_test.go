@@ -7,13 +7,15 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	infrav1 "github.com/captf/captf/api/v1alpha1"
+	"github.com/captf/captf/internal/testnode"
 )
 
 // TestInputsOnlyChangeAppliesWithoutApproval: under Manual, new inputs that
 // change nothing the module plans (the same module under another image
 // reference) make an empty plan — captf's own inputs hash output is not a
-// change — so they apply with no approval, no PlanReady or PlanApproved and
-// no TerraformPlan, and the state records the new inputs hash.
+// change — so they apply, with the image the plan ran pinned to its digest,
+// with no approval, no PlanReady or PlanApproved and no TerraformPlan, and
+// the state records the new inputs hash.
 func TestInputsOnlyChangeAppliesWithoutApproval(t *testing.T) {
 	h := start(t)
 	tc := h.create("samemodule", infrav1.ApplyManual, "small")
@@ -27,7 +29,7 @@ func TestInputsOnlyChangeAppliesWithoutApproval(t *testing.T) {
 		t.Fatal(err)
 	}
 	h.wait(tc, "applied without approval", func(tc *infrav1.TerraformCluster) bool {
-		return ready(tc) && h.lastJobImage(tc) == moduleImage2 && tc.Status.LastRun != nil && tc.Status.LastRun.Operation == infrav1.OperationApply
+		return ready(tc) && h.lastJobImage(tc) == pin(moduleImage2, testnode.Digest(moduleImage2)) && tc.Status.LastRun != nil && tc.Status.LastRun.Operation == infrav1.OperationApply
 	})
 	if got := h.stateHash(tc); got == stateBefore || got == "" {
 		t.Errorf("the state records %q after the apply, as before (%q)", got, stateBefore)

@@ -94,7 +94,7 @@ func TestTerraformPlanLifecycle(t *testing.T) {
 			t.Errorf("label %s = %q, want %q", k, a.Labels[k], v)
 		}
 	}
-	if s := a.Spec.Summary; s.Update != 1 || s.Create+s.Replace+s.Delete != 0 || s.OutputChanges == 0 || len(s.Resources) != 1 {
+	if s := a.Spec.Summary; s.Update != 1 || s.Create+s.Replace+s.Delete+s.OutputChanges != 0 || len(s.Resources) != 1 {
 		t.Errorf("summary %+v", s)
 	}
 	if len(a.OwnerReferences) != 1 || a.OwnerReferences[0].UID != tc.UID {
