@@ -17,8 +17,8 @@ import (
 // invariants"). decide turns what the Job says into the object's new
 // status and a list of steps (TerraformPlan phases, the consumed approval,
 // the applied marker, events); the reconcile carries the steps out in
-// order, each idempotent, then writes the status, and only then marks the
-// Job processed (captf.io/processed) and deletes its per-run Secret. A
+// order, each idempotent, then writes the status, deletes the per-run
+// Secret, and only then marks the Job processed (captf.io/processed). A
 // failure anywhere leaves the Job unprocessed, so the next reconcile does
 // it all again and changes nothing that was already done.
 

@@ -133,9 +133,9 @@ func hasJob(jobs []batchv1.Job, name string) bool {
 }
 
 // process records the outcome of a finished Job: the steps decide lists,
-// then the status, then the processed mark on the Job, then the per-run
-// Secret goes. A status that already records the Job (a reconcile that
-// failed after writing it) is not changed again.
+// then the status, then the per-run Secret goes, then the processed mark
+// on the Job. A status that already records the Job (a reconcile that
+// failed after writing it) gets back only the outcome's conditions.
 func (r *Reconciler) process(ctx context.Context, s *scope, job *batchv1.Job, deleting bool) error {
 	tc := s.tc
 	pods, err := r.pods(ctx, job)
@@ -154,6 +154,12 @@ func (r *Reconciler) process(ctx context.Context, s *scope, job *batchv1.Job, de
 	}
 	if run := tc.Status.LastRun; run == nil || run.Job != job.Name {
 		tc.Status = status
+	} else {
+		// Recorded by a reconcile that failed after the status write: the
+		// rest stays as written (a failure is counted once), the
+		// conditions say the outcome again instead of the failure to
+		// record it.
+		tc.Status.Conditions = status.Conditions
 	}
 	if a := tc.Status.ActiveJob; a != nil && a.Name == job.Name {
 		tc.Status.ActiveJob = nil
@@ -161,10 +167,12 @@ func (r *Reconciler) process(ctx context.Context, s *scope, job *batchv1.Job, de
 	if err := r.patchStatus(ctx, s); err != nil {
 		return err
 	}
-	if err := r.annotateJob(ctx, job, infrav1.AnnotationProcessed, "true"); err != nil {
+	// The per-run Secret goes before the Job is marked processed: a
+	// failure to delete it is retried like any other step.
+	if err := r.deleteRun(ctx, job); err != nil {
 		return err
 	}
-	return r.deleteRun(ctx, job)
+	return r.annotateJob(ctx, job, infrav1.AnnotationProcessed, "true")
 }
 
 func (r *Reconciler) annotateJob(ctx context.Context, job *batchv1.Job, key, value string) error {
