@@ -228,7 +228,8 @@ func awaiting(tc *infrav1.TerraformCluster, p *fingerprint.Report) string {
 	return msg
 }
 
-// failed records a failed run. A failed apply keeps status.plan and the
+// failed records a failed run, whatever the Job's own condition says (a
+// Job can succeed and leave no readable report). A failed apply keeps status.plan and the
 // approval, so the retry (after the backoff) expects the same plan.
 func failed(tc *infrav1.TerraformCluster, run *infrav1.RunStatus) {
 	reason := ReasonApplyFailed
@@ -241,6 +242,7 @@ func failed(tc *infrav1.TerraformCluster, run *infrav1.RunStatus) {
 	case run.Operation == infrav1.OperationDestroy:
 		reason = ReasonDestroyFailed
 	}
+	run.Succeeded = false
 	tc.Status.Failures++
 	msg := fmt.Sprintf("Job %s failed (%s)", run.Job, run.Error.Kind)
 	if run.Error.Message != "" {

@@ -1,0 +1,223 @@
+package terraformcluster
+
+import (
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	infrav1 "github.com/captf/captf/api/v1alpha1"
+	"github.com/captf/captf/internal/runner"
+	"github.com/captf/captf/pkg/fingerprint"
+)
+
+// TestDecide: what each finished Job implies — the status decide returns
+// and the steps that make the outcome durable. A step left out here is a
+// consequence the manager would forget (an approval never consumed, a
+// plan left Pending); a step too many is one it would do twice.
+func TestDecide(t *testing.T) {
+	now := metav1.NewTime(time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC))
+	const digest = "sha256:aaaa"
+	changes := &fingerprint.Report{Change: 1, Resources: []string{"terraform_data.node (update)"}, PlanHash: "p2:new"}
+	empty := &fingerprint.Report{PlanHash: fingerprint.EmptyPlanHash}
+	waiting := func(tc *infrav1.TerraformCluster) {
+		tc.Status.Plan = &infrav1.PlanStatus{Job: "demo-plan-1", PlanHash: "p2:old", InputsHash: "h2:in"}
+		tc.Status.PendingPlanRef = &infrav1.PlanReference{Name: "demo-old"}
+		tc.Status.Failures = 2
+	}
+	fresh := planName("demo", "demo-apply-1", "p2:new")
+
+	for _, tt := range []struct {
+		name   string
+		before func(*infrav1.TerraformCluster)
+		o      outcome
+		steps  []step
+		check  func(t *testing.T, st infrav1.TerraformClusterStatus)
+	}{{
+		name: "a plan with changes waits in a TerraformPlan",
+		o:    outcome{Job: "demo-plan-1", Operation: infrav1.OperationPlan, Succeeded: true, InputsHash: "h2:in", Digest: digest, Msg: &runner.Message{Outcome: runner.OutcomePlanned, Plan: changes}},
+		steps: []step{
+			openPlan{Name: planName("demo", "demo-plan-1", "p2:new"), Job: "demo-plan-1", InputsHash: "h2:in", Digest: digest, Report: changes},
+			announce{Key: planName("demo", "demo-plan-1", "p2:new"), Type: corev1.EventTypeNormal, Reason: infrav1.EventPlanReady, Action: "Plan", Related: "demo-plan-1",
+				Note: "Plan p2:new waits for approval: 0 to add, 1 to change, 0 to destroy, 0 output changes."},
+		},
+		check: func(t *testing.T, st infrav1.TerraformClusterStatus) {
+			if st.Plan == nil || st.Plan.PlanHash != "p2:new" || st.Plan.ImageDigest != digest || st.Plan.Job != "demo-plan-1" {
+				t.Errorf("status.plan %+v", st.Plan)
+			}
+			if st.PendingPlanRef == nil || st.PendingPlanRef.Name != planName("demo", "demo-plan-1", "p2:new") {
+				t.Errorf("pendingPlanRef %+v", st.PendingPlanRef)
+			}
+			wantReason(t, st, infrav1.ReasonPlanAwaitingApproval)
+		},
+	}, {
+		name: "an empty plan opens nothing and applies without approval",
+		o:    outcome{Job: "demo-plan-1", Operation: infrav1.OperationPlan, Succeeded: true, Msg: &runner.Message{Outcome: runner.OutcomePlanned, Plan: empty}},
+		check: func(t *testing.T, st infrav1.TerraformClusterStatus) {
+			if st.Plan == nil || st.Plan.PlanHash != fingerprint.EmptyPlanHash || st.PendingPlanRef != nil {
+				t.Errorf("status.plan %+v, pendingPlanRef %+v", st.Plan, st.PendingPlanRef)
+			}
+			wantReason(t, st, ReasonApplying)
+		},
+	}, {
+		name:   "a planned report without a plan is a failed run, not a panic",
+		before: waiting,
+		o:      outcome{Job: "demo-plan-2", Operation: infrav1.OperationPlan, Succeeded: true, Msg: &runner.Message{Outcome: runner.OutcomePlanned}},
+		check: func(t *testing.T, st infrav1.TerraformClusterStatus) {
+			if st.LastRun.Succeeded || st.LastRun.Error == nil || st.Failures != 3 {
+				t.Errorf("lastRun %+v, failures %d", st.LastRun, st.Failures)
+			}
+			wantReason(t, st, ReasonPlanFailed)
+		},
+	}, {
+		name:   "an unreadable report is a failed run",
+		before: waiting,
+		o:      outcome{Job: "demo-apply-1", Operation: infrav1.OperationApply, Succeeded: true, Unreadable: true, Approved: "p2:old", Plan: "demo-old"},
+		check: func(t *testing.T, st infrav1.TerraformClusterStatus) {
+			if st.LastRun.Succeeded || st.Plan == nil || st.PendingPlanRef == nil {
+				t.Errorf("lastRun %+v; a failed apply keeps the plan and its approval: %+v %+v", st.LastRun, st.Plan, st.PendingPlanRef)
+			}
+			wantReason(t, st, ReasonApplyFailed)
+		},
+	}, {
+		name: "a Job stopped at its deadline without a report",
+		o:    outcome{Job: "demo-apply-1", Operation: infrav1.OperationApply, DeadlineExceeded: true},
+		check: func(t *testing.T, st infrav1.TerraformClusterStatus) {
+			if st.LastRun.Error == nil || st.LastRun.Error.Kind != "deadline" {
+				t.Errorf("lastRun %+v", st.LastRun)
+			}
+		},
+	}, {
+		name:   "an approved apply consumes its approval, finishes its plan and announces it once",
+		before: waiting,
+		o: outcome{Job: "demo-apply-1", Operation: infrav1.OperationApply, Succeeded: true, Approved: "p2:old", Plan: "demo-old", Digest: digest,
+			Msg: &runner.Message{Outcome: runner.OutcomeApplied, Endpoint: &runner.Endpoint{Host: "10.0.0.1", Port: 6443}}},
+		steps: []step{
+			markApplied{}, publishEndpoint{Host: "10.0.0.1", Port: 6443}, pinDigest{Digest: digest}, consumeApproval{Hash: "p2:old"},
+			finishPlan{Name: "demo-old", Phase: infrav1.PlanApplied, Reason: infrav1.ReasonPlanApplied, Message: "The apply planned exactly these changes and applied them."},
+			announce{Key: "demo-old", Type: corev1.EventTypeNormal, Reason: infrav1.EventPlanApplied, Action: "Apply", Related: "demo-apply-1", Note: "Plan p2:old applied."},
+		},
+		check: func(t *testing.T, st infrav1.TerraformClusterStatus) {
+			if st.Plan != nil || st.PendingPlanRef != nil || st.Failures != 0 || !st.LastRun.Succeeded {
+				t.Errorf("status %+v", st)
+			}
+		},
+	}, {
+		name: "the first apply marks the state applied and nothing else",
+		o:    outcome{Job: "demo-apply-1", Operation: infrav1.OperationApply, Succeeded: true, Msg: &runner.Message{Outcome: runner.OutcomeNoChanges}},
+		steps: []step{markApplied{}},
+	}, {
+		name:   "a changed plan fails the approved plan and opens the new one",
+		before: waiting,
+		o: outcome{Job: "demo-apply-1", Operation: infrav1.OperationApply, Approved: "p2:old", Plan: "demo-old", InputsHash: "h2:in", Digest: digest,
+			Msg: &runner.Message{Outcome: runner.OutcomePlanChanged, Plan: changes}},
+		steps: []step{
+			annotateJob{Key: infrav1.AnnotationPlanChanged, Value: "p2:new"},
+			finishPlan{Name: "demo-old", Phase: infrav1.PlanFailed, Reason: infrav1.ReasonApplyPlanChanged, Message: "The apply found other changes than the approved ones and applied nothing; a new plan waits."},
+			openPlan{Name: fresh, Job: "demo-apply-1", InputsHash: "h2:in", Digest: digest, Report: changes},
+			announce{Key: "demo-apply-1", Type: corev1.EventTypeWarning, Reason: infrav1.EventPlanChanged, Action: "Apply", Related: "demo-apply-1",
+				Note: "The plan moved since p2:old was approved; nothing was applied. The new plan p2:new waits for approval."},
+		},
+		check: func(t *testing.T, st infrav1.TerraformClusterStatus) {
+			if st.Plan == nil || st.Plan.PlanHash != "p2:new" || st.PendingPlanRef == nil || st.PendingPlanRef.Name != fresh || st.Failures != 2 {
+				t.Errorf("status.plan %+v, pendingPlanRef %+v, failures %d (a changed plan is no failure)", st.Plan, st.PendingPlanRef, st.Failures)
+			}
+		},
+	}, {
+		name:   "a plan that came back empty after an approval is a changed plan with no TerraformPlan",
+		before: waiting,
+		o: outcome{Job: "demo-apply-1", Operation: infrav1.OperationApply, Approved: "p2:old", Plan: "demo-old",
+			Msg: &runner.Message{Outcome: runner.OutcomePlanChanged, Plan: empty}},
+		steps: []step{
+			annotateJob{Key: infrav1.AnnotationPlanChanged, Value: fingerprint.EmptyPlanHash},
+			finishPlan{Name: "demo-old", Phase: infrav1.PlanFailed, Reason: infrav1.ReasonApplyPlanChanged, Message: "The apply found other changes than the approved ones and applied nothing; a new plan waits."},
+			announce{Key: "demo-apply-1", Type: corev1.EventTypeWarning, Reason: infrav1.EventPlanChanged, Action: "Apply", Related: "demo-apply-1",
+				Note: "The plan moved since p2:old was approved; nothing was applied. The new plan is empty and applies without approval."},
+		},
+		check: func(t *testing.T, st infrav1.TerraformClusterStatus) {
+			if st.PendingPlanRef != nil || st.Plan == nil || st.Plan.PlanHash != fingerprint.EmptyPlanHash {
+				t.Errorf("status.plan %+v, pendingPlanRef %+v", st.Plan, st.PendingPlanRef)
+			}
+		},
+	}, {
+		name:   "a failed approved apply keeps the plan and the approval for the retry",
+		before: waiting,
+		o: outcome{Job: "demo-apply-1", Operation: infrav1.OperationApply, Approved: "p2:old", Plan: "demo-old",
+			Msg: &runner.Message{Outcome: runner.OutcomeFailed, Error: "provider error"}},
+		check: func(t *testing.T, st infrav1.TerraformClusterStatus) {
+			if st.Plan == nil || st.Plan.PlanHash != "p2:old" || st.PendingPlanRef == nil || st.Failures != 3 {
+				t.Errorf("status.plan %+v, pendingPlanRef %+v, failures %d", st.Plan, st.PendingPlanRef, st.Failures)
+			}
+			wantReason(t, st, ReasonApplyFailed)
+		},
+	}} {
+		t.Run(tt.name, func(t *testing.T) {
+			tc := &infrav1.TerraformCluster{ObjectMeta: metav1.ObjectMeta{Name: "demo", Namespace: "ns"}}
+			tc.Status.ActiveJob = &infrav1.ActiveJob{Name: tt.o.Job}
+			if tt.before != nil {
+				tt.before(tc)
+			}
+			unchanged := tc.DeepCopy()
+			st, steps := decide(tc, tt.o, now)
+			if diff := cmp.Diff(tt.steps, steps); diff != "" {
+				t.Errorf("steps (-want +got):\n%s", diff)
+			}
+			if diff := cmp.Diff(unchanged, tc); diff != "" {
+				t.Errorf("decide changed its input (-before +after):\n%s", diff)
+			}
+			if st.ActiveJob != nil || st.LastRun == nil || st.LastRun.Job != tt.o.Job || !st.LastRun.FinishedAt.Equal(&now) {
+				t.Errorf("activeJob %+v, lastRun %+v", st.ActiveJob, st.LastRun)
+			}
+			if tt.check != nil {
+				tt.check(t, st)
+			}
+		})
+	}
+}
+
+func wantReason(t *testing.T, st infrav1.TerraformClusterStatus, reason string) {
+	t.Helper()
+	for _, c := range st.Conditions {
+		if c.Type == infrav1.ConditionApplyJobSucceeded {
+			if c.Reason != reason {
+				t.Errorf("%s reason %q, want %q", c.Type, c.Reason, reason)
+			}
+			return
+		}
+	}
+	t.Errorf("no %s condition, want reason %q", infrav1.ConditionApplyJobSucceeded, reason)
+}
+
+// TestReport: the runner's report is read from the runner container's
+// termination message; one that is not a report is unreadable (a failed
+// run), never a nil plan to dereference.
+func TestReport(t *testing.T) {
+	pod := func(msg string) []corev1.Pod {
+		return []corev1.Pod{{Status: corev1.PodStatus{ContainerStatuses: []corev1.ContainerStatus{
+			{Name: "other", State: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{Message: `{"outcome":"applied"}`}}},
+			{Name: containerName, State: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{Message: msg}}},
+		}}}}
+	}
+	for _, tt := range []struct {
+		msg        string
+		outcome    string
+		unreadable bool
+	}{
+		{msg: `{"operation":"plan","outcome":"planned","plan":{"planHash":"p2:x"}}`, outcome: runner.OutcomePlanned},
+		{msg: `panic: runtime error`, unreadable: true},
+		{msg: `{"operation":"plan"}`, unreadable: true},
+		{msg: `{"outcome":"planned","plan":`, unreadable: true},
+		{msg: ``},
+	} {
+		m, unreadable := report(pod(tt.msg))
+		got := ""
+		if m != nil {
+			got = m.Outcome
+		}
+		if got != tt.outcome || unreadable != tt.unreadable {
+			t.Errorf("report(%q) = %q, unreadable %v; want %q, %v", tt.msg, got, unreadable, tt.outcome, tt.unreadable)
+		}
+	}
+}
