@@ -105,8 +105,8 @@ func TestDecide(t *testing.T) {
 			}
 		},
 	}, {
-		name: "the first apply marks the state applied and nothing else",
-		o:    outcome{Job: "demo-apply-1", Operation: infrav1.OperationApply, Succeeded: true, Msg: &runner.Message{Outcome: runner.OutcomeNoChanges}},
+		name:  "the first apply marks the state applied and nothing else",
+		o:     outcome{Job: "demo-apply-1", Operation: infrav1.OperationApply, Succeeded: true, Msg: &runner.Message{Outcome: runner.OutcomeNoChanges}},
 		steps: []step{markApplied{}},
 	}, {
 		name:   "a changed plan fails the approved plan and opens the new one",
