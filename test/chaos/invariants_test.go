@@ -25,13 +25,14 @@ const (
 	invTwoActiveJobs   = "two-active-jobs"
 	invApprovalOnce    = "approval-consumed-once"
 	invPlanApplied     = "one-PlanApplied-per-applied-plan"
+	invPlanApproved    = "one-PlanApproved-per-approved-plan"
 	invPlanPhases      = "plan-phases"
 	invRefusedState    = "state-untouched-by-refused-apply"
 	invConverges       = "converges"
 	invPlanJobLoop     = "no-plan-job-loop-webhook-down"
 )
 
-var invariants = []string{invUnapprovedApply, invTwoActiveJobs, invApprovalOnce, invPlanApplied, invPlanPhases, invRefusedState, invConverges, invPlanJobLoop}
+var invariants = []string{invUnapprovedApply, invTwoActiveJobs, invApprovalOnce, invPlanApplied, invPlanApproved, invPlanPhases, invRefusedState, invConverges, invPlanJobLoop}
 
 type violation struct {
 	invariant, detail string
@@ -116,6 +117,22 @@ func (r *run) check(actErr error, clean *summary) ([]violation, summary) {
 	// Exactly one PlanApplied per applied plan.
 	if n := r.events(infrav1.EventPlanApplied); n != len(appliedHashes) {
 		add(invPlanApplied, "%d PlanApplied events for %d applied plan(s)", n, len(appliedHashes))
+	}
+
+	// Exactly one PlanApproved per plan an approved apply Job ran for,
+	// however often its start was retried.
+	approvedPlans := map[string]bool{}
+	for _, j := range jobs {
+		if j.operation == string(infrav1.OperationApply) && j.approved != "" {
+			key := j.plan
+			if key == "" {
+				key = j.name
+			}
+			approvedPlans[key] = true
+		}
+	}
+	if n := r.events(infrav1.EventPlanApproved); n != len(approvedPlans) {
+		add(invPlanApproved, "%d PlanApproved events for %d approved plan(s)", n, len(approvedPlans))
 	}
 
 	// TerraformPlan phases.

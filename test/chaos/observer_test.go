@@ -36,7 +36,10 @@ type jobRecord struct {
 	// expect is --expect-plan of the runner, approved the Job's
 	// captf.io/approved-plan annotation.
 	expect, approved string
-	created          uint64
+	// plan is the TerraformPlan an approved apply Job applies
+	// (captf.io/plan).
+	plan    string
+	created uint64
 	// finished is when the Job was first seen succeeded or failed (or
 	// deleted); 0 while active.
 	finished  uint64
@@ -97,7 +100,8 @@ func (o *observer) job(typ watch.EventType, j *batchv1.Job) {
 	defer o.mu.Unlock()
 	r := o.jobs[j.Name]
 	if r == nil {
-		r = &jobRecord{name: j.Name, operation: j.Labels["captf.io/operation"], approved: j.Annotations[infrav1.AnnotationApprovedPlan], created: rv(j)}
+		r = &jobRecord{name: j.Name, operation: j.Labels["captf.io/operation"], approved: j.Annotations[infrav1.AnnotationApprovedPlan],
+			plan: j.Annotations[infrav1.AnnotationPlan], created: rv(j)}
 		if len(j.Spec.Template.Spec.Containers) > 0 {
 			c := j.Spec.Template.Spec.Containers[0]
 			for _, a := range append(append([]string(nil), c.Command...), c.Args...) {
