@@ -8,6 +8,7 @@ import (
 
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	infrav1 "github.com/captf/captf/api/v1alpha1"
@@ -35,13 +36,19 @@ func TestApproveRunsPlannedDigest(t *testing.T) {
 
 	// A new reference, so the plan is not pinned to the digest of the
 	// first apply (spec 004) but pulls the tag as it is now: digest A.
+	// One patch with a change to approve: a new reference alone plans
+	// empty, which applies without approval.
 	a := h.node.Retag(movingImage, h.node.Images[moduleImage])
 	before := tc.DeepCopy()
 	tc.Spec.Image = movingImage
+	for i := range tc.Spec.Variables {
+		if tc.Spec.Variables[i].Name == "size" {
+			tc.Spec.Variables[i].Value = &apiextensionsv1.JSON{Raw: []byte(`"large"`)}
+		}
+	}
 	if err := h.c.Patch(ctx, tc, client.MergeFrom(before)); err != nil {
 		t.Fatal(err)
 	}
-	h.setSize(tc, "large")
 	p := h.waitingPlan(tc, infrav1.ReasonPlanAwaitingApproval)
 	if p.ImageDigest != a || p.Change != 1 || len(p.Resources) != 1 || p.Resources[0] != "module.main.terraform_data.node (update)" {
 		t.Fatalf("status.plan %+v, want one update planned on %s", p, a)
