@@ -8,9 +8,12 @@
 // Images: an image reference maps to local folders (Node.Images); its
 // digest is Digest(reference), which the pod reports as the container's
 // imageID, and a reference pinned to that digest ("ref@sha256:…") finds
-// the same folders. A reference the node does not know leaves the pod
-// Pending with the kubelet's ErrImagePull waiting reason, and the Job
-// running, as a real node would until the Job's deadline.
+// the same folders. Node.Retag moves a tag the way a push does: pulls of
+// the tag get the new folders under a new digest, and the tag pinned to an
+// earlier digest still gets that digest's folders. A reference the node
+// does not know leaves the pod Pending with the kubelet's ErrImagePull
+// waiting reason, and the Job running, as a real node would until the
+// Job's deadline.
 //
 // What it does not emulate: image pulls from registries, resource limits,
 // security contexts, probes, restarts, parallelism (one Pod per Job, no
@@ -56,7 +59,8 @@ type Node struct {
 	Client    client.Client
 	Namespace string
 	// Images maps an image reference to its local files. A Job whose image
-	// is not here fails.
+	// is not here fails. It is read, never written, once the node started:
+	// Retag moves a tag.
 	Images map[string][]Image
 	// Env is added to every container's environment: what a real pod would
 	// get from its node and service account, such as how to reach the API
@@ -65,6 +69,9 @@ type Node struct {
 
 	mu   sync.Mutex
 	seen map[string]bool
+	// tags holds, for each reference Retag moved, what it pointed to over
+	// time, oldest first: the last is what the tag serves now.
+	tags map[string][]tagged
 	wg   sync.WaitGroup
 	logf func(format string, args ...any)
 	// root holds the pods' folders. It is made before the node's own
@@ -142,7 +149,7 @@ func (n *Node) run(ctx context.Context, t testing.TB, job *batchv1.Job) error {
 
 	containers := append(append([]corev1.Container(nil), pod.Spec.InitContainers...), pod.Spec.Containers[0])
 	for i, c := range containers {
-		if _, known := n.image(c.Image); !known {
+		if _, _, known := n.image(c.Image); !known {
 			return n.cannotPull(ctx, pod, c, i < len(pod.Spec.InitContainers))
 		}
 	}
@@ -199,7 +206,9 @@ func (n *Node) run(ctx context.Context, t testing.TB, job *batchv1.Job) error {
 
 // container runs one container as a local process.
 func (n *Node) container(ctx context.Context, root string, pod *corev1.Pod, c corev1.Container) (corev1.ContainerStatus, error) {
-	images, _ := n.image(c.Image)
+	// Resolved once: a Retag while the pod runs does not change what this
+	// container runs or the digest it reports.
+	images, digest, _ := n.image(c.Image)
 	paths := map[string]string{} // container path → local path
 	for _, img := range images {
 		paths[img.Path] = img.Dir
@@ -224,7 +233,7 @@ func (n *Node) container(ctx context.Context, root string, pod *corev1.Pod, c co
 
 	argv := append(append([]string(nil), c.Command...), c.Args...)
 	if len(argv) == 0 {
-		return Terminated(c, 128, "testnode: a container needs a command"), nil
+		return withDigest(Terminated(c, 128, "testnode: a container needs a command"), digest), nil
 	}
 	for i := range argv {
 		argv[i] = rewrite(argv[i])
@@ -257,7 +266,15 @@ func (n *Node) container(ctx context.Context, root string, pod *corev1.Pod, c co
 		out, _ := os.ReadFile(log.Name())
 		n.logf("container %s of pod %s exited %d:\n%s", c.Name, pod.Name, code, tail(out, 2048))
 	}
-	return Terminated(c, int32(code), string(msg)), nil
+	return withDigest(Terminated(c, int32(code), string(msg)), digest), nil
+}
+
+// withDigest makes st's imageID name digest, the one the container ran.
+func withDigest(st corev1.ContainerStatus, digest string) corev1.ContainerStatus {
+	if repo, _, ok := strings.Cut(st.ImageID, "@"); ok && digest != "" {
+		st.ImageID = repo + "@" + digest
+	}
+	return st
 }
 
 // Digest is the digest the node reports for an image reference.
@@ -266,14 +283,64 @@ func Digest(ref string) string {
 	return "sha256:" + hex.EncodeToString(sum[:])
 }
 
-// image finds the folders of a reference, pinned or not.
-func (n *Node) image(ref string) ([]Image, bool) {
-	base, digest, pinned := strings.Cut(ref, "@")
-	images, known := n.Images[base]
-	if pinned && digest != Digest(base) {
-		return nil, false
+// tagged is what a tag pointed to at one time.
+type tagged struct {
+	digest string
+	images []Image
+}
+
+// Retag points ref at images under a new digest, which it returns: a
+// container that names ref from now on runs images and reports that
+// digest, while ref pinned to a digest it had before ("ref@sha256:…")
+// still runs what it ran then. A ref the node did not know is added under
+// Digest(ref). Safe to call while the node runs.
+func (n *Node) Retag(ref string, images []Image) string {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	history := n.history(ref)
+	digest := Digest(ref)
+	if len(history) > 0 {
+		sum := sha256.Sum256([]byte(fmt.Sprintf("testnode/%s#%d", ref, len(history))))
+		digest = "sha256:" + hex.EncodeToString(sum[:])
 	}
-	return images, known
+	if n.tags == nil {
+		n.tags = map[string][]tagged{}
+	}
+	n.tags[ref] = append(history, tagged{digest: digest, images: images})
+	return digest
+}
+
+// history is what ref pointed to over time, oldest first; n.mu is held.
+func (n *Node) history(ref string) []tagged {
+	if h, moved := n.tags[ref]; moved {
+		return h
+	}
+	if images, known := n.Images[ref]; known {
+		return []tagged{{digest: Digest(ref), images: images}}
+	}
+	return nil
+}
+
+// image finds the folders of a reference, pinned or not, and the digest
+// they are known by.
+func (n *Node) image(ref string) (images []Image, digest string, known bool) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	base, want, pinned := strings.Cut(ref, "@")
+	history := n.history(base)
+	if !pinned {
+		if len(history) == 0 {
+			return nil, "", false
+		}
+		last := history[len(history)-1]
+		return last.images, last.digest, true
+	}
+	for _, t := range history {
+		if t.digest == want {
+			return t.images, t.digest, true
+		}
+	}
+	return nil, "", false
 }
 
 // cannotPull leaves the pod Pending with the container waiting on its
@@ -397,7 +464,8 @@ func rewriter(paths map[string]string) func(string) string {
 
 // Terminated is the status of container c after it exited with code and
 // left msg as its termination message, with the reason and the imageID
-// (repository@Digest(reference)) a kubelet reports.
+// (repository@Digest(reference)) a kubelet reports. The node's own pods
+// report the digest the container ran instead, which differs after Retag.
 func Terminated(c corev1.Container, code int32, msg string) corev1.ContainerStatus {
 	now := metav1.Now()
 	reason := "Completed"

@@ -18,15 +18,22 @@ import (
 // --expect-plan on the image digest the plan Job ran.
 func (r *Reconciler) reconcileManual(ctx context.Context, tc *infrav1.TerraformCluster, root *render.Root) (ctrl.Result, error) {
 	p := tc.Status.Plan
-	if p != nil && (p.InputsHash != root.InputsHash || !strings.HasPrefix(p.PlanHash, fingerprint.Prefix)) {
+	oldScheme := p != nil && !strings.HasPrefix(p.PlanHash, fingerprint.Prefix)
+	if p != nil && (p.InputsHash != root.InputsHash || oldScheme) {
 		// A plan made for other inputs, or recorded by an older release
 		// under another hash scheme (p1:): plan again.
 		tc.Status.Plan, p = nil, nil
 	}
 	if p == nil {
-		plan, err := r.reattach(ctx, tc, root)
-		if err != nil {
-			return ctrl.Result{}, err
+		var plan *infrav1.PlanStatus
+		if !oldScheme {
+			// A plan whose record status lost is taken up again; a p1:
+			// record is planned again (spec 000), not swapped for the live
+			// plan it left behind.
+			var err error
+			if plan, err = r.reattach(ctx, tc, root); err != nil {
+				return ctrl.Result{}, err
+			}
 		}
 		if plan == nil {
 			return ctrl.Result{}, r.startJob(ctx, tc, root, jobRequest{op: infrav1.OperationPlan})

@@ -51,6 +51,8 @@ type harness struct {
 	t   *testing.T
 	env *testenv.Env
 	c   client.Client
+	// node plays the kubelet; Retag moves an image tag under it.
+	node *testnode.Node
 }
 
 func start(t *testing.T) *harness { return startWith(t, false) }
@@ -129,7 +131,7 @@ func startWith(t *testing.T, webhooks bool) *harness {
 	if err := env.Client.Create(context.Background(), s); err != nil {
 		t.Fatal(err)
 	}
-	return &harness{t: t, env: env, c: env.Client}
+	return &harness{t: t, env: env, c: env.Client, node: node}
 }
 
 func (h *harness) create(name string, policy infrav1.ApplyPolicy, size string, mutate ...func(*infrav1.TerraformCluster)) *infrav1.TerraformCluster {
