@@ -69,7 +69,7 @@ func TestChaos(t *testing.T) {
 	f := newFixture(t)
 	tl := &tally{points: map[string]int{}, kinds: map[string]bool{}, began: time.Now()}
 
-	selected := []*flow{flowNamed("approve-annotation")}
+	selected := []*flow{flowNamed("approve-annotation"), flowNamed("first-apply")}
 	if full {
 		selected = pick(flows, os.Getenv("CAPTF_CHAOS_FLOWS"), func(fl *flow) string { return fl.name })
 	}
@@ -111,6 +111,10 @@ func TestChaos(t *testing.T) {
 			if fl.webhook && (os.Getenv("CAPTF_CHAOS_FAULTS") == "" || contains(kinds, faultWebhookDown)) {
 				trials = append(trials, trial{faultWebhookDown, point{}})
 			}
+		} else if picked, ok := subset[fl.name]; ok {
+			for _, tr := range picked {
+				trials = append(trials, trial{tr.fault, tr.at})
+			}
 		} else {
 			for i, p := range points {
 				trials = append(trials, trial{writeKinds[i%len(writeKinds)], p})
@@ -131,6 +135,22 @@ func TestChaos(t *testing.T) {
 		}
 	}
 	tl.report(t)
+}
+
+// subset names the faults the test suite tries in a flow other than the
+// rotating one: in first-apply, the faults that once let the next change
+// under Manual apply without approval (the applied marker's write lost)
+// or started a second Job (a lost status write, a kill right after the
+// Job was created).
+var subset = map[string][]struct {
+	fault string
+	at    point
+}{
+	"first-apply": {
+		{string(faultproxy.ServerError), point{"PATCH secrets", 1}},
+		{string(faultproxy.Conflict), point{"PATCH terraformclusters/status", 1}},
+		{faultKill, point{"POST jobs", 1}},
+	},
 }
 
 // runOnce runs fl in a namespace of its own, with fault at p (none when
