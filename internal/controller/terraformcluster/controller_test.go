@@ -225,7 +225,9 @@ func (h *harness) waitingPlan(tc *infrav1.TerraformCluster, reason string) *infr
 // mounts says whether a Job mounts the plan key, and with which mode.
 func planKeyMount(j *batchv1.Job) (mounted bool, mode int32) {
 	for _, v := range j.Spec.Template.Spec.Volumes {
-		if v.Secret != nil && v.Secret.SecretName == planKeyName(j.Labels[infrav1.LabelOwnerName]) {
+		// The label may hold a shortened name; the pods' annotation holds
+		// it whole.
+		if v.Secret != nil && v.Secret.SecretName == planKeyName(j.Spec.Template.Annotations[infrav1.LabelOwnerName]) {
 			for _, m := range j.Spec.Template.Spec.Containers[0].VolumeMounts {
 				if m.Name == v.Name && m.MountPath == filepath.Dir(infrav1.PathPlanKey) && m.ReadOnly {
 					return true, *v.Secret.DefaultMode
@@ -270,9 +272,11 @@ func count(evs []eventsv1.Event, reason string) int {
 	return n
 }
 
+// jobs lists the Jobs labelled with tc's name, which a name past 63
+// characters has as a prefix and a hash (nameLabel).
 func (h *harness) jobs(tc *infrav1.TerraformCluster) []batchv1.Job {
 	var list batchv1.JobList
-	if err := h.c.List(context.Background(), &list, client.InNamespace(tc.Namespace), client.MatchingLabels{infrav1.LabelOwnerName: tc.Name}); err != nil {
+	if err := h.c.List(context.Background(), &list, client.InNamespace(tc.Namespace), client.MatchingLabels{infrav1.LabelOwnerName: nameLabel(tc.Name)}); err != nil {
 		h.t.Fatal(err)
 	}
 	return list.Items

@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"path"
 	"sort"
+	"time"
 
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -40,6 +41,13 @@ const (
 	annotationInputsHash = "captf.io/inputs-hash"
 	// jobNameLabel is the label the Job controller puts on a Job's pods.
 	jobNameLabel = "batch.kubernetes.io/job-name"
+	// annotationCreatedAt on a Job is when the manager created it, to the
+	// nanosecond (createdAtLayout): creation timestamps have a resolution
+	// of a second, and a runner Job can take less, so this orders the
+	// Jobs of one object created within the same second.
+	annotationCreatedAt = "captf.io/created-at"
+	// createdAtLayout is fixed-width UTC, so its values compare as strings.
+	createdAtLayout = "2006-01-02T15:04:05.000000000Z"
 )
 
 // errAdopt says a Job of the object exists that the reconcile did not know
@@ -208,6 +216,11 @@ func (r *Reconciler) jobsOf(ctx context.Context, reader client.Reader, tc *infra
 		if !a.Equal(&b) {
 			return a.Before(&b)
 		}
+		// Within one second: the manager's own record (a Job made before
+		// it wrote one is the older). The random name suffix says nothing.
+		if x, y := jobs[i].Annotations[annotationCreatedAt], jobs[j].Annotations[annotationCreatedAt]; x != y {
+			return x < y
+		}
 		return jobs[i].Name < jobs[j].Name
 	})
 	return jobs, nil
@@ -219,7 +232,7 @@ func processed(job *batchv1.Job) bool { return job.Annotations[infrav1.Annotatio
 func (r *Reconciler) buildJob(tc *infrav1.TerraformCluster, image string, op infrav1.Operation, expect string, gated bool) *batchv1.Job {
 	labels := ownerLabels(tc)
 	labels[labelOperation] = string(op)
-	annotations := map[string]string{}
+	annotations := map[string]string{annotationCreatedAt: time.Now().UTC().Format(createdAtLayout)}
 	args := []string{
 		"--operation=" + string(op),
 		"--inputs=" + infrav1.PathInputs, "--module=" + infrav1.PathModule, "--runtime=" + infrav1.PathRuntime,

@@ -242,21 +242,22 @@ func (r *Reconciler) finishPlan(ctx context.Context, tc *infrav1.TerraformCluste
 	})
 }
 
-// syncPlans keeps the plans of tc in step with status.plan: every live
-// plan but the one status names became moot; an approval that landed on a
-// plan already superseded is ignored, visibly; old finished plans are
-// pruned.
+// syncPlans keeps the plans of tc in step with status.plan: a lost
+// reference to its live plan is restored; every live plan but the one
+// status names became moot; an approval that landed on a plan already
+// superseded is ignored, visibly; old finished plans are pruned.
 func (r *Reconciler) syncPlans(ctx context.Context, tc *infrav1.TerraformCluster) error {
 	if ref, p := tc.Status.PendingPlanRef, tc.Status.Plan; ref != nil && (p == nil || ref.Name != planName(tc.Name, p.Job, p.PlanHash)) {
 		tc.Status.PendingPlanRef = nil
 	}
-	live := ""
-	if ref := tc.Status.PendingPlanRef; ref != nil {
-		live = ref.Name
-	}
 	plans, err := r.plansOf(ctx, tc)
 	if err != nil {
 		return err
+	}
+	reattachRef(tc, plans)
+	live := ""
+	if ref := tc.Status.PendingPlanRef; ref != nil {
+		live = ref.Name
 	}
 	var finished []*infrav1.TerraformPlan
 	stale := false
@@ -293,6 +294,25 @@ func (r *Reconciler) syncPlans(ctx context.Context, tc *infrav1.TerraformCluster
 		}
 	}
 	return nil
+}
+
+// reattachRef names the live plan of status.plan in status.pendingPlanRef
+// again when status lost the reference but kept the plan (a status write
+// lost or undone): the plan would otherwise be superseded as stale, and an
+// approval through its spec.approved would never count.
+func reattachRef(tc *infrav1.TerraformCluster, plans []infrav1.TerraformPlan) {
+	p := tc.Status.Plan
+	if tc.Status.PendingPlanRef != nil || p == nil {
+		return
+	}
+	name := planName(tc.Name, p.Job, p.PlanHash)
+	for i := range plans {
+		plan := &plans[i]
+		if plan.Name == name && !phaseOf(plan).Terminal() && plan.Spec.PlanHash == p.PlanHash && plan.Spec.InputsHash == p.InputsHash {
+			tc.Status.PendingPlanRef = &infrav1.PlanReference{Name: name}
+			return
+		}
+	}
 }
 
 // ignoreLateApproval answers an approval that landed on a plan after it
