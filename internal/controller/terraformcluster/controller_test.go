@@ -222,7 +222,7 @@ func (h *harness) waitingPlan(tc *infrav1.TerraformCluster, reason string) *infr
 	return tc.Status.Plan
 }
 
-// mounts says whether a Job mounts the plan key, and with which mode.
+// planKeyMount says whether a Job mounts the plan key, and with which mode.
 func planKeyMount(j *batchv1.Job) (mounted bool, mode int32) {
 	for _, v := range j.Spec.Template.Spec.Volumes {
 		// The label may hold a shortened name; the pods' annotation holds
