@@ -42,6 +42,15 @@ func (r *Reconciler) reconcileManual(ctx context.Context, tc *infrav1.TerraformC
 	}
 	req := jobRequest{op: infrav1.OperationApply, expect: p.PlanHash, digest: p.ImageDigest}
 	if p.PlanHash != fingerprint.EmptyPlanHash {
+		if tc.Status.PendingPlanRef == nil {
+			// The reference to the live plan was lost: find it again
+			// before asking whether it was approved through spec.approved.
+			plans, err := r.plansOf(ctx, tc)
+			if err != nil {
+				return ctrl.Result{}, err
+			}
+			reattachRef(tc, plans)
+		}
 		// An empty plan needs no approval; any other does.
 		by, err := r.approvedBy(ctx, tc, p.PlanHash)
 		if err != nil || by == "" {
