@@ -233,14 +233,28 @@ func (r *run) approveAnnotation(hash string) error {
 
 // approvePlan approves the live TerraformPlan through spec.approved, as
 // the approver (approvedBy must be the requester).
+//
+// The write goes through the manager's webhook: while a fault killed the
+// manager it is refused, and the approver tries again, as a person would.
 func (r *run) approvePlan(tc *infrav1.TerraformCluster) error {
-	var plan infrav1.TerraformPlan
-	if err := r.f.env.Client.Get(r.ctx, client.ObjectKey{Namespace: r.ns, Name: tc.Status.PendingPlanRef.Name}, &plan); err != nil {
-		return fmt.Errorf("the live plan: %w", err)
+	deadline := time.Now().Add(converge)
+	for {
+		var plan infrav1.TerraformPlan
+		if err := r.f.env.Client.Get(r.ctx, client.ObjectKey{Namespace: r.ns, Name: tc.Status.PendingPlanRef.Name}, &plan); err != nil {
+			return fmt.Errorf("the live plan: %w", err)
+		}
+		a := approval{hash: plan.Spec.PlanHash, plan: plan.Name, rv: rv(&plan)}
+		p := fmt.Sprintf(`{"spec":{"approved":true,"approvedBy":%q}}`, approverUser)
+		err := r.f.approver.Patch(r.ctx, &plan, client.RawPatch(types.MergePatchType, []byte(p)))
+		if err == nil || !strings.Contains(err.Error(), "failed calling webhook") || time.Now().After(deadline) {
+			if err == nil {
+				r.approvals = append(r.approvals, a)
+			}
+			return err
+		}
+		r.keepManager()
+		time.Sleep(500 * time.Millisecond)
 	}
-	r.approvals = append(r.approvals, approval{hash: plan.Spec.PlanHash, plan: plan.Name, rv: rv(&plan)})
-	p := fmt.Sprintf(`{"spec":{"approved":true,"approvedBy":%q}}`, approverUser)
-	return r.f.approver.Patch(r.ctx, &plan, client.RawPatch(types.MergePatchType, []byte(p)))
 }
 
 // toAutomatic switches the policy and records when.

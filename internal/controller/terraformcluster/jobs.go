@@ -133,27 +133,8 @@ func (r *Reconciler) resume(ctx context.Context, tc *infrav1.TerraformCluster, r
 		return fmt.Errorf("per-run inputs of Job %s: %w", job.Name, err)
 	}
 	op := infrav1.Operation(job.Labels[labelOperation])
-	if hash := job.Annotations[infrav1.AnnotationApprovedPlan]; hash != "" {
-		plan := job.Annotations[infrav1.AnnotationPlan]
-		by, err := r.approvedBy(ctx, tc, hash)
-		if err != nil {
-			return err
-		}
-		if by == "" {
-			by = "an approval that has since been consumed"
-		}
-		if err := r.approvePlan(ctx, plan, tc.Namespace, by); err != nil {
-			return err
-		}
-		key := plan
-		if key == "" {
-			key = job.Name
-		}
-		err = r.announce(ctx, tc, announce{Key: key, Type: corev1.EventTypeNormal, Reason: infrav1.EventPlanApproved, Action: "Apply", Related: job.Name,
-			Note: fmt.Sprintf("Plan %s approved by %s; an apply Job runs with --expect-plan.", hash, by)})
-		if err != nil {
-			return err
-		}
+	if err := r.approvalStarted(ctx, tc, job); err != nil {
+		return err
 	}
 	tc.Status.ActiveJob = &infrav1.ActiveJob{Name: job.Name, Operation: op}
 	switch {
@@ -167,6 +148,35 @@ func (r *Reconciler) resume(ctx context.Context, tc *infrav1.TerraformCluster, r
 		setCondition(tc, infrav1.ConditionApplyJobSucceeded, unknown, ReasonApplying, "An apply Job runs.")
 	}
 	return nil
+}
+
+// approvalStarted records that an approved apply Job started: its
+// TerraformPlan moves to Approved and PlanApproved is announced, once. A
+// reconcile does it when it starts or adopts the Job, and again when it
+// handles the finished Job, for a Job that finished before its start was
+// recorded (the manager killed, a write failed).
+func (r *Reconciler) approvalStarted(ctx context.Context, tc *infrav1.TerraformCluster, job *batchv1.Job) error {
+	hash := job.Annotations[infrav1.AnnotationApprovedPlan]
+	if hash == "" {
+		return nil
+	}
+	plan := job.Annotations[infrav1.AnnotationPlan]
+	by, err := r.approvedBy(ctx, tc, hash)
+	if err != nil {
+		return err
+	}
+	if by == "" {
+		by = "an approval that has since been consumed"
+	}
+	if err := r.approvePlan(ctx, plan, tc.Namespace, by); err != nil {
+		return err
+	}
+	key := plan
+	if key == "" {
+		key = job.Name
+	}
+	return r.announce(ctx, tc, announce{Key: key, Type: corev1.EventTypeNormal, Reason: infrav1.EventPlanApproved, Action: "Apply", Related: job.Name,
+		Note: fmt.Sprintf("Plan %s approved by %s; an apply Job runs with --expect-plan.", hash, by)})
 }
 
 // createRun writes the per-run inputs Secret of job, owned by the Job.

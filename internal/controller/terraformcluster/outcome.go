@@ -52,6 +52,10 @@ type step interface {
 	apply(r *Reconciler, x *stepContext) error
 }
 
+// approvalStarted moves the approved apply's TerraformPlan to Approved
+// and announces PlanApproved, if its start did not get to it.
+type approvalStarted struct{}
+
 // markApplied sets the applied marker on the durable inputs Secret.
 type markApplied struct{}
 
@@ -97,6 +101,16 @@ type announce struct {
 // steps that make the outcome durable. It is pure; while the object is
 // being deleted, only the status counts.
 func decide(tc *infrav1.TerraformCluster, o outcome, now metav1.Time) (infrav1.TerraformClusterStatus, []step) {
+	st, steps := decideRun(tc, o, now)
+	if o.Approved != "" {
+		// Whatever it ended in, an approved apply was started under an
+		// approval: that comes first.
+		steps = append([]step{approvalStarted{}}, steps...)
+	}
+	return st, steps
+}
+
+func decideRun(tc *infrav1.TerraformCluster, o outcome, now metav1.Time) (infrav1.TerraformClusterStatus, []step) {
 	view := tc.DeepCopy()
 	st := &view.Status
 	st.ActiveJob = nil

@@ -75,6 +75,7 @@ func TestDecide(t *testing.T) {
 		name:   "an unreadable report is a failed run",
 		before: waiting,
 		o:      outcome{Job: "demo-apply-1", Operation: infrav1.OperationApply, Succeeded: true, Unreadable: true, Approved: "p2:old", Plan: "demo-old"},
+		steps:  []step{approvalStarted{}},
 		check: func(t *testing.T, st infrav1.TerraformClusterStatus) {
 			if st.LastRun.Succeeded || st.Plan == nil || st.PendingPlanRef == nil {
 				t.Errorf("lastRun %+v; a failed apply keeps the plan and its approval: %+v %+v", st.LastRun, st.Plan, st.PendingPlanRef)
@@ -95,7 +96,7 @@ func TestDecide(t *testing.T) {
 		o: outcome{Job: "demo-apply-1", Operation: infrav1.OperationApply, Succeeded: true, Approved: "p2:old", Plan: "demo-old", Digest: digest,
 			Msg: &runner.Message{Outcome: runner.OutcomeApplied, Endpoint: &runner.Endpoint{Host: "10.0.0.1", Port: 6443}}},
 		steps: []step{
-			markApplied{}, publishEndpoint{Host: "10.0.0.1", Port: 6443}, pinDigest{Digest: digest}, consumeApproval{Hash: "p2:old"},
+			approvalStarted{}, markApplied{}, publishEndpoint{Host: "10.0.0.1", Port: 6443}, pinDigest{Digest: digest}, consumeApproval{Hash: "p2:old"},
 			finishPlan{Name: "demo-old", Phase: infrav1.PlanApplied, Reason: infrav1.ReasonPlanApplied, Message: "The apply planned exactly these changes and applied them."},
 			announce{Key: "demo-old", Type: corev1.EventTypeNormal, Reason: infrav1.EventPlanApplied, Action: "Apply", Related: "demo-apply-1", Note: "Plan p2:old applied."},
 		},
@@ -114,6 +115,7 @@ func TestDecide(t *testing.T) {
 		o: outcome{Job: "demo-apply-1", Operation: infrav1.OperationApply, Approved: "p2:old", Plan: "demo-old", InputsHash: "h2:in", Digest: digest,
 			Msg: &runner.Message{Outcome: runner.OutcomePlanChanged, Plan: changes}},
 		steps: []step{
+			approvalStarted{},
 			annotateJob{Key: infrav1.AnnotationPlanChanged, Value: "p2:new"},
 			finishPlan{Name: "demo-old", Phase: infrav1.PlanFailed, Reason: infrav1.ReasonApplyPlanChanged, Message: "The apply found other changes than the approved ones and applied nothing; a new plan waits."},
 			openPlan{Name: fresh, Job: "demo-apply-1", InputsHash: "h2:in", Digest: digest, Report: changes},
@@ -131,6 +133,7 @@ func TestDecide(t *testing.T) {
 		o: outcome{Job: "demo-apply-1", Operation: infrav1.OperationApply, Approved: "p2:old", Plan: "demo-old",
 			Msg: &runner.Message{Outcome: runner.OutcomePlanChanged, Plan: empty}},
 		steps: []step{
+			approvalStarted{},
 			annotateJob{Key: infrav1.AnnotationPlanChanged, Value: fingerprint.EmptyPlanHash},
 			finishPlan{Name: "demo-old", Phase: infrav1.PlanFailed, Reason: infrav1.ReasonApplyPlanChanged, Message: "The apply found other changes than the approved ones and applied nothing; a new plan waits."},
 			announce{Key: "demo-apply-1", Type: corev1.EventTypeWarning, Reason: infrav1.EventPlanChanged, Action: "Apply", Related: "demo-apply-1",
@@ -146,6 +149,7 @@ func TestDecide(t *testing.T) {
 		before: waiting,
 		o: outcome{Job: "demo-apply-1", Operation: infrav1.OperationApply, Approved: "p2:old", Plan: "demo-old",
 			Msg: &runner.Message{Outcome: runner.OutcomeFailed, Error: "provider error"}},
+		steps: []step{approvalStarted{}},
 		check: func(t *testing.T, st infrav1.TerraformClusterStatus) {
 			if st.Plan == nil || st.Plan.PlanHash != "p2:old" || st.PendingPlanRef == nil || st.Failures != 3 {
 				t.Errorf("status.plan %+v, pendingPlanRef %+v, failures %d", st.Plan, st.PendingPlanRef, st.Failures)

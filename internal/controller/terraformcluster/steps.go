@@ -23,6 +23,9 @@ type stepContext struct {
 	job *batchv1.Job
 }
 
+func (approvalStarted) apply(r *Reconciler, x *stepContext) error {
+	return r.approvalStarted(x.ctx, x.tc, x.job)
+}
 func (markApplied) apply(r *Reconciler, x *stepContext) error { return r.markApplied(x.ctx, x.tc) }
 func (s publishEndpoint) apply(r *Reconciler, x *stepContext) error {
 	return r.setEndpoint(x.ctx, x.tc, infrav1.APIEndpoint{Host: s.Host, Port: s.Port})
