@@ -50,6 +50,9 @@ func (r *run) check(actErr error, clean *summary) ([]violation, summary) {
 	add := func(inv, format string, args ...any) {
 		out = append(out, violation{inv, fmt.Sprintf(format, args...)})
 	}
+	if clean != nil && actErr == nil {
+		r.awaitEnd(clean)
+	}
 	jobs, overlaps, states := r.obs.snapshot()
 
 	// No apply Job without an approval of the exact hash it expects; the
@@ -157,19 +160,7 @@ func (r *run) check(actErr error, clean *summary) ([]violation, summary) {
 	}
 	got := r.summarize(tc, states)
 	if clean != nil && actErr == nil {
-		// The flow's last step can be reached while the manager still
-		// finishes a retried step (a per-run Secret whose delete timed
-		// out): the end state must be reached, within the same time.
-		d := clean.diff(got)
-		for deadline := time.Now().Add(converge); d != "" && time.Now().Before(deadline); {
-			time.Sleep(500 * time.Millisecond)
-			if later, err := r.get(); err == nil {
-				_, _, states := r.obs.snapshot()
-				got = r.summarize(later, states)
-				d = clean.diff(got)
-			}
-		}
-		if d != "" {
+		if d := clean.diff(got); d != "" {
 			add(invConverges, "end state differs from the clean run: %s", d)
 		}
 	}
@@ -180,6 +171,24 @@ func (r *run) check(actErr error, clean *summary) ([]violation, summary) {
 		add(invPlanJobLoop, "%d plan Jobs in %s while the webhook was unreachable", r.planJobsWhileDown, webhookWindow)
 	}
 	return out, got
+}
+
+// awaitEnd waits, as long as a step of the flow may take, until the end
+// state equals the clean run's and the plans' phases are the flow's: the
+// flow's last step can be reached while the manager still retries a step
+// that failed (a per-run Secret whose delete timed out, a plan still to
+// supersede). What is not reached by then is a violation.
+func (r *run) awaitEnd(clean *summary) {
+	for deadline := time.Now().Add(converge); time.Now().Before(deadline); time.Sleep(500 * time.Millisecond) {
+		tc, err := r.get()
+		if err != nil {
+			continue
+		}
+		_, _, states := r.obs.snapshot()
+		if clean.diff(r.summarize(tc, states)) == "" && len(r.checkPhases(tc)) == 0 {
+			return
+		}
+	}
 }
 
 // checkPhases compares the TerraformPlans' phase labels with the flow's.
