@@ -243,8 +243,9 @@ func awaiting(tc *infrav1.TerraformCluster, p *fingerprint.Report) string {
 }
 
 // failed records a failed run, whatever the Job's own condition says (a
-// Job can succeed and leave no readable report). A failed apply keeps status.plan and the
-// approval, so the retry (after the backoff) expects the same plan.
+// Job can succeed and leave no readable report). A failed apply keeps
+// status.plan and the approval, so the retry (after the backoff) expects
+// the same plan.
 func failed(tc *infrav1.TerraformCluster, run *infrav1.RunStatus) {
 	reason := ReasonApplyFailed
 	switch {

@@ -104,10 +104,10 @@ func (r *Reconciler) settleJobs(ctx context.Context, s *scope, root *render.Root
 		}
 		if err := r.process(ctx, s, fresh, deleting); err != nil {
 			if run := s.written.LastRun; run == nil || run.Job != fresh.Name {
-				// Once the written status records the outcome, only the cleanup
-				// is left (the per-run Secret, the processed mark): the
-				// conditions say the outcome, and the retry is silent —
-				// the mark may even have landed unseen.
+				// Once the written status records the outcome, only the
+				// cleanup is left (the per-run Secret, the processed
+				// mark): the conditions say the outcome, and the retry is
+				// silent — the mark may even have landed unseen.
 				setCondition(tc, infrav1.ConditionApplyJobSucceeded, unknown, ReasonOutcomeNotRecorded,
 					fmt.Sprintf("Job %s finished, but its outcome is not recorded yet (%v); retrying with a backoff, and no other Job starts meanwhile.", fresh.Name, err))
 			}
