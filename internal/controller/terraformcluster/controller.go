@@ -13,13 +13,16 @@ import (
 	"fmt"
 	"time"
 
+	"golang.org/x/time/rate"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/client-go/util/workqueue"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	infrav1 "github.com/captf/captf/api/v1alpha1"
 	"github.com/captf/captf/internal/render"
@@ -29,6 +32,23 @@ import (
 // looks again, unless Reconciler.RecheckInterval says otherwise; a change of
 // the object or of its Jobs acts at once. It also caps the retry backoff.
 const Recheck = 10 * time.Minute
+
+// ErrorRetryMax caps the wait before a reconcile that failed — an API
+// server refusal, an unreachable webhook — is tried again. The wait starts
+// at 5 ms and doubles per failure in a row; client-go's default cap of 1000 s
+// would leave a finished Job's outcome unrecorded for many minutes after a
+// short outage.
+const ErrorRetryMax = 30 * time.Second
+
+// errorRetries is client-go's default rate limiter for failed reconciles
+// with its per-object wait capped at ErrorRetryMax.
+func errorRetries() workqueue.TypedRateLimiter[reconcile.Request] {
+	return workqueue.NewTypedMaxOfRateLimiter(
+		workqueue.NewTypedItemExponentialFailureRateLimiter[reconcile.Request](5*time.Millisecond, ErrorRetryMax),
+		// The overall limit on retries: 10 a second, bursts of 100.
+		&workqueue.TypedBucketRateLimiter[reconcile.Request]{Limiter: rate.NewLimiter(rate.Limit(10), 100)},
+	)
+}
 
 // pullRecheck is how often a Job stuck on its image is looked at again.
 const pullRecheck = time.Minute
@@ -73,6 +93,9 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, opts controller.Options)
 	}
 	if err := mgr.GetFieldIndexer().IndexField(context.Background(), &infrav1.TerraformCluster{}, indexReads, readsIndex); err != nil {
 		return fmt.Errorf("index of variable sources: %w", err)
+	}
+	if opts.RateLimiter == nil {
+		opts.RateLimiter = errorRetries()
 	}
 	return ctrl.NewControllerManagedBy(mgr).
 		For(&infrav1.TerraformCluster{}).

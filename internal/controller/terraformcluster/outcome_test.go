@@ -7,6 +7,8 @@ import (
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	infrav1 "github.com/captf/captf/api/v1alpha1"
 	"github.com/captf/captf/internal/runner"
@@ -223,5 +225,24 @@ func TestReport(t *testing.T) {
 		if got != tt.outcome || unreadable != tt.unreadable {
 			t.Errorf("report(%q) = %q, unreadable %v; want %q, %v", tt.msg, got, unreadable, tt.outcome, tt.unreadable)
 		}
+	}
+}
+
+// TestErrorRetriesCapped: after a long run of failures — an outage of the
+// API server or the webhook — the next try still comes within
+// ErrorRetryMax, so an outcome is recorded soon after the server answers.
+func TestErrorRetriesCapped(t *testing.T) {
+	rl := errorRetries()
+	req := reconcile.Request{NamespacedName: types.NamespacedName{Namespace: "ns", Name: "a"}}
+	var last time.Duration
+	for range 40 {
+		last = rl.When(req)
+	}
+	if last != ErrorRetryMax {
+		t.Fatalf("wait after 40 failures = %v, want the cap %v", last, ErrorRetryMax)
+	}
+	rl.Forget(req)
+	if first := rl.When(req); first > 10*time.Millisecond {
+		t.Fatalf("first wait after a success = %v, want it short again", first)
 	}
 }
