@@ -2,6 +2,7 @@ package changeset
 
 import (
 	"encoding/json"
+	"strings"
 	"testing"
 )
 
@@ -31,5 +32,41 @@ func TestCanonical(t *testing.T) {
 	b, _ := Digest("x1:", json.RawMessage(`{"n":9007199254740992}`))
 	if a == b {
 		t.Error("two integers float64 cannot tell apart digest alike")
+	}
+}
+
+// TestCanonicalRefusesInvalidUTF8: encoding/json writes any byte that is
+// not UTF-8 as U+FFFD, so two distinct strings would digest alike. Each
+// place such a string can hide is refused, naming where, never the value.
+func TestCanonicalRefusesInvalidUTF8(t *testing.T) {
+	a, b := "secret-canary\xff", "secret-canary\xfe"
+	cases := []struct {
+		name  string
+		in    func(s string) any
+		where string
+	}{
+		{"struct field", func(s string) any { return Hole{Reason: s} }, "$.reason"},
+		{"map value", func(s string) any { return map[string]any{"k": []any{s}} }, `$["k"][0]`},
+		{"map key", func(s string) any { return map[string]int{s: 1} }, "a key under $"},
+		{"pointer", func(s string) any { return &Entry{Address: s} }, "$.address"},
+		{"raw JSON", func(s string) any { return json.RawMessage(`{"v":"` + s + `"}`) }, "raw JSON"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			da, errA := Digest("x1:", c.in(a))
+			db, errB := Digest("x1:", c.in(b))
+			if errA == nil || errB == nil {
+				t.Fatalf("digests %q and %q of distinct strings, want an error", da, db)
+			}
+			if !strings.Contains(errA.Error(), c.where) || strings.Contains(errA.Error(), "canary") {
+				t.Errorf("error %q: want it to name %s and never the value", errA, c.where)
+			}
+		})
+	}
+	// U+FFFD itself is a valid character, and bytes go out as base64.
+	for _, v := range []any{Hole{Reason: "a\uFFFD"}, []byte("a\xff")} {
+		if _, err := Canonical(v); err != nil {
+			t.Errorf("Canonical(%#v): %v", v, err)
+		}
 	}
 }
