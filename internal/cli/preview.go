@@ -65,6 +65,7 @@ type previewOptions struct {
 	seedFile    string
 	keyFile     string
 	out         string
+	noteLimit   int
 	json        bool
 	registry    preview.Registry
 }
@@ -77,8 +78,13 @@ func (o *previewOptions) register(cmd *cobra.Command) {
 	f.StringVar(&o.changedFrom, "changed-from", "", "a git revision: plan only the components whose steps read a file changed since it, and their dependents (default: every component)")
 	f.StringVar(&o.seedFile, "seed-outputs", "", `a JSON file {"component": {"output": value}} supplying outputs instead of reading them`)
 	f.StringVar(&o.out, "out", "", "the directory that gets "+DocumentFile+" and "+NoteFile+" (default: ROOT/.captf/preview)")
+	f.IntVar(&o.noteLimit, "note-limit", changeset.MaxNoteLength, "the most characters the note may hold (GitHub's comment limit by default; GitLab's is 1000000)")
 	f.StringVar(&o.keyFile, "key-file", "", "file holding the preview key, at least 32 bytes, which binds sensitive values into the digest; plan and apply need the same key (default: ROOT/.captf/"+PreviewKeyFile+", created on first use)")
 }
+
+// minNoteLimit is the smallest --note-limit: room for the marker, the
+// title, the digest and a line about what was left out.
+const minNoteLimit = 1000
 
 // PreviewKeyFile is the name of the default preview key in ROOT/.captf.
 const PreviewKeyFile = "preview-key"
@@ -98,6 +104,9 @@ func (o *previewOptions) key(root string) ([]byte, error) {
 
 // options checks the flags and loads the project file.
 func (o *previewOptions) options(ctx context.Context, stderr io.Writer) (preview.Options, error) {
+	if o.noteLimit < minNoteLimit {
+		return preview.Options{}, fmt.Errorf("%w: --note-limit %d: a note needs at least %d characters", preview.ErrInvalid, o.noteLimit, minNoteLimit)
+	}
 	root := o.root
 	if root == "" {
 		out, err := exec.CommandContext(ctx, "git", "rev-parse", "--show-toplevel").Output()
@@ -183,6 +192,7 @@ func (o *previewOptions) write(opts preview.Options, doc *changeset.Document, ti
 		ApplyCommand: o.applyCommand(opts, doc.Digest),
 		DocumentFile: docPath,
 		Title:        title,
+		Limit:        o.noteLimit,
 	})
 	raw, err := json.MarshalIndent(doc, "", "  ")
 	if err != nil {

@@ -234,6 +234,7 @@ func TestPreviewBadInput(t *testing.T) {
 		{"seed file missing", "", []string{"preview", "plan", "--seed-outputs", "nope.json"}, "seed outputs: open nope.json"},
 		{"not a revision", "", []string{"preview", "plan", "--changed-from", "no-such-branch"}, "--changed-from no-such-branch"},
 		{"unknown flag", "", []string{"preview", "plan", "--bogus"}, "unknown flag: --bogus"},
+		{"note limit too small", "", []string{"preview", "plan", "--note-limit", "999"}, "--note-limit 999: a note needs at least 1000 characters"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

@@ -29,6 +29,9 @@ type NoteOptions struct {
 	Title string
 	// Limit caps the note's length; MaxNoteLength when zero.
 	Limit int
+
+	// commandLeftOut: ApplyCommand was too long for the note.
+	commandLeftOut bool
 }
 
 // Note renders the Markdown note of d: the marker, a row per member with
@@ -62,15 +65,16 @@ func Note(d *Document, o NoteOptions) string {
 		return b.String()
 	}
 	// Keep as many rows as fit with every group left out, then as many
-	// groups as fit after them.
-	keptRows := len(rows)
-	for keptRows > 0 && len(noteHead(d, o, rows, keptRows))+len(noteFooter(o, groups)) > limit {
-		keptRows--
+	// groups as fit after them. A command too long for the note even so
+	// is named instead of shown.
+	if len(noteHead(d, o, rows, 0))+len(noteFooter(limit, o, groups)) > limit {
+		o.ApplyCommand, o.commandLeftOut = "", true
 	}
+	keptRows := rowsThatFit(d, o, rows, limit-len(noteFooter(limit, o, groups)))
 	head = noteHead(d, o, rows, keptRows)
 	kept := 0
 	size := len(head)
-	for kept < len(groups) && size+len(groups[kept].text)+len(noteFooter(o, groups[kept+1:])) <= limit {
+	for kept < len(groups) && size+len(groups[kept].text)+len(noteFooter(limit, o, groups[kept+1:])) <= limit {
 		size += len(groups[kept].text)
 		kept++
 	}
@@ -79,8 +83,45 @@ func Note(d *Document, o NoteOptions) string {
 	for _, g := range groups[:kept] {
 		b.WriteString(g.text)
 	}
-	b.WriteString(noteFooter(o, groups[kept:]))
+	b.WriteString(noteFooter(limit, o, groups[kept:]))
+	if b.Len() > limit {
+		// Only a limit smaller than the note's fixed lines (its title,
+		// the digest) comes here: cut, on a character's start.
+		return cut(b.String(), limit)
+	}
 	return b.String()
+}
+
+// rowsThatFit is how many table rows fit in a head of at most room bytes:
+// the head's fixed part, the rows kept and the line counting the others,
+// each measured once.
+func rowsThatFit(d *Document, o NoteOptions, rows []string, room int) int {
+	size := len(noteHead(d, o, nil, 0)) // no rows, no line about them
+	keep := 0
+	for keep < len(rows) {
+		next := size + len(rows[keep])
+		more := 0
+		if keep+1 < len(rows) {
+			more = len(moreMembers(len(rows) - keep - 1))
+		}
+		if next+more > room {
+			break
+		}
+		size = next
+		keep++
+	}
+	return keep
+}
+
+// cut shortens s to at most n bytes without splitting a character.
+func cut(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	for n > 0 && !isRuneStart(s[n]) {
+		n--
+	}
+	return s[:n]
 }
 
 type noteGroup struct {
@@ -104,14 +145,21 @@ func noteHead(d *Document, o NoteOptions, rows []string, keep int) string {
 			b.WriteString(r)
 		}
 		if keep < len(rows) {
-			fmt.Fprintf(&b, "\n%d more members are left out of this table.\n", len(rows)-keep)
+			b.WriteString(moreMembers(len(rows) - keep))
 		}
 	}
 	fmt.Fprintf(&b, "\nDigest: %s\n", code(d.Digest))
-	if o.ApplyCommand != "" {
+	switch {
+	case o.ApplyCommand != "":
 		fmt.Fprintf(&b, "\nTo apply exactly this change set:\n\n```sh\n%s\n```\n", o.ApplyCommand)
+	case o.commandLeftOut:
+		b.WriteString("\nThe command that applies exactly this change set is too long for this note: `captf preview apply --expect-digest` with the digest above and the options this plan ran with.\n")
 	}
 	return b.String()
+}
+
+func moreMembers(n int) string {
+	return fmt.Sprintf("\n%d more members are left out of this table.\n", n)
 }
 
 func tableRows(d *Document, sum *Summary) []string {
@@ -136,7 +184,7 @@ func tableRows(d *Document, sum *Summary) []string {
 
 // noteFooter says which groups were left out and where the whole change
 // set is; empty when none was.
-func noteFooter(o NoteOptions, left []noteGroup) string {
+func noteFooter(limit int, o NoteOptions, left []noteGroup) string {
 	if len(left) == 0 {
 		return ""
 	}
@@ -153,7 +201,7 @@ func noteFooter(o NoteOptions, left []noteGroup) string {
 		where = code(o.DocumentFile)
 	}
 	return fmt.Sprintf("\n---\n%d groups are left out to keep this note under %d characters: %s. The whole change set is in %s.\n",
-		len(left), MaxNoteLength, strings.Join(names, ", "), where)
+		len(left), limit, strings.Join(names, ", "), where)
 }
 
 // noteGroups renders the grouped summary: destroys and replacements,
@@ -264,9 +312,9 @@ func attributeValues(a *Attribute) string {
 	case a.Sensitive:
 		s = ": (sensitive)"
 	case a.Unknown && a.Before == nil:
-		s = ": (known after apply)"
+		s = ": " + knownAfterApply
 	case a.Unknown:
-		s = ": " + value(a.Before) + " → (known after apply)"
+		s = ": " + value(a.Before) + " → " + knownAfterApply
 	case a.Before != nil || a.After != nil:
 		s = ": " + value(a.Before) + " → " + value(a.After)
 	}
@@ -276,17 +324,18 @@ func attributeValues(a *Attribute) string {
 	return s
 }
 
+// knownAfterApply stands for a value known only after apply, as terraform
+// shows it (in a code span, so Markdown does not take it for a tag).
+var knownAfterApply = code("<known after apply>")
+
 func value(raw []byte) string {
 	if raw == nil {
 		return "(none)"
 	}
 	s := string(raw)
 	if len(s) > maxValueLength {
-		cut := maxValueLength
-		for cut > 0 && !isRuneStart(s[cut]) {
-			cut--
-		}
-		return code(s[:cut]) + fmt.Sprintf(" (and %d more bytes)", len(s)-cut)
+		short := cut(s, maxValueLength)
+		return code(short) + fmt.Sprintf(" (and %d more bytes)", len(s)-len(short))
 	}
 	return code(s)
 }

@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"unicode/utf8"
 
 	"github.com/google/go-cmp/cmp"
 )
@@ -166,5 +167,68 @@ func TestCode(t *testing.T) {
 		if got := code(c.in); got != c.want {
 			t.Errorf("code(%q) = %q, want %q", c.in, got, c.want)
 		}
+	}
+}
+
+// TestNoteLimitHolds: whatever the apply command's length and the limit
+// in force, the note stays within the limit, keeps its marker and its
+// digest, and says which limit it kept to.
+func TestNoteLimitHolds(t *testing.T) {
+	d := full()
+	long := "captf preview apply --expect-digest " + d.Digest + " " + strings.Repeat("--var-file=very/long/path.tfvars ", 4000)
+	cases := []struct {
+		name    string
+		limit   int
+		command string
+		want    []string
+	}{
+		{"a command longer than the note", 0, long, []string{"too long for this note", "Digest: `" + d.Digest + "`"}},
+		{"a command longer than a small limit", 1500, "captf preview apply --expect-digest " + d.Digest + strings.Repeat(" -x", 600),
+			[]string{"too long for this note", "to keep this note under 1500 characters"}},
+		{"a small limit names itself", 1200, "captf preview apply --expect-digest " + d.Digest,
+			[]string{"captf preview apply --expect-digest " + d.Digest, "to keep this note under 1200 characters"}},
+		{"a limit below the fixed lines", 40, long, []string{NoteMarker}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			note := Note(d, NoteOptions{ApplyCommand: c.command, Limit: c.limit})
+			limit := c.limit
+			if limit == 0 {
+				limit = MaxNoteLength
+			}
+			if len(note) > limit {
+				t.Fatalf("note of %d bytes, over the limit %d", len(note), limit)
+			}
+			if !utf8.ValidString(note) {
+				t.Error("the note was cut inside a character")
+			}
+			for _, w := range c.want {
+				if !strings.Contains(note, w) {
+					t.Errorf("the note lacks %q:\n%s", w, note)
+				}
+			}
+		})
+	}
+}
+
+// BenchmarkNoteManyMembers: the note of a change set whose table alone is
+// past the limit. Rows are measured once each, so the time per member
+// stays flat from 1,000 to 100,000 members (ns/member is reported).
+func BenchmarkNoteManyMembers(b *testing.B) {
+	for _, n := range []int{1000, 10000, 100000} {
+		d := &Document{Version: Version}
+		for m := range n {
+			name := fmt.Sprintf("component-%06d", m)
+			d.Members = append(d.Members, Member{Name: name, Component: name, Capability: "terraform-apply", Status: StatusPlanned})
+		}
+		d.Digest, _ = d.ComputeDigest()
+		b.Run(fmt.Sprintf("members=%d", n), func(b *testing.B) {
+			for b.Loop() {
+				if note := Note(d, NoteOptions{ApplyCommand: "captf preview apply --expect-digest " + d.Digest}); len(note) > MaxNoteLength {
+					b.Fatal("over the limit")
+				}
+			}
+			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/float64(n), "ns/member")
+		})
 	}
 }
