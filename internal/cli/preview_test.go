@@ -228,7 +228,7 @@ func TestPreviewBadInput(t *testing.T) {
 		want string
 	}{
 		{"unknown kind", "components:\n  a:\n    steps:\n      - kind: teleport\n", []string{"preview", "plan"},
-			`captf.yaml:4: components.a.steps[0].kind: "teleport" is no step kind of spec 003`},
+			`captf.yaml:4: components.a.steps[0].kind: "teleport" is no step kind captf knows`},
 		{"unknown environment", "", []string{"preview", "plan", "--env", "staging"}, `--env "staging"`},
 		{"malformed digest", "", []string{"preview", "apply", "--expect-digest", "p2:abc"}, `--expect-digest "p2:abc"`},
 		{"seed file missing", "", []string{"preview", "plan", "--seed-outputs", "nope.json"}, "seed outputs: open nope.json"},

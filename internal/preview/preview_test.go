@@ -734,7 +734,7 @@ func TestProjectErrors(t *testing.T) {
 		{"empty", "", "captf.yaml: the file is empty"},
 		{"no components", "environments: {}\n", "captf.yaml:1:1: components: missing"},
 		{"unknown top field", "components: {}\nextra: 1\n", "captf.yaml:2:1: extra: unknown field (allowed: components, environments)"},
-		{"unknown kind", "components:\n  a:\n    steps:\n      - kind: teleport\n", `captf.yaml:4: components.a.steps[0].kind: "teleport" is no step kind of spec 003`},
+		{"unknown kind", "components:\n  a:\n    steps:\n      - kind: teleport\n", `captf.yaml:4: components.a.steps[0].kind: "teleport" is no step kind captf knows`},
 		{"kind not a string", "components:\n  a:\n    steps:\n      - kind: [x]\n", "captf.yaml:4:15: components.a.steps[0].kind: want a string, got a list"},
 		{"no steps", "components:\n  a:\n    dependsOn: []\n", "captf.yaml:2:3: components.a.steps: missing"},
 		{"unknown step field", "components:\n  a:\n    steps:\n      - kind: shell\n        run: x\n", "captf.yaml:5:9: components.a.steps[0].run: unknown field (allowed: kind, name, inputs)"},
@@ -751,6 +751,9 @@ func TestProjectErrors(t *testing.T) {
 		{"step output of the same component", "components:\n  a:\n    steps:\n      - kind: docker-build\n        name: build\n        inputs: {context: .}\n      - kind: cfn-deploy\n        inputs: {parameters: {Image: \"@build.uri\"}}\n",
 			`captf.yaml:7: components.a.steps[1].inputs.parameters.Image: "@build.uri" reads a step of the same component, and captf passes no outputs between the steps of one component`},
 		{"two documents", "components: {}\n---\ncomponents: {}\n", "captf.yaml:2: the file holds more than one YAML document"},
+		{"build output of another component", "components:\n  web:\n    steps: [{kind: docker-build, inputs: {context: .}}]\n  app:\n    steps:\n      - kind: cfn-deploy\n        inputs: {parameters: {Image: \"@web.publish.uri\"}}\n",
+			`captf.yaml:6: components.app.steps[0].inputs.parameters.Image: "@web.publish.uri" reads a build output of component "web", which captf cannot resolve and will not deploy as literal text`},
+		{"infinite number", "components:\n  a:\n    steps:\n      - kind: fake-plan\n        inputs: {n: .inf}\n", "captf.yaml:5:21: components.a.steps[0].inputs.n: .inf is no number a deploy tool takes"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -759,6 +762,27 @@ func TestProjectErrors(t *testing.T) {
 				t.Errorf("error %v, want one containing %q", err, c.want)
 			}
 		})
+	}
+}
+
+// TestNumbersAsWritten: a number in the project file reaches the deploy
+// tools as written: 1.10 stays 1.10 (a float64 would make it 1.1), a big
+// integer keeps every digit, and numbers JSON does not write (0x1F, +5)
+// are decoded.
+func TestNumbersAsWritten(t *testing.T) {
+	known := preview.Registry{previewtest.New("fake-plan")}.Known
+	yaml := "components:\n  a:\n    steps:\n      - kind: fake-plan\n        inputs: {version: 1.10, big: 123456789012345678901234567890, exp: 1.50e+3, neg: -0.0, hex: 0x1F, plus: +5, list: [2.50]}\n"
+	proj, err := preview.ParseProject("captf.yaml", []byte(yaml), known)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := json.Marshal(proj.Components[0].Steps[0].Inputs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const want = `{"big":123456789012345678901234567890,"exp":1.50e+3,"hex":31,"list":[2.50],"neg":-0.0,"plus":5,"version":1.10}`
+	if string(got) != want {
+		t.Errorf("inputs %s, want %s", got, want)
 	}
 }
 

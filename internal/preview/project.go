@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"regexp"
 	"slices"
@@ -349,14 +350,26 @@ func (p *parser) value(n *yaml.Node, field string) (any, error) {
 		}
 		return list, nil
 	case yaml.ScalarNode:
+		if (n.Tag == "!!int" || n.Tag == "!!float") && jsonNumber.MatchString(n.Value) {
+			// As written: 1.10 stays 1.10, and a big integer keeps
+			// every digit (a float64 would keep neither).
+			return json.Number(n.Value), nil
+		}
 		var v any
 		if err := n.Decode(&v); err != nil {
 			return nil, p.errorf(n, field, "%v", err)
+		}
+		if f, ok := v.(float64); ok && (math.IsInf(f, 0) || math.IsNaN(f)) {
+			return nil, p.errorf(n, field, "%s is no number a deploy tool takes; quote it for a string", n.Value)
 		}
 		return v, nil
 	}
 	return nil, p.errorf(n, field, "anchors and aliases are not supported here")
 }
+
+// jsonNumber is a number in JSON's grammar, which every deploy tool reads
+// as written. Other YAML numbers (0x1F, 0o17, +1, .5) are decoded.
+var jsonNumber = regexp.MustCompile(`^-?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][-+]?[0-9]+)?$`)
 
 func (p *parser) stackOutput(n *yaml.Node, field string) (StackOutput, error) {
 	var ref StackOutput
@@ -404,7 +417,7 @@ func (p *parser) check(proj *Project, known func(string) bool) error {
 		for i, s := range c.Steps {
 			field := fmt.Sprintf("components.%s.steps[%d].kind", c.Name, i)
 			if !known(s.Kind) {
-				return fmt.Errorf("%w: %s:%d: %s: %q is no step kind of spec 003 and no capability of this captf", ErrInvalid, p.file, s.line, field, s.Kind)
+				return fmt.Errorf("%w: %s:%d: %s: %q is no step kind captf knows", ErrInvalid, p.file, s.line, field, s.Kind)
 			}
 		}
 		deps := slices.Clone(c.declared)
@@ -417,9 +430,13 @@ func (p *parser) check(proj *Project, known func(string) bool) error {
 			}
 		}
 		for i, s := range c.Steps {
-			if field, ref := stepReference(c, s); field != "" {
-				return fmt.Errorf("%w: %s:%d: components.%s.steps[%d].inputs.%s: %q reads a step of the same component, and captf passes no outputs between the steps of one component; put that step in a component of its own and read its output with stackOutput",
-					ErrInvalid, p.file, s.line, c.Name, i, field, ref)
+			if field, ref, from := buildReference(proj.Components, c, s); field != "" {
+				if from == c {
+					return fmt.Errorf("%w: %s:%d: components.%s.steps[%d].inputs.%s: %q reads a step of the same component, and captf passes no outputs between the steps of one component; put that step in a component of its own and read its output with stackOutput",
+						ErrInvalid, p.file, s.line, c.Name, i, field, ref)
+				}
+				return fmt.Errorf("%w: %s:%d: components.%s.steps[%d].inputs.%s: %q reads a build output of component %q, which captf cannot resolve and will not deploy as literal text; read an output it deployed with stackOutput",
+					ErrInvalid, p.file, s.line, c.Name, i, field, ref, from.Name)
 			}
 			for _, ref := range references(s.Inputs) {
 				field := fmt.Sprintf("components.%s.steps[%d].inputs", c.Name, i)
@@ -486,24 +503,37 @@ func sortedKeys[V any](m map[string]V) []string {
 	return keys
 }
 
-// stepReference finds an input of a planning step that reads another step
-// of c, written "@<step>.<output>" as spec 003 writes a value wired from a
-// step ("@Build.uri"). It returns the input's path and the value, or ""
-// when there is none. Steps without plan may name such values: the
-// composition digest leaves them out as build outputs.
-func stepReference(c *Component, s *Step) (field, ref string) {
+// buildReference finds an input of a planning step of c that reads a
+// build output, written "@<step>.<output>" for a step of c or
+// "@<component>.<output>" for another component, as a value wired from a
+// build is written ("@Build.uri", "@web.publish.uri"). It returns the
+// input's path, the value and the component it reads, or "" when there is
+// none. Steps without plan may name such values: the composition digest
+// leaves them out as build outputs.
+func buildReference(comps []*Component, c *Component, s *Step) (field, ref string, from *Component) {
 	if !planKinds[s.Kind] {
-		return "", ""
+		return "", "", nil
+	}
+	reads := func(v string) *Component {
+		for _, other := range c.Steps {
+			if other != s && strings.HasPrefix(v, "@"+other.Name+".") {
+				return c
+			}
+		}
+		for _, other := range comps {
+			if other != c && strings.HasPrefix(v, "@"+other.Name+".") {
+				return other
+			}
+		}
+		return nil
 	}
 	var walk func(path string, v any) bool
 	walk = func(path string, v any) bool {
 		switch t := v.(type) {
 		case string:
-			for _, other := range c.Steps {
-				if other != s && strings.HasPrefix(t, "@"+other.Name+".") {
-					field, ref = path, t
-					return true
-				}
+			if from = reads(t); from != nil {
+				field, ref = path, t
+				return true
 			}
 		case map[string]any:
 			for _, k := range sortedKeys(t) {
@@ -521,7 +551,7 @@ func stepReference(c *Component, s *Step) (field, ref string) {
 		return false
 	}
 	walk("", s.Inputs)
-	return field, ref
+	return field, ref, from
 }
 
 // references lists every stackOutput reference in v, in a stable order.

@@ -750,3 +750,22 @@ func TestEnvironmentVars(t *testing.T) {
 		}
 	})
 }
+
+// TestNumbersReachTerraformAsWritten: a number written in the project file
+// reaches terraform with every digit (decoded as a float64 it would have
+// been 123456789012345680000000000000).
+func TestNumbersReachTerraformAsWritten(t *testing.T) {
+	const big = "123456789012345678901234567890"
+	proj, err := preview.ParseProject("captf.yaml", []byte("components:\n  network:\n    steps:\n      - kind: terraform-apply\n        inputs: {root: basic, vars: {name: a, size: "+big+"}}\n"),
+		func(string) bool { return true })
+	if err != nil {
+		t.Fatal(err)
+	}
+	eachBinary(t, func(t *testing.T, r *repo) {
+		req := r.request("basic", proj.Components[0].Steps[0].Inputs["vars"].(map[string]any))
+		p := r.plan(req)
+		if got := string(p.PlannedOutputs["size"]); got != big {
+			t.Errorf("planned output size = %s, want %s", got, big)
+		}
+	})
+}
