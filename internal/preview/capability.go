@@ -72,6 +72,11 @@ type Plan struct {
 	// PlannedOutputs are the outputs whose values the plan already knows;
 	// an output absent here is known only after apply.
 	PlannedOutputs Outputs
+	// DeclaredOutputs names every output the step will have once applied,
+	// its value known now or not, sorted; nil when the plan cannot say (a
+	// member with a hole). A downstream reading a name not in it is an
+	// error, not a wait.
+	DeclaredOutputs []string
 	// Private is what Apply needs beyond the document (a plan file path, a
 	// digest of the changes read). It is never written to the document.
 	Private any

@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"sync"
 
 	"github.com/captf/captf/pkg/changeset"
@@ -62,6 +63,9 @@ type Preview struct {
 	inChange map[string]bool
 	members  []*member
 	planned  map[string]Outputs
+	// declared names the outputs a component in the change will have,
+	// for the components whose every plan could say.
+	declared map[string][]string
 	live     map[string]Outputs
 	scratch  string
 }
@@ -124,6 +128,7 @@ func PlanChangeSet(ctx context.Context, o Options) (*Preview, error) {
 		env:      env,
 		inChange: inChange,
 		planned:  map[string]Outputs{},
+		declared: map[string][]string{},
 		live:     map[string]Outputs{},
 		scratch:  scratch,
 	}
@@ -230,11 +235,15 @@ func (p *Preview) planLevel(ctx context.Context, level []*Component) error {
 	reqs := make([]Request, len(todo))
 	unknown := make([][]string, len(todo))
 	for i, m := range todo {
+		if err := p.checkDeclared(m); err != nil {
+			return err
+		}
 		var err error
 		reqs[i], unknown[i], err = p.request(ctx, m.comp, m.step, p.planLookup, "plan")
 		if err != nil {
 			return err
 		}
+		m.doc.DeployedOutputs, m.doc.PlannedOutputs, m.doc.SeededOutputs = p.outputsRead(m.step)
 	}
 	sem := make(chan struct{}, p.opts.Parallel)
 	var wg sync.WaitGroup
@@ -249,16 +258,80 @@ func (p *Preview) planLevel(ctx context.Context, level []*Component) error {
 	failComponents(p.members)
 	for _, c := range level {
 		outs := Outputs{}
+		declared, known := []string{}, true
 		for _, m := range p.members {
-			if m.comp == c && m.plan != nil && m.doc.Status == changeset.StatusPlanned {
+			if m.comp != c || m.step == nil {
+				continue
+			}
+			if m.plan != nil && m.doc.Status == changeset.StatusPlanned {
 				for k, v := range m.plan.PlannedOutputs {
 					outs[k] = v
 				}
 			}
+			if m.plan == nil || m.plan.DeclaredOutputs == nil {
+				known = false
+			} else {
+				declared = append(declared, m.plan.DeclaredOutputs...)
+			}
 		}
 		p.planned[c.Name] = outs
+		if known {
+			slices.Sort(declared)
+			p.declared[c.Name] = slices.Compact(declared)
+		}
 	}
 	return nil
+}
+
+// checkDeclared refuses a stackOutput of m that names an output its
+// upstream in the change does not declare: it would never get a value,
+// and the member would be held round after round.
+func (p *Preview) checkDeclared(m *member) error {
+	for _, ref := range references(m.step.Inputs) {
+		if _, seeded := p.opts.Seed[ref.Component][ref.Name]; seeded {
+			continue
+		}
+		declared, known := p.declared[ref.Component]
+		if !known || slices.Contains(declared, ref.Name) {
+			continue
+		}
+		has := "declares no outputs"
+		if len(declared) > 0 {
+			has = "declares " + strings.Join(declared, ", ")
+		}
+		return fmt.Errorf("%w: component %s, step %s: stackOutput {component: %s, name: %s}: %s has no output %q (it %s)",
+			ErrInvalid, m.comp.Name, m.step.Name, ref.Component, ref.Name, ref.Component, ref.Name, has)
+	}
+	return nil
+}
+
+// outputsRead sorts the stackOutput references of step s that have a
+// value by where it came from: the deployed outputs of a component
+// outside the change, the plan of one in it, or --seed-outputs.
+func (p *Preview) outputsRead(s *Step) (deployed, planned, seeded []string) {
+	for _, ref := range references(s.Inputs) {
+		name := ref.String()
+		switch _, isSeed := p.opts.Seed[ref.Component][ref.Name]; {
+		case isSeed:
+			seeded = appendNew(seeded, name)
+		case p.inChange[ref.Component]:
+			if _, ok := p.planned[ref.Component][ref.Name]; ok {
+				planned = appendNew(planned, name)
+			}
+		default:
+			if _, ok := p.live[ref.Component][ref.Name]; ok {
+				deployed = appendNew(deployed, name)
+			}
+		}
+	}
+	return deployed, planned, seeded
+}
+
+func appendNew(list []string, s string) []string {
+	if slices.Contains(list, s) {
+		return list
+	}
+	return append(list, s)
 }
 
 // failComponents fails every member of a component one of whose steps
@@ -336,7 +409,7 @@ func (p *Preview) membersOf(ctx context.Context, c *Component) ([]*member, error
 func (p *Preview) planMember(ctx context.Context, m *member, req Request, unknown []string) {
 	if m.capability == nil {
 		m.doc.Status = changeset.StatusFailed
-		m.doc.Error = fmt.Sprintf("%s plans in spec 003 but this captf has no capability for it, so what it would change cannot be shown", m.step.Kind)
+		m.doc.Error = fmt.Sprintf("%s is a kind that plans, but this captf has no capability for it, so what it would change cannot be shown", m.step.Kind)
 		return
 	}
 	fmt.Fprintf(p.opts.Log, "captf: planning %s (%s)\n", m.doc.Name, m.step.Kind)

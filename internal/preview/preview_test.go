@@ -274,6 +274,57 @@ func TestOutputsResolution(t *testing.T) {
 	}
 }
 
+// TestOutputsReadAreReported: the document says, per member, which
+// upstream outputs it read and from where — the plan of a component in the
+// change, what one outside the change deployed, or a seed — by name only.
+func TestOutputsReadAreReported(t *testing.T) {
+	f := setup(t, map[string]string{preview.ProjectFile: threeComponents, "src/b/main.txt": "b"})
+	type read struct{ Deployed, Planned, Seeded []string }
+	readOf := func(p *preview.Preview) read {
+		c := memberOf(t, p, "c")
+		return read{c.DeployedOutputs, c.PlannedOutputs, c.SeededOutputs}
+	}
+
+	p := f.plan(t)
+	if diff := cmp.Diff(read{Planned: []string{"a.url"}}, readOf(p)); diff != "" {
+		t.Errorf("a in the change (-want +got):\n%s", diff)
+	}
+	if _, err := f.apply(t, p.Document.Digest); err != nil {
+		t.Fatalf("apply: %v\n%s", err, f.log)
+	}
+
+	f.opts.ChangedFrom = "HEAD"
+	writeFiles(t, f.root, map[string]string{"src/b/main.txt": "b2"})
+	if diff := cmp.Diff(read{Deployed: []string{"a.url"}}, readOf(f.plan(t))); diff != "" {
+		t.Errorf("a deployed, outside the change (-want +got):\n%s", diff)
+	}
+
+	f.opts.Seed = map[string]preview.Outputs{"a": {"url": json.RawMessage(`"https://seed.example"`)}}
+	if diff := cmp.Diff(read{Seeded: []string{"a.url"}}, readOf(f.plan(t))); diff != "" {
+		t.Errorf("a seeded (-want +got):\n%s", diff)
+	}
+	raw, err := json.Marshal(memberOf(t, f.plan(t), "c"))
+	if err != nil || !strings.Contains(string(raw), `"seededOutputs":["a.url"]`) || strings.Contains(string(raw), "seed.example") {
+		t.Errorf("c in the document: %s (%v); want the reference named and no value", raw, err)
+	}
+}
+
+// TestUndeclaredOutputRefused: a stackOutput naming an output its upstream
+// in the change never declares is refused, naming it and what the
+// upstream declares, before any member is held for a value that will not
+// come.
+func TestUndeclaredOutputRefused(t *testing.T) {
+	f := setup(t, map[string]string{preview.ProjectFile: strings.Replace(threeComponents, "name: url", "name: uri", 1), "src/b/main.txt": "b"})
+	_, err := preview.PlanChangeSet(context.Background(), f.opts)
+	want := `component c, step fake-plan: stackOutput {component: a, name: uri}: a has no output "uri" (it declares url)`
+	if !errors.Is(err, preview.ErrInvalid) || !strings.Contains(err.Error(), want) {
+		t.Errorf("error %v, want ErrInvalid naming %q", err, want)
+	}
+	// A seed of that name stands in for the upstream.
+	f.opts.Seed = map[string]preview.Outputs{"a": {"uri": json.RawMessage(`"https://seed.example"`)}}
+	f.plan(t)
+}
+
 const heldProject = `
 components:
   db:

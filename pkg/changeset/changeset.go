@@ -64,6 +64,15 @@ type Member struct {
 	// UnknownInputs lists references to upstream outputs in the same change
 	// that have no value yet ("<component>.<output>").
 	UnknownInputs []string `json:"unknownInputs,omitempty"`
+	// DeployedOutputs, PlannedOutputs and SeededOutputs list the
+	// references to upstream outputs ("<component>.<output>") that had a
+	// value, by where it came from: what a component outside the change
+	// deployed, what the plan of one in the change says it will expose,
+	// and --seed-outputs. Names only: an output's value may be sensitive.
+	// No digest covers them; the member's plan digest binds the inputs.
+	DeployedOutputs []string `json:"deployedOutputs,omitempty"`
+	PlannedOutputs  []string `json:"plannedOutputs,omitempty"`
+	SeededOutputs   []string `json:"seededOutputs,omitempty"`
 }
 
 // Hole is something the plan could not bind, with the reason a reviewer

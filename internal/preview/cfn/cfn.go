@@ -9,8 +9,10 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -81,7 +83,8 @@ func (d *Deploy) Plan(ctx context.Context, req preview.Request) (*preview.Plan, 
 		return nil, err
 	}
 	state := &planState{Frame: m.frame}
-	plan := &preview.Plan{Member: m.document, Private: state}
+	// The template declares its outputs, holes or not.
+	plan := &preview.Plan{Member: m.document, Private: state, DeclaredOutputs: slices.Sorted(maps.Keys(m.tmpl.Outputs))}
 	if len(m.document.Holes) > 0 {
 		return plan, nil
 	}

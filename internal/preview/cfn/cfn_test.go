@@ -109,6 +109,9 @@ func TestPlanApplyNewStackThenUpdate(t *testing.T) {
 	if diff := cmp.Diff(wantOut, plan.PlannedOutputs); diff != "" {
 		t.Errorf("planned outputs of a new stack (-want +got):\n%s", diff)
 	}
+	if diff := cmp.Diff([]string{"Fixed", "SecretOut", "TopicArn", "Where"}, plan.DeclaredOutputs); diff != "" {
+		t.Errorf("declared outputs of a new stack (-want +got):\n%s", diff)
+	}
 	// The CREATE change set left a REVIEW_IN_PROGRESS stack; the plan
 	// deleted it.
 	if s := stackStatus(t, cf, stack); s != "" {
@@ -287,6 +290,9 @@ func TestHolesCreateNoChangeSet(t *testing.T) {
 	}
 	if len(plan.Entries) != 0 || len(plan.PlannedOutputs) != 0 {
 		t.Errorf("a member with holes has entries %v or outputs %v", plan.Entries, plan.PlannedOutputs)
+	}
+	if len(plan.DeclaredOutputs) == 0 {
+		t.Error("a member with holes does not say which outputs its template declares")
 	}
 	if s := stackStatus(t, cf, stack); s != "" {
 		t.Errorf("a plan with holes made a stack (%s)", s)

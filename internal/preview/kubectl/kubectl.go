@@ -56,6 +56,7 @@ func (Capability) Plan(ctx context.Context, req preview.Request) (*preview.Plan,
 	if err != nil {
 		return nil, err
 	}
+	out.DeclaredOutputs = p.outputNames()
 	return out, nil
 }
 

@@ -670,6 +670,9 @@ func TestKubectlApply(t *testing.T) {
 		if diff := cmp.Diff(preview.Outputs{"url": json.RawMessage(`"http://web"`), "port": json.RawMessage(`80`)}, p.PlannedOutputs); diff != "" {
 			t.Errorf("planned outputs of a create (-want +got):\n%s", diff)
 		}
+		if diff := cmp.Diff([]string{"clusterIP", "port", "url"}, p.DeclaredOutputs); diff != "" {
+			t.Errorf("declared outputs (-want +got):\n%s", diff)
+		}
 		applied := s.apply(p)
 		var live corev1.Service
 		if err := c.env.Client.Get(ctx, client.ObjectKey{Namespace: "outputs", Name: "web"}, &live); err != nil {

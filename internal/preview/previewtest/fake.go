@@ -9,6 +9,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"sort"
 	"sync"
@@ -170,6 +171,13 @@ func (f *Fake) plan(req preview.Request) (*preview.Plan, error) {
 		}
 		f.mu.Unlock()
 	}
+	p.DeclaredOutputs = []string{}
+	for _, key := range []string{"outputs", "lateOutputs"} {
+		if o, ok := req.Inputs[key].(map[string]any); ok {
+			p.DeclaredOutputs = append(p.DeclaredOutputs, slices.Collect(maps.Keys(o))...)
+		}
+	}
+	slices.Sort(p.DeclaredOutputs)
 	sensitive, err := preview.KeyedDigest(req.Key, f.kind, secret)
 	if err != nil {
 		return nil, err

@@ -69,9 +69,10 @@ type private struct {
 
 // planned is one plan of a root, read and digested.
 type planned struct {
-	changes *changes
-	outputs preview.Outputs
-	digest  string
+	changes  *changes
+	outputs  preview.Outputs
+	declared []string
+	digest   string
 }
 
 // Plan runs init, plan and show -json in the step's root and describes the
@@ -117,11 +118,12 @@ func (c *Capability) Plan(ctx context.Context, req preview.Request) (*preview.Pl
 	}
 	member.PlanDigest = p.digest
 	return &preview.Plan{
-		Member:         member,
-		Entries:        p.changes.Entries,
-		SideEffects:    p.changes.SideEffects,
-		PlannedOutputs: p.outputs,
-		Private:        &private{planFile: planFile},
+		Member:          member,
+		Entries:         p.changes.Entries,
+		SideEffects:     p.changes.SideEffects,
+		PlannedOutputs:  p.outputs,
+		DeclaredOutputs: p.declared,
+		Private:         &private{planFile: planFile},
 	}, nil
 }
 
@@ -278,10 +280,30 @@ func summarize(plan *tfjson.Plan, member string, key []byte) (*planned, error) {
 		return nil, err
 	}
 	return &planned{
-		changes: ch,
-		outputs: plannedOutputs(plan, sec),
-		digest:  digest,
+		changes:  ch,
+		outputs:  plannedOutputs(plan, sec),
+		declared: declaredOutputs(plan),
+		digest:   digest,
 	}, nil
+}
+
+// declaredOutputs names the outputs the root has once the plan applied:
+// those of planned_values and every output change that does not delete
+// the output.
+func declaredOutputs(plan *tfjson.Plan) []string {
+	names := []string{}
+	if plan.PlannedValues != nil {
+		for name := range plan.PlannedValues.Outputs {
+			names = append(names, name)
+		}
+	}
+	for name, c := range plan.OutputChanges {
+		if c != nil && !c.Actions.Delete() && !slices.Contains(names, name) {
+			names = append(names, name)
+		}
+	}
+	slices.Sort(names)
+	return names
 }
 
 // plannedOutputs are the outputs whose values the plan knows: those of

@@ -173,6 +173,10 @@ func TestPlanCreate(t *testing.T) {
 		if diff := cmp.Diff(map[string]string{"name": `"a"`, "size": `1`}, outputsText(p.PlannedOutputs)); diff != "" {
 			t.Errorf("planned outputs (-want +got):\n%s", diff)
 		}
+		// Declared: known now or not, sensitive or not.
+		if diff := cmp.Diff([]string{"derived", "name", "secret", "size"}, p.DeclaredOutputs); diff != "" {
+			t.Errorf("declared outputs (-want +got):\n%s", diff)
+		}
 		wantMember := changeset.Member{Name: "basic", Component: "network", Capability: "terraform-apply", Status: "planned", PlanDigest: p.Member.PlanDigest}
 		if diff := cmp.Diff(wantMember, p.Member); diff != "" {
 			t.Errorf("member (-want +got):\n%s", diff)
