@@ -437,26 +437,35 @@ func TestKubectlApply(t *testing.T) {
 		s := c.newStep(t, "prune")
 		// Its own stack: the stack label is the owner across the cluster.
 		s.inputs["stack"] = "prune"
-		s.manifest(configMap("keep", "  a: \"1\"") + configMap("drop", "  a: \"1\"") + secret)
+		role := "apiVersion: rbac.authorization.k8s.io/v1\nkind: Role\nmetadata:\n  name: reader\nrules: []\n---\n"
+		s.manifest(configMap("keep", "  a: \"1\"") + configMap("drop", "  a: \"1\"") + secret + role)
 		s.apply(s.plan())
 		// Objects that are not this stack's: another stack's, and one with
 		// the stack label but without captf's marker.
 		other := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "prune", Name: "other", Labels: map[string]string{StackLabel: "other", ManagedByLabel: "captf"}}}
 		unmarked := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "prune", Name: "unmarked", Labels: map[string]string{StackLabel: "prune"}}}
-		for _, o := range []client.Object{other, unmarked} {
+		// And one a controller owns, with the stack's labels copied from
+		// its owner (as an EndpointSlice gets its Service's).
+		var keep corev1.ConfigMap
+		if err := c.env.Client.Get(ctx, client.ObjectKey{Namespace: "prune", Name: "keep"}, &keep); err != nil {
+			t.Fatal(err)
+		}
+		owned := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "prune", Name: "owned", Labels: keep.Labels,
+			OwnerReferences: []metav1.OwnerReference{{APIVersion: "v1", Kind: "ConfigMap", Name: "keep", UID: keep.UID, Controller: ptr(true)}}}}
+		for _, o := range []client.Object{other, unmarked, owned} {
 			if err := c.env.Client.Create(ctx, o); err != nil {
 				t.Fatal(err)
 			}
 		}
-		// The Secret's kind is no longer declared at all: it is found
-		// through the kinds searched beside the declared ones.
+		// The Secret's and the Role's kinds are no longer declared at all:
+		// they are found among every kind the API server serves.
 		s.manifest(configMap("keep", "  a: \"1\""))
 		if diff := cmp.Diff(map[string]string{"ConfigMap/prune/keep": "no-op"}, actions(s.plan())); diff != "" {
 			t.Errorf("delete: never (-want +got):\n%s", diff)
 		}
 		s.inputs["delete"] = DeleteOwnedOnly
 		p := s.plan()
-		if diff := cmp.Diff(map[string]string{"ConfigMap/prune/keep": "no-op", "ConfigMap/prune/drop": "delete", "Secret/prune/creds": "delete"}, actions(p)); diff != "" {
+		if diff := cmp.Diff(map[string]string{"ConfigMap/prune/keep": "no-op", "ConfigMap/prune/drop": "delete", "Secret/prune/creds": "delete", "Role/prune/reader": "delete"}, actions(p)); diff != "" {
 			t.Errorf("delete: owned-only (-want +got):\n%s", diff)
 		}
 		s.apply(p)
@@ -469,7 +478,7 @@ func TestKubectlApply(t *testing.T) {
 			names = append(names, cm.Name)
 		}
 		slices.Sort(names)
-		if diff := cmp.Diff([]string{"keep", "other", "unmarked"}, names); diff != "" {
+		if diff := cmp.Diff([]string{"keep", "other", "owned", "unmarked"}, names); diff != "" {
 			t.Errorf("ConfigMaps left (-want +got):\n%s", diff)
 		}
 		err := c.env.Client.Get(ctx, client.ObjectKey{Namespace: "prune", Name: "creds"}, &corev1.Secret{})

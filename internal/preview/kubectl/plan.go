@@ -235,23 +235,14 @@ func (p *planned) createsNamespace(ns string) bool {
 	return false
 }
 
-// pruneKinds are searched for owned objects beside the kinds the manifest
-// declares, so that dropping the last object of a kind still deletes it.
-// They are kubectl's prune defaults less the kinds a controller makes from
-// a template (Pod, ReplicaSet, Endpoints), which never carry the labels.
-var pruneKinds = []schema.GroupKind{
-	{Kind: "Namespace"}, {Kind: "ConfigMap"}, {Kind: "Secret"}, {Kind: "Service"},
-	{Kind: "ServiceAccount"}, {Kind: "PersistentVolumeClaim"},
-	{Group: "apps", Kind: "Deployment"}, {Group: "apps", Kind: "StatefulSet"}, {Group: "apps", Kind: "DaemonSet"},
-	{Group: "batch", Kind: "Job"}, {Group: "batch", Kind: "CronJob"},
-	{Group: "networking.k8s.io", Kind: "Ingress"},
-}
-
-// planDeletes lists the objects of the declared kinds and of pruneKinds
-// that carry both of captf's labels for this stack, and plans a delete for
-// each one the manifest no longer declares. Namespaced kinds are listed in
-// the step's namespaces: the default one and each one a document is in.
-// Cluster-scoped kinds are listed across the cluster.
+// planDeletes lists the objects of every kind the API server serves that
+// carry both of captf's labels for this stack, and plans a delete for each
+// one the manifest no longer declares, so that dropping the last object of
+// any kind still deletes it. An object a controller owns (an EndpointSlice
+// with its Service's labels) is the controller's, never deleted here.
+// Namespaced kinds are listed in the step's namespaces: the default one
+// and each one a document is in. Cluster-scoped kinds are listed across
+// the cluster. API groups discovery cannot read leave a hole.
 func (p *planned) planDeletes(ctx context.Context) error {
 	declared := map[objectRef]bool{}
 	var mappings []*meta.RESTMapping
@@ -267,19 +258,18 @@ func (p *planned) planDeletes(ctx context.Context) error {
 			namespaces = append(namespaces, d.Ref.Namespace)
 		}
 	}
-	for _, gk := range pruneKinds {
-		if kinds[gk] {
-			continue
+	served, unread, err := p.target.deletableKinds()
+	if err != nil {
+		return fmt.Errorf("delete %s: %w", DeleteOwnedOnly, err)
+	}
+	for _, m := range served {
+		if gk := m.GroupVersionKind.GroupKind(); !kinds[gk] {
+			kinds[gk] = true
+			mappings = append(mappings, m)
 		}
-		m, err := p.target.mapper.RESTMapping(gk)
-		if meta.IsNoMatchError(err) {
-			continue // not served by this cluster
-		}
-		if err != nil {
-			return fmt.Errorf("discovery of %s: %w", gk, err)
-		}
-		kinds[gk] = true
-		mappings = append(mappings, m)
+	}
+	if len(unread) > 0 {
+		p.holes = append(p.holes, changeset.Hole{Reason: fmt.Sprintf("delete %s: the API groups %s could not be read, so objects of their kinds are not planned for delete", DeleteOwnedOnly, strings.Join(unread, ", "))})
 	}
 	selector := StackLabel + "=" + p.cfg.Stack + "," + ManagedByLabel + "=" + ManagedByValue
 	var found []deletion
@@ -290,12 +280,19 @@ func (p *planned) planDeletes(ctx context.Context) error {
 		}
 		for _, ns := range scopes {
 			list, err := p.target.resource(m, ns).List(ctx, metav1.ListOptions{LabelSelector: selector})
-			if err != nil {
+			switch {
+			case apierrors.IsForbidden(err):
+				// Not this identity's to list, so not its to delete.
+				p.holes = append(p.holes, changeset.Hole{Reason: fmt.Sprintf("delete %s: listing %s%s is forbidden, so its objects are not planned for delete", DeleteOwnedOnly, m.Resource.GroupResource(), inNamespace(ns))})
+				continue
+			case apierrors.IsNotFound(err) || apierrors.IsMethodNotSupported(err):
+				continue // gone since discovery
+			case err != nil:
 				return fmt.Errorf("list %s for delete %s: %w", m.Resource.Resource, DeleteOwnedOnly, err)
 			}
 			for _, item := range list.Items {
 				ref := objectRef{Group: m.GroupVersionKind.Group, Kind: m.GroupVersionKind.Kind, Namespace: item.GetNamespace(), Name: item.GetName()}
-				if declared[ref] || item.GetDeletionTimestamp() != nil {
+				if declared[ref] || item.GetDeletionTimestamp() != nil || metav1.GetControllerOfNoCopy(&item) != nil {
 					continue
 				}
 				found = append(found, deletion{Ref: ref, Mapping: m, UID: string(item.GetUID())})
@@ -310,6 +307,13 @@ func (p *planned) planDeletes(ctx context.Context) error {
 		p.objects = append(p.objects, objectPlan{Ref: d.Ref, Action: changeset.ActionDelete})
 	}
 	return nil
+}
+
+func inNamespace(ns string) string {
+	if ns == "" {
+		return ""
+	}
+	return " in namespace " + ns
 }
 
 // defaultNamespace is the namespace of a namespaced object that names none:

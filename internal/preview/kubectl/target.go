@@ -2,8 +2,11 @@ package kubectl
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"path/filepath"
+	"slices"
+	"strings"
 
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -24,6 +27,7 @@ type target struct {
 	// Namespace is the context's namespace, "default" when it names none.
 	Namespace string
 	dyn       dynamic.Interface
+	disc      discovery.CachedDiscoveryInterface
 	mapper    *restmapper.DeferredDiscoveryRESTMapper
 }
 
@@ -83,12 +87,14 @@ func connect(root string, cfg config, redact func(string) string) (*target, erro
 	if err != nil {
 		return nil, fmt.Errorf("kubernetes discovery: %w", err)
 	}
+	cached := memory.NewMemCacheClient(disc)
 	return &target{
 		Server:    rc.Host,
 		Context:   name,
 		Namespace: ns,
 		dyn:       dyn,
-		mapper:    restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(disc)),
+		disc:      cached,
+		mapper:    restmapper.NewDeferredDiscoveryRESTMapper(cached),
 	}, nil
 }
 
@@ -114,6 +120,42 @@ func (t *target) mapping(gvk schema.GroupVersionKind) (*meta.RESTMapping, error)
 		m, err = t.mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
 	}
 	return m, err
+}
+
+// deletableKinds is every kind the API server serves that can be listed
+// and deleted, at its preferred version, less core Endpoints (the
+// endpoints controller copies a Service's labels onto them). unread names
+// the API groups discovery could not read (an aggregated API that is
+// down): their kinds are left out.
+func (t *target) deletableKinds() (kinds []*meta.RESTMapping, unread []string, err error) {
+	lists, err := discovery.ServerPreferredResources(t.disc)
+	var failed *discovery.ErrGroupDiscoveryFailed
+	if errors.As(err, &failed) {
+		for gv := range failed.Groups {
+			unread = append(unread, gv.String())
+		}
+		slices.Sort(unread)
+	} else if err != nil {
+		return nil, nil, fmt.Errorf("discovery: %w", err)
+	}
+	for _, list := range lists {
+		gv, err := schema.ParseGroupVersion(list.GroupVersion)
+		if err != nil {
+			return nil, nil, fmt.Errorf("discovery: %w", err)
+		}
+		for _, r := range list.APIResources {
+			if strings.Contains(r.Name, "/") || !slices.Contains(r.Verbs, "list") || !slices.Contains(r.Verbs, "delete") ||
+				gv.Group == "" && r.Kind == "Endpoints" {
+				continue
+			}
+			scope := meta.RESTScopeRoot
+			if r.Namespaced {
+				scope = meta.RESTScopeNamespace
+			}
+			kinds = append(kinds, &meta.RESTMapping{Resource: gv.WithResource(r.Name), GroupVersionKind: gv.WithKind(r.Kind), Scope: scope})
+		}
+	}
+	return kinds, unread, nil
 }
 
 // resource is the client of one object's resource, in its namespace.
