@@ -3,7 +3,8 @@
 # installing what is missing first: terraform (on the machine image),
 # OpenTofu, kube-apiserver and etcd (built from the Go module proxy and
 # cached outside the repository), moto_server (on the machine image, else
-# pip). A missing part fails the run; no test skips.
+# pip), and curl and jq for the CI examples (apt when missing). A missing
+# part fails the run; no test skips.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -11,6 +12,7 @@ export CAPTF_TERRAFORM="${CAPTF_TERRAFORM:-$(hack/install-terraform.sh)}"
 export CAPTF_TOFU="${CAPTF_TOFU:-$(hack/install-tofu.sh)}"
 export KUBEBUILDER_ASSETS="${KUBEBUILDER_ASSETS:-$(hack/install-envtest.sh)}"
 export CAPTF_MOTO_SERVER="${CAPTF_MOTO_SERVER:-$(hack/install-moto.sh)}"
+hack/install-ci-tools.sh
 echo "terraform: $CAPTF_TERRAFORM ($(TF_CLI_CONFIG_FILE=/dev/null "$CAPTF_TERRAFORM" version | head -1))"
 echo "tofu:      $CAPTF_TOFU ($(TF_CLI_CONFIG_FILE=/dev/null "$CAPTF_TOFU" version | head -1))"
 echo "envtest:   $KUBEBUILDER_ASSETS"
