@@ -32,9 +32,12 @@ type RunnerSpec struct {
 	// +optional
 	VariablesFrom []VariablesSource `json:"variablesFrom,omitempty"`
 
-	// Identity names the credentials the module runs with.
+	// IdentityRef names the credentials the module runs with: a Secret in
+	// the object's namespace, or a cluster-scoped TerraformClusterIdentity
+	// that allows the namespace. The runner Job gets its keys as
+	// environment variables and as files under /var/run/captf/credentials.
 	// +optional
-	Identity *IdentityReference `json:"identity,omitempty"`
+	IdentityRef *IdentityReference `json:"identityRef,omitempty"`
 
 	// ApplyPolicy is Automatic (every change applies when due) or Manual
 	// (every change but the first apply waits for an approved plan hash).
@@ -42,10 +45,30 @@ type RunnerSpec struct {
 	// +optional
 	ApplyPolicy ApplyPolicy `json:"applyPolicy,omitempty"`
 
-	// Job sets the runner Jobs' service account, deadline and resources.
+	// Jobs sets what every runner Job runs with: service account, pull
+	// secrets, resources, environment, placement, deadline, the user it
+	// runs as and how many finished Jobs are kept.
 	// +optional
-	Job JobSettings `json:"job,omitempty"`
+	Jobs JobSettings `json:"jobs,omitempty"`
+
+	// DeletionPolicy says what deleting the object does to its
+	// infrastructure: Destroy (a destroy Job runs first) or Retain (the
+	// object goes, the infrastructure and its terraform state Secret stay).
+	// +kubebuilder:default=Destroy
+	// +optional
+	DeletionPolicy DeletionPolicy `json:"deletionPolicy,omitempty"`
 }
+
+// DeletionPolicy is what deleting an object does to its infrastructure.
+// +kubebuilder:validation:Enum=Destroy;Retain
+type DeletionPolicy string
+
+const (
+	// DeletionDestroy runs a destroy Job before the object goes.
+	DeletionDestroy DeletionPolicy = "Destroy"
+	// DeletionRetain keeps the infrastructure and its state.
+	DeletionRetain DeletionPolicy = "Retain"
+)
 
 // Variable is one input variable of the root module: its name and exactly
 // one of value and valueFrom. (value holds any JSON, which CEL cannot
@@ -89,27 +112,62 @@ type VariablesSource struct {
 
 // IdentityReference names the credentials identity.
 type IdentityReference struct {
-	// Kind of the identity object, for example Secret.
-	// +kubebuilder:validation:MinLength=1
+	// Kind is Secret (in the object's namespace) or
+	// TerraformClusterIdentity (cluster-scoped).
+	// +kubebuilder:validation:Enum=Secret;TerraformClusterIdentity
 	Kind string `json:"kind"`
 	// Name of the identity object.
 	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=253
 	Name string `json:"name"`
 }
+
+// Identity kinds.
+const (
+	IdentityKindSecret                   = "Secret"
+	IdentityKindTerraformClusterIdentity = "TerraformClusterIdentity"
+)
 
 // JobSettings are the settings of every runner Job.
 type JobSettings struct {
 	// ServiceAccountName runs the Job's pod.
 	// +optional
 	ServiceAccountName string `json:"serviceAccountName,omitempty"`
+	// ImagePullSecrets pull the module image (and the runner image).
+	// +kubebuilder:validation:MaxItems=16
+	// +optional
+	ImagePullSecrets []corev1.LocalObjectReference `json:"imagePullSecrets,omitempty"`
 	// ActiveDeadlineSeconds bounds one run.
 	// +kubebuilder:validation:Minimum=60
 	// +kubebuilder:default=3600
 	// +optional
 	ActiveDeadlineSeconds *int64 `json:"activeDeadlineSeconds,omitempty"`
-	// Resources of the runner container.
+	// Resources of the runner container; without them the manager asks for
+	// 250m CPU and 512Mi of memory and limits memory to 2Gi.
 	// +optional
-	Resources corev1.ResourceRequirements `json:"resources,omitempty"`
+	Resources *corev1.ResourceRequirements `json:"resources,omitempty"`
+	// Env adds environment variables to the runner container, for example
+	// a provider's settings or a proxy. Names starting TF_ or KUBE_ are
+	// refused: they would change what terraform does (its arguments, its
+	// log, its state backend) behind the plan's back.
+	// +kubebuilder:validation:MaxItems=64
+	// +kubebuilder:validation:XValidation:rule="self.all(e, !e.name.startsWith('TF_') && !e.name.startsWith('KUBE_'))",message="env: names starting TF_ or KUBE_ would change what terraform does; set them in the module or the module image"
+	// +listType=map
+	// +listMapKey=name
+	// +optional
+	Env []corev1.EnvVar `json:"env,omitempty"`
+	// NodeSelector places the runner Jobs' pods.
+	// +optional
+	NodeSelector map[string]string `json:"nodeSelector,omitempty"`
+	// Tolerations of the runner Jobs' pods.
+	// +kubebuilder:validation:MaxItems=32
+	// +optional
+	Tolerations []corev1.Toleration `json:"tolerations,omitempty"`
+	// SecurityContext sets who the pod runs as; never root. The containers
+	// always run with a read-only root filesystem, no privilege escalation
+	// and no capabilities.
+	// +optional
+	SecurityContext *JobSecurityContext `json:"securityContext,omitempty"`
 	// SuccessfulJobsHistoryLimit is how many finished Jobs that succeeded
 	// the manager keeps (with their pods and logs); older ones are deleted.
 	// The plan Job of the plan that waits for approval is always kept, as
@@ -126,6 +184,21 @@ type JobSettings struct {
 	// +kubebuilder:default=3
 	// +optional
 	FailedJobsHistoryLimit *int32 `json:"failedJobsHistoryLimit,omitempty"`
+}
+
+// JobSecurityContext is who a runner Job's pod runs as. Root (0) is
+// refused; unset fields default to 65532.
+type JobSecurityContext struct {
+	// +kubebuilder:validation:Minimum=1
+	// +optional
+	RunAsUser *int64 `json:"runAsUser,omitempty"`
+	// +kubebuilder:validation:Minimum=1
+	// +optional
+	RunAsGroup *int64 `json:"runAsGroup,omitempty"`
+	// FSGroup owns the mounted volumes (the credentials, the plan key).
+	// +kubebuilder:validation:Minimum=1
+	// +optional
+	FSGroup *int64 `json:"fsGroup,omitempty"`
 }
 
 // PlanStatus is a plan that waits for approval (spec 001, "What

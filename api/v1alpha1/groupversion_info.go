@@ -1,6 +1,6 @@
 // Package v1alpha1 holds the captf API types of the Cluster API
-// infrastructure group: TerraformCluster, TerraformClusterTemplate and
-// their constants. Types, markers and constants only: no clients, no logic.
+// infrastructure group: TerraformCluster, TerraformClusterTemplate,
+// TerraformClusterIdentity and their constants. Types, markers and constants only: no clients, no logic.
 // It imports only the standard library and k8s.io API packages.
 //
 // +kubebuilder:object:generate=true
@@ -25,6 +25,7 @@ func addKnownTypes(s *runtime.Scheme) error {
 	s.AddKnownTypes(GroupVersion,
 		&TerraformCluster{}, &TerraformClusterList{},
 		&TerraformClusterTemplate{}, &TerraformClusterTemplateList{},
+		&TerraformClusterIdentity{}, &TerraformClusterIdentityList{},
 	)
 	metav1.AddToGroupVersion(s, GroupVersion)
 	return nil

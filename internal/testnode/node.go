@@ -15,6 +15,10 @@
 // waiting reason, and the Job running, as a real node would until the
 // Job's deadline.
 //
+// Environment: envFrom (a Secret or ConfigMap) and env, with valueFrom of
+// a Secret or ConfigMap key, are resolved as the kubelet resolves them;
+// Node.Given says what a container was given.
+//
 // What it does not emulate: image pulls from registries, resource limits,
 // security contexts, probes, restarts, parallelism (one Pod per Job, no
 // retries: backoffLimit is treated as 0), sidecars,
@@ -31,9 +35,11 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -44,6 +50,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/validation"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
@@ -69,6 +76,9 @@ type Node struct {
 
 	mu   sync.Mutex
 	seen map[string]bool
+	// given records the environment each container was given, by
+	// "<pod>/<container>", for Given.
+	given map[string][]string
 	// tags holds, for each reference Retag moved, what it pointed to over
 	// time, oldest first: the last is what the tag serves now.
 	tags map[string][]tagged
@@ -241,9 +251,21 @@ func (n *Node) container(ctx context.Context, root string, pod *corev1.Pod, c co
 	cmd := exec.CommandContext(ctx, argv[0], argv[1:]...)
 	cmd.Dir = root
 	cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + root}
-	for _, e := range c.Env {
-		cmd.Env = append(cmd.Env, e.Name+"="+rewrite(e.Value))
+	// As the kubelet: envFrom first, then env, each later one winning.
+	given, err := n.environment(ctx, pod, c)
+	if err != nil {
+		return corev1.ContainerStatus{}, err
 	}
+	for _, kv := range given {
+		k, v, _ := strings.Cut(kv, "=")
+		cmd.Env = append(cmd.Env, k+"="+rewrite(v))
+	}
+	n.mu.Lock()
+	if n.given == nil {
+		n.given = map[string][]string{}
+	}
+	n.given[pod.Name+"/"+c.Name] = given
+	n.mu.Unlock()
 	cmd.Env = append(cmd.Env, n.Env...)
 	log, err := os.Create(filepath.Join(root, c.Name+".log"))
 	if err != nil {
@@ -360,6 +382,76 @@ func (n *Node) cannotPull(ctx context.Context, pod *corev1.Pod, c corev1.Contain
 		return fmt.Errorf("pod status: %w", err)
 	}
 	return nil
+}
+
+// Given is the environment the node gave container c of pod, as the pod
+// spec says (envFrom, then env with valueFrom resolved); nil when it did
+// not run it.
+func (n *Node) Given(pod, c string) []string {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	return n.given[pod+"/"+c]
+}
+
+// environment resolves c's envFrom and env into NAME=value pairs in the
+// kubelet's order. A key that is no valid variable name is skipped, as
+// the kubelet skips it.
+func (n *Node) environment(ctx context.Context, pod *corev1.Pod, c corev1.Container) ([]string, error) {
+	var env []string
+	for _, from := range c.EnvFrom {
+		data, err := n.source(ctx, pod.Namespace, from.SecretRef, from.ConfigMapRef)
+		if err != nil {
+			return nil, fmt.Errorf("envFrom of %s: %w", c.Name, err)
+		}
+		for _, k := range slices.Sorted(maps.Keys(data)) {
+			if len(validation.IsEnvVarName(from.Prefix+k)) == 0 {
+				env = append(env, from.Prefix+k+"="+string(data[k]))
+			}
+		}
+	}
+	for _, e := range c.Env {
+		v := e.Value
+		if f := e.ValueFrom; f != nil && (f.SecretKeyRef != nil || f.ConfigMapKeyRef != nil) {
+			var sref *corev1.SecretEnvSource
+			var cref *corev1.ConfigMapEnvSource
+			key := ""
+			if f.SecretKeyRef != nil {
+				sref, key = &corev1.SecretEnvSource{LocalObjectReference: f.SecretKeyRef.LocalObjectReference}, f.SecretKeyRef.Key
+			} else {
+				cref, key = &corev1.ConfigMapEnvSource{LocalObjectReference: f.ConfigMapKeyRef.LocalObjectReference}, f.ConfigMapKeyRef.Key
+			}
+			data, err := n.source(ctx, pod.Namespace, sref, cref)
+			if err != nil {
+				return nil, fmt.Errorf("env %s of %s: %w", e.Name, c.Name, err)
+			}
+			v = string(data[key])
+		}
+		env = append(env, e.Name+"="+v)
+	}
+	return env, nil
+}
+
+// source reads the data of a Secret or ConfigMap of namespace ns.
+func (n *Node) source(ctx context.Context, ns string, s *corev1.SecretEnvSource, cm *corev1.ConfigMapEnvSource) (map[string][]byte, error) {
+	if s != nil {
+		var obj corev1.Secret
+		if err := n.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: s.Name}, &obj); err != nil {
+			return nil, err
+		}
+		return obj.Data, nil
+	}
+	if cm != nil {
+		var obj corev1.ConfigMap
+		if err := n.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: cm.Name}, &obj); err != nil {
+			return nil, err
+		}
+		data := map[string][]byte{}
+		for k, v := range obj.Data {
+			data[k] = []byte(v)
+		}
+		return data, nil
+	}
+	return nil, nil
 }
 
 // volume materialises a pod volume once, under root/volumes/NAME.

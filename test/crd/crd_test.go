@@ -39,7 +39,7 @@ func TestTerraformClusterSchema(t *testing.T) {
 	if c.Spec.ApplyPolicy != infrav1.ApplyAutomatic {
 		t.Errorf("applyPolicy defaults to %q, want Automatic", c.Spec.ApplyPolicy)
 	}
-	if d := c.Spec.Job.ActiveDeadlineSeconds; d == nil || *d != 3600 {
+	if d := c.Spec.Jobs.ActiveDeadlineSeconds; d == nil || *d != 3600 {
 		t.Errorf("job.activeDeadlineSeconds defaults to %v, want 3600", d)
 	}
 	// applyPolicy is mutable.
@@ -65,7 +65,7 @@ func TestTerraformClusterSchema(t *testing.T) {
 		{"bad-variable-name", func(c *infrav1.TerraformCluster) { c.Spec.Variables[0].Name = "has space" }, "spec.variables[0].name"},
 		{"short-deadline", func(c *infrav1.TerraformCluster) {
 			d := int64(5)
-			c.Spec.Job.ActiveDeadlineSeconds = &d
+			c.Spec.Jobs.ActiveDeadlineSeconds = &d
 		}, "activeDeadlineSeconds"},
 	}
 	for _, r := range refused {

@@ -147,3 +147,24 @@ func TestSamples(t *testing.T) {
 		}
 	})
 }
+
+// TestClusterSamples: the TerraformCluster and TerraformClusterIdentity
+// samples are accepted by the real API server's schema, with the defaults
+// the docs name.
+func TestClusterSamples(t *testing.T) {
+	env := testenv.Start(t, "../..")
+	env.CreateFromFile(t, "../../config/samples/terraformclusteridentity.yaml")
+	env.CreateFromFile(t, "../../config/samples/terraformcluster.yaml")
+	var tc infrav1.TerraformCluster
+	if err := env.Client.Get(context.Background(), client.ObjectKey{Namespace: "default", Name: "demo"}, &tc); err != nil {
+		t.Fatal(err)
+	}
+	if tc.Spec.IdentityRef == nil || tc.Spec.IdentityRef.Kind != infrav1.IdentityKindTerraformClusterIdentity ||
+		tc.Spec.Jobs.ActiveDeadlineSeconds == nil || *tc.Spec.Jobs.ActiveDeadlineSeconds != 3600 || tc.Spec.DeletionPolicy != infrav1.DeletionDestroy {
+		t.Errorf("the sample read back: %+v", tc.Spec)
+	}
+	var id infrav1.TerraformClusterIdentity
+	if err := env.Client.Get(context.Background(), client.ObjectKey{Name: "platform-aws"}, &id); err != nil || id.Spec.AllowedNamespaces == nil {
+		t.Errorf("the identity sample: %+v, %v", id.Spec, err)
+	}
+}

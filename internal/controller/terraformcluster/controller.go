@@ -116,6 +116,8 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, opts controller.Options)
 // +kubebuilder:rbac:groups="",resources=pods,verbs=get;list;watch
 // +kubebuilder:rbac:groups="",resources=secrets;configmaps,verbs=get;list;watch;create;update;patch;delete
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
+// +kubebuilder:rbac:groups=infrastructure.cluster.x-k8s.io,resources=terraformclusteridentities,verbs=get;list;watch
+// +kubebuilder:rbac:groups="",resources=namespaces,verbs=get
 
 // Reconcile brings one TerraformCluster a step closer to its spec. Its
 // status is written where an outcome must be durable, and once at the end
@@ -143,6 +145,12 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if errors.Is(err, errAdopt) {
 		// A Job the cache has not shown yet: take it up in a moment.
 		return ctrl.Result{RequeueAfter: time.Second}, r.patchStatus(ctx, s)
+	}
+	if reason, msg, ok := identityFailure(err); ok {
+		// No Job runs. A Secret identity that appears acts at once through
+		// the Secrets' watch; anything else at the next re-check.
+		setCondition(tc, infrav1.ConditionApplyJobSucceeded, false, reason, msg)
+		res, err = ctrl.Result{RequeueAfter: r.recheck()}, nil
 	}
 	if err == nil {
 		tc.Status.ObservedGeneration = tc.Generation

@@ -45,9 +45,19 @@ func (r *Reconciler) reconcileDelete(ctx context.Context, s *scope) (ctrl.Result
 	if err != nil || running != nil {
 		return ctrl.Result{}, err
 	}
+	if tc.Spec.DeletionPolicy == infrav1.DeletionRetain {
+		// The infrastructure stays, and with it its state: an object made
+		// again under this name finds the state, so its first change is
+		// gated like any other.
+		if err := r.announce(ctx, tc, announce{Key: "retain", Type: corev1.EventTypeNormal, Reason: EventRetained, Action: "Delete",
+			Note: fmt.Sprintf("Deleted with deletionPolicy Retain: nothing was destroyed; the terraform state stays in Secret %s.", stateSecretName(tc.Name))}); err != nil {
+			return ctrl.Result{}, err
+		}
+		return ctrl.Result{}, r.cleanup(ctx, tc, planKeyName(tc.Name), inputsName(tc.Name))
+	}
 	if run := tc.Status.LastRun; run != nil && run.Operation == infrav1.OperationDestroy {
 		if run.Succeeded {
-			return ctrl.Result{}, r.cleanup(ctx, tc)
+			return ctrl.Result{}, r.cleanup(ctx, tc, planKeyName(tc.Name), inputsName(tc.Name), stateSecretName(tc.Name))
 		}
 		if wait := r.backoff(tc); wait > 0 {
 			return ctrl.Result{RequeueAfter: wait}, nil
@@ -56,7 +66,7 @@ func (r *Reconciler) reconcileDelete(ctx context.Context, s *scope) (ctrl.Result
 	err = r.Reader.Get(ctx, client.ObjectKey{Namespace: tc.Namespace, Name: stateSecretName(tc.Name)}, &corev1.Secret{})
 	if apierrors.IsNotFound(err) {
 		// Nothing was ever applied: nothing to destroy.
-		return ctrl.Result{}, r.cleanup(ctx, tc)
+		return ctrl.Result{}, r.cleanup(ctx, tc, planKeyName(tc.Name), inputsName(tc.Name), stateSecretName(tc.Name))
 	}
 	if err != nil {
 		return ctrl.Result{}, err
@@ -78,10 +88,10 @@ func (r *Reconciler) lastInputs(ctx context.Context, tc *infrav1.TerraformCluste
 	return &render.Root{MainTF: s.Data["main.tf.json"], Vars: s.Data["terraform.tfvars.json"]}, nil
 }
 
-// cleanup deletes the object's Secrets (plan key, durable inputs, the
-// emptied state) and removes the finalizer.
-func (r *Reconciler) cleanup(ctx context.Context, tc *infrav1.TerraformCluster) error {
-	for _, name := range []string{planKeyName(tc.Name), inputsName(tc.Name), stateSecretName(tc.Name)} {
+// cleanup deletes the named Secrets of the object (plan key, durable
+// inputs, the emptied state) and removes the finalizer.
+func (r *Reconciler) cleanup(ctx context.Context, tc *infrav1.TerraformCluster, secrets ...string) error {
+	for _, name := range secrets {
 		s := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: tc.Namespace}}
 		if err := r.Client.Delete(ctx, s); err != nil && !apierrors.IsNotFound(err) {
 			return fmt.Errorf("cleanup: %w", err)

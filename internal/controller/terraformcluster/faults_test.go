@@ -211,8 +211,8 @@ func TestJobHistory(t *testing.T) {
 	ctx := context.Background()
 	one := int32(1)
 	tc := h.create("history", infrav1.ApplyAutomatic, "small", func(tc *infrav1.TerraformCluster) {
-		tc.Spec.Job.SuccessfulJobsHistoryLimit = &one
-		tc.Spec.Job.FailedJobsHistoryLimit = &one
+		tc.Spec.Jobs.SuccessfulJobsHistoryLimit = &one
+		tc.Spec.Jobs.FailedJobsHistoryLimit = &one
 	})
 	h.wait(tc, "first apply", ready)
 	for _, size := range []string{"medium", "large"} {
@@ -267,7 +267,7 @@ func TestJobHistory(t *testing.T) {
 	})
 	zero := int32(0)
 	before = tc.DeepCopy()
-	tc.Spec.Job.SuccessfulJobsHistoryLimit = &zero
+	tc.Spec.Jobs.SuccessfulJobsHistoryLimit = &zero
 	if err := h.c.Patch(ctx, tc, client.MergeFrom(before)); err != nil {
 		t.Fatal(err)
 	}
@@ -414,7 +414,7 @@ func TestPruneNewestWithinASecond(t *testing.T) {
 	tc := &infrav1.TerraformCluster{
 		ObjectMeta: metav1.ObjectMeta{Name: "quick", Namespace: "default"},
 		Spec: infrav1.TerraformClusterSpec{RunnerSpec: infrav1.RunnerSpec{Image: moduleImage,
-			Job: infrav1.JobSettings{SuccessfulJobsHistoryLimit: &one}}},
+			Jobs: infrav1.JobSettings{SuccessfulJobsHistoryLimit: &one}}},
 	}
 	if err := c.Create(ctx, tc); err != nil {
 		t.Fatal(err)

@@ -24,7 +24,7 @@ func (r *Reconciler) pruneJobs(ctx context.Context, tc *infrav1.TerraformCluster
 	if err != nil {
 		return err
 	}
-	keep := map[bool]int{true: limit(tc.Spec.Job.SuccessfulJobsHistoryLimit), false: limit(tc.Spec.Job.FailedJobsHistoryLimit)}
+	keep := map[bool]int{true: limit(tc.Spec.Jobs.SuccessfulJobsHistoryLimit), false: limit(tc.Spec.Jobs.FailedJobsHistoryLimit)}
 	live := ""
 	if p := tc.Status.Plan; p != nil {
 		live = p.Job

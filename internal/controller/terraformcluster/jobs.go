@@ -14,7 +14,9 @@ import (
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
@@ -83,6 +85,10 @@ func (r *Reconciler) startJob(ctx context.Context, tc *infrav1.TerraformCluster,
 			return fmt.Errorf("%w: %s", errAdopt, jobs[i].Name)
 		}
 	}
+	// An identity the object may not use starts nothing.
+	if _, err := r.credentials(ctx, tc); err != nil {
+		return err
+	}
 	if req.op == infrav1.OperationApply {
 		if err := r.writeDurableInputs(ctx, tc, root); err != nil {
 			return err
@@ -127,7 +133,7 @@ func (r *Reconciler) resume(ctx context.Context, tc *infrav1.TerraformCluster, r
 			// starts anew.
 			return r.dropJob(ctx, tc, job)
 		}
-		err = r.createRun(ctx, job, root)
+		err = r.createRun(ctx, tc, job, root)
 	}
 	if err != nil {
 		return fmt.Errorf("per-run inputs of Job %s: %w", job.Name, err)
@@ -179,8 +185,19 @@ func (r *Reconciler) approvalStarted(ctx context.Context, tc *infrav1.TerraformC
 		Note: fmt.Sprintf("Plan %s approved by %s; an apply Job runs with --expect-plan.", hash, by)})
 }
 
-// createRun writes the per-run inputs Secret of job, owned by the Job.
-func (r *Reconciler) createRun(ctx context.Context, job *batchv1.Job, root *render.Root) error {
+// createRun writes the per-run Secrets of job, owned by the Job: the copy
+// of its credentials first, then its inputs, so that inputs found mean
+// credentials written.
+func (r *Reconciler) createRun(ctx context.Context, tc *infrav1.TerraformCluster, job *batchv1.Job, root *render.Root) error {
+	creds, err := r.credentials(ctx, tc)
+	if err != nil {
+		return err
+	}
+	if tc.Spec.IdentityRef != nil {
+		if err := r.createCredentials(ctx, job, creds); err != nil {
+			return err
+		}
+	}
 	run := &corev1.Secret{
 		ObjectMeta: metav1.ObjectMeta{Name: runName(job.Name), Namespace: job.Namespace, Labels: map[string]string{infrav1.LabelManaged: "true"}},
 		Data:       map[string][]byte{"main.tf.json": root.MainTF, "terraform.tfvars.json": root.Vars},
@@ -248,15 +265,29 @@ func (r *Reconciler) buildJob(tc *infrav1.TerraformCluster, image string, op inf
 		"--inputs=" + infrav1.PathInputs, "--module=" + infrav1.PathModule, "--runtime=" + infrav1.PathRuntime,
 		"--workdir=" + workDir, "--termination-message-path=" + corev1.TerminationMessagePathDefault,
 	}
+	name := shorten(tc.Name, 40) + "-" + string(op) + "-" + randomSuffix()
 	volumes := []corev1.Volume{
-		{Name: "inputs", VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{}}},
+		// The per-run Secrets are named after the Job.
+		{Name: "inputs", VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{SecretName: runName(name)}}},
 		{Name: "bin", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}},
 		{Name: "work", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}},
+		// The root filesystem is read-only: terraform's home and the
+		// runner's temporary files (the binary plan file) go here.
+		{Name: "tmp", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}},
 	}
 	mounts := []corev1.VolumeMount{
 		{Name: "inputs", MountPath: infrav1.PathInputs, ReadOnly: true},
 		{Name: "bin", MountPath: binDir, ReadOnly: true},
 		{Name: "work", MountPath: workDir},
+		{Name: "tmp", MountPath: tmpDir},
+	}
+	var envFrom []corev1.EnvFromSource
+	if tc.Spec.IdentityRef != nil {
+		mode := int32(0o440)
+		creds := credentialsName(name)
+		volumes = append(volumes, corev1.Volume{Name: "credentials", VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{SecretName: creds, DefaultMode: &mode}}})
+		mounts = append(mounts, corev1.VolumeMount{Name: "credentials", MountPath: CredentialsPath, ReadOnly: true})
+		envFrom = []corev1.EnvFromSource{{SecretRef: &corev1.SecretEnvSource{LocalObjectReference: corev1.LocalObjectReference{Name: creds}}}}
 	}
 	if gated {
 		mode := int32(0o440)
@@ -271,33 +302,42 @@ func (r *Reconciler) buildJob(tc *infrav1.TerraformCluster, image string, op inf
 		args = append(args, "--expect-plan="+expect)
 	}
 	backoff := int32(0)
+	js := tc.Spec.Jobs
 	job := &batchv1.Job{
 		ObjectMeta: metav1.ObjectMeta{
-			Name:      shorten(tc.Name, 40) + "-" + string(op) + "-" + randomSuffix(),
+			Name:      name,
 			Namespace: tc.Namespace, Labels: labels, Annotations: annotations,
 		},
 		Spec: batchv1.JobSpec{
 			BackoffLimit:          &backoff,
-			ActiveDeadlineSeconds: tc.Spec.Job.ActiveDeadlineSeconds,
+			ActiveDeadlineSeconds: js.ActiveDeadlineSeconds,
 			Template: corev1.PodTemplateSpec{
 				// The pod's annotation names its object whole (the label
 				// may be shortened), for the pods' watch.
 				ObjectMeta: metav1.ObjectMeta{Labels: labels, Annotations: map[string]string{infrav1.LabelOwnerName: tc.Name}},
 				Spec: corev1.PodSpec{
 					RestartPolicy:      corev1.RestartPolicyNever,
-					ServiceAccountName: tc.Spec.Job.ServiceAccountName,
+					ServiceAccountName: js.ServiceAccountName,
+					ImagePullSecrets:   js.ImagePullSecrets,
+					NodeSelector:       js.NodeSelector,
+					Tolerations:        js.Tolerations,
+					SecurityContext:    podSecurity(js.SecurityContext),
 					Volumes:            volumes,
 					InitContainers: []corev1.Container{{
 						Name: "runner", Image: r.RunnerImage,
-						Command:      []string{"cp", RunnerImagePath, runnerPath},
-						VolumeMounts: []corev1.VolumeMount{{Name: "bin", MountPath: binDir}},
+						Command:         []string{"cp", RunnerImagePath, runnerPath},
+						VolumeMounts:    []corev1.VolumeMount{{Name: "bin", MountPath: binDir}},
+						SecurityContext: containerSecurity(),
+						Resources:       corev1.ResourceRequirements{Limits: corev1.ResourceList{corev1.ResourceMemory: resource.MustParse("64Mi")}},
 					}},
 					Containers: []corev1.Container{{
 						Name: containerName, Image: image,
 						Command:                  append([]string{runnerPath}, args...),
-						Env:                      r.JobEnv,
-						Resources:                tc.Spec.Job.Resources,
+						Env:                      r.jobEnv(js.Env),
+						EnvFrom:                  envFrom,
+						Resources:                jobResources(js.Resources),
 						VolumeMounts:             mounts,
+						SecurityContext:          containerSecurity(),
 						TerminationMessagePath:   corev1.TerminationMessagePathDefault,
 						TerminationMessagePolicy: corev1.TerminationMessageReadFile,
 					}},
@@ -305,10 +345,60 @@ func (r *Reconciler) buildJob(tc *infrav1.TerraformCluster, image string, op inf
 			},
 		},
 	}
-	// The inputs volume is the per-run Secret named after the Job.
-	job.Spec.Template.Spec.Volumes[0].Secret.SecretName = runName(job.Name)
 	_ = controllerutil.SetControllerReference(tc, job, r.Client.Scheme())
 	return job
+}
+
+// tmpDir is the runner container's writable /tmp (and HOME).
+const tmpDir = "/tmp"
+
+// nonRoot is the user and group a runner Job runs as unless
+// spec.jobs.securityContext says otherwise.
+const nonRoot = int64(65532)
+
+// podSecurity: never root, the runtime's default seccomp profile, and the
+// mounted Secrets (plan key, credentials) readable through fsGroup.
+func podSecurity(sc *infrav1.JobSecurityContext) *corev1.PodSecurityContext {
+	user, group, fs := nonRoot, nonRoot, nonRoot
+	if sc != nil {
+		user = ptr.Deref(sc.RunAsUser, user)
+		group = ptr.Deref(sc.RunAsGroup, group)
+		fs = ptr.Deref(sc.FSGroup, fs)
+	}
+	return &corev1.PodSecurityContext{
+		RunAsNonRoot: ptr.To(true), RunAsUser: &user, RunAsGroup: &group, FSGroup: &fs,
+		SeccompProfile: &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault},
+	}
+}
+
+// containerSecurity is every runner container's: a read-only root
+// filesystem, no privilege escalation, no capabilities.
+func containerSecurity() *corev1.SecurityContext {
+	return &corev1.SecurityContext{
+		ReadOnlyRootFilesystem: ptr.To(true), AllowPrivilegeEscalation: ptr.To(false), RunAsNonRoot: ptr.To(true),
+		Capabilities: &corev1.Capabilities{Drop: []corev1.Capability{"ALL"}},
+	}
+}
+
+// jobResources are spec.jobs.resources, or requests of 250m CPU and 512Mi
+// with a 2Gi memory limit: terraform with a large provider needs about 1Gi.
+func jobResources(set *corev1.ResourceRequirements) corev1.ResourceRequirements {
+	if set != nil {
+		return *set
+	}
+	return corev1.ResourceRequirements{
+		Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("250m"), corev1.ResourceMemory: resource.MustParse("512Mi")},
+		Limits:   corev1.ResourceList{corev1.ResourceMemory: resource.MustParse("2Gi")},
+	}
+}
+
+// jobEnv is the runner container's environment: spec.jobs.env, then the
+// manager's own (how terraform's backend reaches the API server), then
+// HOME and TMPDIR on the writable /tmp. Later entries win, so neither a
+// spec nor the manager can move those two.
+func (r *Reconciler) jobEnv(spec []corev1.EnvVar) []corev1.EnvVar {
+	env := append(append([]corev1.EnvVar(nil), spec...), r.JobEnv...)
+	return append(env, corev1.EnvVar{Name: "HOME", Value: tmpDir}, corev1.EnvVar{Name: "TMPDIR", Value: tmpDir})
 }
 
 // randomSuffix is 5 random hex digits for a Job name.
@@ -361,11 +451,14 @@ func report(pods []corev1.Pod) (msg *runner.Message, unreadable bool) {
 	return nil, false
 }
 
-// deleteRun removes the per-run Secret of a finished Job.
+// deleteRun removes the per-run Secrets of a finished Job: its inputs and
+// the copy of its credentials.
 func (r *Reconciler) deleteRun(ctx context.Context, job *batchv1.Job) error {
-	s := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: runName(job.Name), Namespace: job.Namespace}}
-	if err := r.Client.Delete(ctx, s); err != nil && !apierrors.IsNotFound(err) {
-		return fmt.Errorf("delete per-run inputs: %w", err)
+	for _, name := range []string{runName(job.Name), credentialsName(job.Name)} {
+		s := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: job.Namespace}}
+		if err := r.Client.Delete(ctx, s); err != nil && !apierrors.IsNotFound(err) {
+			return fmt.Errorf("delete per-run Secret %s: %w", name, err)
+		}
 	}
 	return nil
 }

@@ -38,6 +38,9 @@ func planKeyName(name string) string { return shorten("captf-plankey-"+kindShort
 func inputsName(name string) string  { return shorten("captf-inputs-"+kindShort+"-"+name, maxName) }
 func runName(job string) string      { return shorten("captf-run-"+job, maxName) }
 
+// credentialsName is the per-run copy of a Job's credentials.
+func credentialsName(job string) string { return shorten("captf-cred-"+job, maxName) }
+
 // nameLabel is an object's name as a label value (captf.io/owner-name, or
 // any label that carries the name): a name past 63 characters becomes a
 // prefix and 16 hex characters of a hash, so the label no longer gives the

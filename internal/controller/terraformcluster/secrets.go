@@ -151,7 +151,7 @@ func (r *Reconciler) stateInputsHash(ctx context.Context, reader client.Reader, 
 }
 
 func identity(tc *infrav1.TerraformCluster) string {
-	if id := tc.Spec.Identity; id != nil {
+	if id := tc.Spec.IdentityRef; id != nil {
 		return id.Kind + "/" + id.Name
 	}
 	return ""

@@ -22,6 +22,9 @@ const (
 	ReasonDestroyFailed   = "DestroyFailed"
 )
 
+// EventRetained: the object was deleted under deletionPolicy Retain.
+const EventRetained = "Retained"
+
 // unknown marks a condition Unknown in setCondition.
 const unknown = 2
 

@@ -23,8 +23,8 @@ import (
 const indexReads = "captf.io/reads"
 
 // readsIndex is the index key of each variable source of a
-// TerraformCluster: "<kind>/<name>" for a valueFrom, "<kind>/*" for a
-// variablesFrom selector.
+// TerraformCluster: "<kind>/<name>" for a valueFrom and for the Secret
+// spec.identityRef names, "<kind>/*" for a variablesFrom selector.
 func readsIndex(obj client.Object) []string {
 	tc, ok := obj.(*infrav1.TerraformCluster)
 	if !ok {
@@ -42,6 +42,9 @@ func readsIndex(obj client.Object) []string {
 	}
 	for _, src := range tc.Spec.VariablesFrom {
 		keys.Insert(src.Kind + "/*")
+	}
+	if id := tc.Spec.IdentityRef; id != nil && id.Kind == infrav1.IdentityKindSecret {
+		keys.Insert("Secret/" + id.Name)
 	}
 	return sets.List(keys)
 }
@@ -86,6 +89,9 @@ func readsFrom(spec *infrav1.RunnerSpec, kind string, obj client.Object) bool {
 		if kind == "Secret" && v.ValueFrom.SecretKeyRef != nil && v.ValueFrom.SecretKeyRef.Name == obj.GetName() {
 			return true
 		}
+	}
+	if id := spec.IdentityRef; id != nil && id.Kind == infrav1.IdentityKindSecret && kind == "Secret" && id.Name == obj.GetName() {
+		return true
 	}
 	for _, src := range spec.VariablesFrom {
 		if src.Kind != kind {
