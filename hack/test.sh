@@ -13,10 +13,12 @@ export CAPTF_TOFU="${CAPTF_TOFU:-$(hack/install-tofu.sh)}"
 export KUBEBUILDER_ASSETS="${KUBEBUILDER_ASSETS:-$(hack/install-envtest.sh)}"
 export CAPTF_MOTO_SERVER="${CAPTF_MOTO_SERVER:-$(hack/install-moto.sh)}"
 hack/install-ci-tools.sh
+export CAPTF_CAPI_CRDS="${CAPTF_CAPI_CRDS:-$(hack/install-capi-crds.sh)}"
 echo "terraform: $CAPTF_TERRAFORM ($(TF_CLI_CONFIG_FILE=/dev/null "$CAPTF_TERRAFORM" version | head -1))"
 echo "tofu:      $CAPTF_TOFU ($(TF_CLI_CONFIG_FILE=/dev/null "$CAPTF_TOFU" version | head -1))"
 echo "envtest:   $KUBEBUILDER_ASSETS"
 echo "moto:      $CAPTF_MOTO_SERVER"
+echo "capi:      $CAPTF_CAPI_CRDS"
 
 unformatted="$(gofmt -l .)"
 if [[ -n "$unformatted" ]]; then

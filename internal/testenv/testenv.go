@@ -116,6 +116,24 @@ func Start(t testing.TB, root string) *Env {
 	return start(t, root, false)
 }
 
+// StartWithClusterAPI is Start that also installs Cluster API's own CRDs
+// (Cluster, ClusterClass, …) from $CAPTF_CAPI_CRDS, which
+// hack/install-capi-crds.sh prints (make test sets it).
+func StartWithClusterAPI(t testing.TB, root string) *Env {
+	t.Helper()
+	return start(t, root, false, ClusterAPICRDs(t))
+}
+
+// ClusterAPICRDs is the folder of Cluster API's CRDs, or fails the test.
+func ClusterAPICRDs(t testing.TB) string {
+	t.Helper()
+	dir := os.Getenv("CAPTF_CAPI_CRDS")
+	if dir == "" {
+		t.Fatal("CAPTF_CAPI_CRDS is not set: run hack/install-capi-crds.sh (make test does)")
+	}
+	return dir
+}
+
 // StartWithWebhooks is Start that also installs the webhook configurations
 // of config/webhook, pointed at a port of this process (see Env.Webhook).
 // Until the test serves them, every request they match is refused: their
@@ -125,11 +143,11 @@ func StartWithWebhooks(t testing.TB, root string) *Env {
 	return start(t, root, true)
 }
 
-func start(t testing.TB, root string, webhooks bool) *Env {
+func start(t testing.TB, root string, webhooks bool, crds ...string) *Env {
 	t.Helper()
 	env := &envtest.Environment{
 		BinaryAssetsDirectory: Assets(t),
-		CRDDirectoryPaths:     []string{filepath.Join(root, "config", "crd", "bases")},
+		CRDDirectoryPaths:     append([]string{filepath.Join(root, "config", "crd", "bases")}, crds...),
 		ErrorIfCRDPathMissing: true,
 	}
 	if webhooks {

@@ -16,6 +16,7 @@ import (
 	"golang.org/x/time/rate"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/client-go/util/workqueue"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -97,15 +98,21 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, opts controller.Options)
 	if opts.RateLimiter == nil {
 		opts.RateLimiter = errorRetries()
 	}
-	return ctrl.NewControllerManagedBy(mgr).
+	b := ctrl.NewControllerManagedBy(mgr).
 		For(&infrav1.TerraformCluster{}).
 		Owns(&batchv1.Job{}).
 		Owns(&infrav1.TerraformPlan{}).
 		Watches(&corev1.ConfigMap{}, handler.EnqueueRequestsFromMapFunc(r.sourcesOf("ConfigMap"))).
 		Watches(&corev1.Secret{}, handler.EnqueueRequestsFromMapFunc(r.sourcesOf("Secret"))).
-		Watches(&corev1.Pod{}, handler.EnqueueRequestsFromMapFunc(podOwner)).
-		WithOptions(opts).
-		Complete(r)
+		Watches(&corev1.Pod{}, handler.EnqueueRequestsFromMapFunc(podOwner))
+	// Where Cluster API is installed, its Clusters are watched: lifting a
+	// Cluster's pause acts at once. Without it the manager runs alone.
+	if m, err := mgr.GetRESTMapper().RESTMapping(clusterGroupKind); err == nil {
+		cluster := &unstructured.Unstructured{}
+		cluster.SetGroupVersionKind(m.GroupVersionKind)
+		b = b.Watches(cluster, handler.EnqueueRequestsFromMapFunc(infrastructureOf))
+	}
+	return b.WithOptions(opts).Complete(r)
 }
 
 // +kubebuilder:rbac:groups=infrastructure.cluster.x-k8s.io,resources=terraformclusters,verbs=get;list;watch;update;patch
@@ -118,6 +125,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, opts controller.Options)
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
 // +kubebuilder:rbac:groups=infrastructure.cluster.x-k8s.io,resources=terraformclusteridentities,verbs=get;list;watch
 // +kubebuilder:rbac:groups="",resources=namespaces,verbs=get
+// +kubebuilder:rbac:groups=cluster.x-k8s.io,resources=clusters,verbs=get;list;watch
 
 // Reconcile brings one TerraformCluster a step closer to its spec. Its
 // status is written where an outcome must be durable, and once at the end
@@ -128,8 +136,16 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
 	s := newScope(tc)
+	why, err := r.paused(ctx, tc)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	if why != "" {
+		setCondition(tc, ConditionPaused, true, ReasonPaused, "Paused: "+why+". No Job starts and nothing but status changes until the pause is lifted.")
+		return ctrl.Result{}, r.patchStatus(ctx, s)
+	}
+	setCondition(tc, ConditionPaused, false, ReasonNotPaused, "")
 	var res ctrl.Result
-	var err error
 	if tc.DeletionTimestamp.IsZero() {
 		res, err = r.reconcileNormal(ctx, s)
 		if err == nil {

@@ -57,20 +57,30 @@ type harness struct {
 
 func start(t *testing.T) *harness { return startWith(t, false) }
 
+// startWithClusterAPI starts the harness on an API server that also serves
+// Cluster API's own CRDs, so the manager watches Clusters.
+func startWithClusterAPI(t *testing.T) *harness {
+	return startEnv(t, testenv.StartWithClusterAPI(t, "../../.."), nil)
+}
+
 // managerUser is who the manager runs as when the webhook is served.
 const managerUser = "system:serviceaccount:captf-system:captf-manager"
 
 // startWith starts the harness; with webhooks, the TerraformPlan webhook
 // is served by the test and the manager runs as its ServiceAccount.
 func startWith(t *testing.T, webhooks bool) *harness {
-	var env *testenv.Env
-	cfg := (*rest.Config)(nil)
-	if webhooks {
-		env = testenv.StartWithWebhooks(t, "../../..")
-		env.ServeWebhooks(t, (&planwebhook.Validator{ManagerUsername: managerUser}).SetupWithManager)
-		cfg = env.ConfigAs(managerUser, "system:masters")
-	} else {
-		env = testenv.Start(t, "../../..")
+	if !webhooks {
+		return startEnv(t, testenv.Start(t, "../../.."), nil)
+	}
+	env := testenv.StartWithWebhooks(t, "../../..")
+	env.ServeWebhooks(t, (&planwebhook.Validator{ManagerUsername: managerUser}).SetupWithManager)
+	return startEnv(t, env, env.ConfigAs(managerUser, "system:masters"))
+}
+
+// startEnv runs the manager (as cfg, else as the administrator), the test
+// node and the fixtures on env.
+func startEnv(t *testing.T, env *testenv.Env, cfg *rest.Config) *harness {
+	if cfg == nil {
 		cfg = env.Config
 	}
 	tf := tftest.Terraform(t)

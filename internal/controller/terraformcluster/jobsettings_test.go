@@ -116,8 +116,12 @@ func TestJobSettings(t *testing.T) {
 	}
 	// Weaker settings are refused when the object is written.
 	for name, mutate := range map[string]func(*infrav1.TerraformCluster){
-		"TF_ variable":   func(tc *infrav1.TerraformCluster) { tc.Spec.Jobs.Env = []corev1.EnvVar{{Name: "TF_LOG", Value: "TRACE"}} },
-		"KUBE_ variable": func(tc *infrav1.TerraformCluster) { tc.Spec.Jobs.Env = []corev1.EnvVar{{Name: "KUBE_CONFIG_PATH", Value: "/x"}} },
+		"TF_ variable": func(tc *infrav1.TerraformCluster) {
+			tc.Spec.Jobs.Env = []corev1.EnvVar{{Name: "TF_LOG", Value: "TRACE"}}
+		},
+		"KUBE_ variable": func(tc *infrav1.TerraformCluster) {
+			tc.Spec.Jobs.Env = []corev1.EnvVar{{Name: "KUBE_CONFIG_PATH", Value: "/x"}}
+		},
 		"root": func(tc *infrav1.TerraformCluster) {
 			tc.Spec.Jobs.SecurityContext = &infrav1.JobSecurityContext{RunAsUser: ptr.To(int64(0))}
 		},

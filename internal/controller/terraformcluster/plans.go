@@ -43,10 +43,6 @@ func indexPlans(ctx context.Context, indexer client.FieldIndexer) error {
 // keepFinished is how many finished plans of a target are kept.
 const keepFinished = 10
 
-// annotationPaused is Cluster API's pause marker; nothing is pruned while
-// it is set.
-const annotationPaused = "cluster.x-k8s.io/paused"
-
 // openPlan creates the TerraformPlan of a plan that waits for approval
 // (or takes up the one an earlier attempt created), and supersedes every
 // other live plan of the object.
@@ -278,7 +274,7 @@ func (r *Reconciler) syncPlans(ctx context.Context, tc *infrav1.TerraformCluster
 			return err
 		}
 	}
-	if tc.Annotations[annotationPaused] != "" || !tc.DeletionTimestamp.IsZero() || len(finished) <= keepFinished {
+	if _, paused := tc.Annotations[annotationPaused]; paused || !tc.DeletionTimestamp.IsZero() || len(finished) <= keepFinished {
 		return nil
 	}
 	sort.Slice(finished, func(i, j int) bool {

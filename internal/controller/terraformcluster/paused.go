@@ -1,0 +1,90 @@
+package terraformcluster
+
+import (
+	"context"
+	"fmt"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	infrav1 "github.com/captf/captf/api/v1alpha1"
+)
+
+// Cluster API's pause, as its infrastructure contract asks: while the
+// object carries the annotation cluster.x-k8s.io/paused (its presence,
+// whatever its value) or its owning Cluster has spec.paused, the manager
+// starts no Job and changes nothing but the object's status, where the
+// Paused condition says why. A Job that already runs finishes; its outcome
+// is recorded once the pause is lifted (the finished Job is the record).
+
+// annotationPaused is Cluster API's pause marker.
+const annotationPaused = "cluster.x-k8s.io/paused"
+
+// clusterGroupKind is Cluster API's Cluster.
+var clusterGroupKind = schema.GroupKind{Group: "cluster.x-k8s.io", Kind: "Cluster"}
+
+// The Paused condition of the contract and its reasons.
+const (
+	ConditionPaused = "Paused"
+	ReasonPaused    = "Paused"
+	ReasonNotPaused = "NotPaused"
+)
+
+// paused says why tc is paused, or "" when it is not.
+func (r *Reconciler) paused(ctx context.Context, tc *infrav1.TerraformCluster) (string, error) {
+	if _, ok := tc.Annotations[annotationPaused]; ok {
+		return "the object has the annotation " + annotationPaused, nil
+	}
+	ref := ownerCluster(tc)
+	if ref == nil {
+		return "", nil
+	}
+	u := &unstructured.Unstructured{}
+	u.SetAPIVersion(ref.APIVersion)
+	u.SetKind(ref.Kind)
+	err := r.Client.Get(ctx, client.ObjectKey{Namespace: tc.Namespace, Name: ref.Name}, u)
+	if apierrors.IsNotFound(err) || meta.IsNoMatchError(err) {
+		return "", nil
+	}
+	if err != nil {
+		return "", fmt.Errorf("owner Cluster %s: %w", ref.Name, err)
+	}
+	if p, _, _ := unstructured.NestedBool(u.Object, "spec", "paused"); p {
+		return "its Cluster " + ref.Name + " has spec.paused", nil
+	}
+	return "", nil
+}
+
+// ownerCluster is tc's owner reference to a Cluster API Cluster, if any.
+func ownerCluster(tc *infrav1.TerraformCluster) *metav1.OwnerReference {
+	for i, ref := range tc.OwnerReferences {
+		gv, err := schema.ParseGroupVersion(ref.APIVersion)
+		if err == nil && gv.Group == clusterGroupKind.Group && ref.Kind == clusterGroupKind.Kind {
+			return &tc.OwnerReferences[i]
+		}
+	}
+	return nil
+}
+
+// infrastructureOf maps a Cluster to the TerraformCluster its
+// spec.infrastructureRef names (apiGroup in v1beta2, apiVersion before).
+func infrastructureOf(_ context.Context, obj client.Object) []reconcile.Request {
+	u, ok := obj.(*unstructured.Unstructured)
+	if !ok {
+		return nil
+	}
+	ref, _, _ := unstructured.NestedStringMap(u.Object, "spec", "infrastructureRef")
+	group := ref["apiGroup"]
+	if gv, err := schema.ParseGroupVersion(ref["apiVersion"]); group == "" && err == nil {
+		group = gv.Group
+	}
+	if ref["kind"] != "TerraformCluster" || group != infrav1.GroupVersion.Group || ref["name"] == "" {
+		return nil
+	}
+	return []reconcile.Request{{NamespacedName: client.ObjectKey{Namespace: u.GetNamespace(), Name: ref["name"]}}}
+}
