@@ -165,6 +165,21 @@ func (p *parser) expr() (node, error) {
 		n = literal{at: t.at, v: numberOf(t.text)}
 	case 'i':
 		p.i++
+		if next := p.peek(); next == nil || next.kind != '(' {
+			// ARM writes true(), false() and null(); the bare words are
+			// read as the same.
+			switch strings.ToLower(t.text) {
+			case "true":
+				n = literal{at: t.at, v: true}
+			case "false":
+				n = literal{at: t.at, v: false}
+			case "null":
+				n = literal{at: t.at, v: nil}
+			}
+			if n != nil {
+				break
+			}
+		}
 		if _, err := p.expect('('); err != nil {
 			return nil, fmt.Errorf("%s: %w (a function call needs its arguments in parentheses)", t.text, err)
 		}

@@ -96,6 +96,7 @@ type Server struct {
 	faults    []*Fault
 	provision map[string][]string // lower(type) → states after a PUT
 	versions  map[string][]string // lower(type) → api-versions served
+	seen      map[string][]string // resource type → api-versions PUT at
 	delPolls  int
 	serial    int
 	now       time.Time
@@ -116,6 +117,7 @@ func New(t testing.TB) *Server {
 		resources: map[string]*stored{},
 		provision: map[string][]string{},
 		versions:  map[string][]string{},
+		seen:      map[string][]string{},
 		now:       time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC),
 	}
 	hs := httptest.NewServer(http.HandlerFunc(s.serve))
@@ -280,6 +282,52 @@ func ResourceID(subscription, group, resourceType, name string) string {
 	return id
 }
 
+// providerPath reads /subscriptions/{sub}/providers/{namespace}.
+func providerPath(p string) (sub, ns string, ok bool) {
+	seg := strings.Split(strings.Trim(p, "/"), "/")
+	if len(seg) == 4 && strings.EqualFold(seg[0], "subscriptions") && strings.EqualFold(seg[2], "providers") {
+		return seg[1], seg[3], true
+	}
+	return "", "", false
+}
+
+// providerAnswer is a resource provider with the types it serves: those
+// APIVersions configured and those PUT, each at the api-versions seen.
+func (s *Server) providerAnswer(sub, ns string) (int, any) {
+	versions := map[string][]string{}
+	for t, vs := range s.seen {
+		versions[strings.ToLower(t)] = append(versions[strings.ToLower(t)], vs...)
+	}
+	for t, vs := range s.versions {
+		versions[t] = append(versions[t], vs...)
+	}
+	var types []any
+	var names []string
+	for t := range versions {
+		names = append(names, t)
+	}
+	slices.Sort(names)
+	for _, t := range names {
+		tns, rest, _ := strings.Cut(t, "/")
+		if !strings.EqualFold(tns, ns) {
+			continue
+		}
+		vs := slices.Clone(versions[t])
+		slices.Sort(vs)
+		vs = slices.Compact(vs)
+		slices.Reverse(vs)
+		list := make([]any, len(vs))
+		for i, v := range vs {
+			list[i] = v
+		}
+		types = append(types, map[string]any{"resourceType": rest, "apiVersions": list, "locations": []any{"West Europe", "East US"}})
+	}
+	if types == nil {
+		return http.StatusNotFound, armError("InvalidResourceNamespace", fmt.Sprintf("The resource namespace '%s' is invalid.", ns))
+	}
+	return http.StatusOK, map[string]any{"id": "/subscriptions/" + sub + "/providers/" + ns, "namespace": ns, "registrationState": "Registered", "resourceTypes": types}
+}
+
 // path is a request path taken apart.
 type path struct {
 	subscription string
@@ -381,6 +429,9 @@ func (s *Server) answer(r *http.Request, body []byte) (int, any) {
 	if f := s.fault(r); f != nil {
 		return f.Status, armError(f.Code, f.Message)
 	}
+	if sub, ns, ok := providerPath(r.URL.Path); ok && r.Method == http.MethodGet {
+		return s.providerAnswer(sub, ns)
+	}
 	p, ok := parsePath(r.URL.Path)
 	if !ok {
 		return http.StatusNotFound, armError("InvalidResourceType", fmt.Sprintf("The resource type could not be found in the namespace for api version '%s'.", r.URL.Query().Get("api-version")))
@@ -414,7 +465,7 @@ func (s *Server) answer(r *http.Request, body []byte) (int, any) {
 	case http.MethodGet:
 		return s.get(p, group)
 	case http.MethodPut:
-		return s.put(p, group, body)
+		return s.put(p, group, body, version)
 	case http.MethodDelete:
 		return s.delete(p, group)
 	}
@@ -525,7 +576,7 @@ func (s *Server) get(p path, group map[string]any) (int, any) {
 	return http.StatusOK, clone(r.obj)
 }
 
-func (s *Server) put(p path, group map[string]any, body []byte) (int, any) {
+func (s *Server) put(p path, group map[string]any, body []byte, version string) (int, any) {
 	if group == nil {
 		return http.StatusNotFound, groupNotFound(p.group)
 	}
@@ -545,6 +596,9 @@ func (s *Server) put(p path, group map[string]any, body []byte) (int, any) {
 		status = http.StatusCreated
 	}
 	r := s.store(p, canonicalID(p), in)
+	if v := version; !slices.Contains(s.seen[p.resourceType], v) {
+		s.seen[p.resourceType] = append(s.seen[p.resourceType], v)
+	}
 	if states := s.provision[strings.ToLower(p.resourceType)]; len(states) > 0 {
 		properties(r.obj)["provisioningState"] = states[0]
 		r.pending = slices.Clone(states[1:])
