@@ -24,7 +24,7 @@ type secretValue struct{ V any }
 // errNothing says an expression comes to nothing: a parameter without a
 // value, a resource that is not there, a property it does not have, a
 // listKeys() outside an apply. An output that comes to nothing is skipped.
-var errNothing = errors.New("comes to nothing")
+var errNothing = errors.New("no value")
 
 // resolver answers reference() and listKeys().
 type resolver interface {
