@@ -126,8 +126,7 @@ func (c *Capability) Outputs(ctx context.Context, req preview.Request) (preview.
 		return nil, nil
 	}
 	p.group.Location = normaliseLocation(fmt.Sprint(g["location"]))
-	p.ev = &evaluator{ctx: ctx, tmpl: p.tmpl, subscription: p.in.Subscription, group: p.group}
-	if err := p.ev.bind(p.in.Parameters, p.in.Template, true); err != nil {
+	if err := p.bind(ctx, planning{}, true); err != nil {
 		return nil, err
 	}
 	resources, err := p.ev.declare(true)

@@ -157,10 +157,24 @@ func (p *planned) readGroup(ctx context.Context) error {
 	return nil
 }
 
+// bind makes the plan's evaluator and gives the parameters their values;
+// every secure value, a default's too, is kept out of ARM's messages.
+func (p *planned) bind(ctx context.Context, r resolver, partial bool) error {
+	p.ev = &evaluator{ctx: ctx, tmpl: p.tmpl, subscription: p.in.Subscription, group: p.group, resolve: r}
+	if err := p.ev.bind(p.in.Parameters, p.in.Template, partial); err != nil {
+		return err
+	}
+	for _, v := range p.ev.params {
+		if isSecret(v) {
+			p.redact.add(v)
+		}
+	}
+	return nil
+}
+
 // decide evaluates the template and compares each resource with ARM's.
 func (p *planned) decide(ctx context.Context, key []byte) error {
-	p.ev = &evaluator{ctx: ctx, tmpl: p.tmpl, subscription: p.in.Subscription, group: p.group, resolve: planning{}}
-	if err := p.ev.bind(p.in.Parameters, p.in.Template, false); err != nil {
+	if err := p.bind(ctx, planning{}, false); err != nil {
 		return err
 	}
 	resources, err := p.ev.declare(false)

@@ -225,10 +225,15 @@ func (t *template) outputNames() []string {
 // it is left without a value. Errors name the parameter, never its value.
 func (e *evaluator) bind(given map[string]any, template string, partial bool) error {
 	e.params = map[string]any{}
+	seen := map[string]string{}
 	for _, name := range sortedKeys(given) {
 		if e.tmpl.parameter(name) == nil {
 			return fmt.Errorf("input parameters.%s: template %s declares no parameter %s", name, template, name)
 		}
+		if other, dup := seen[strings.ToLower(name)]; dup {
+			return fmt.Errorf("input parameters.%s: given twice, also as %s (names compare without case)", name, other)
+		}
+		seen[strings.ToLower(name)] = name
 	}
 	for _, p := range e.tmpl.Parameters {
 		var v any
