@@ -4,6 +4,7 @@ import (
 	"io"
 
 	"github.com/captf/captf/internal/preview"
+	"github.com/captf/captf/internal/preview/arm"
 	"github.com/captf/captf/internal/preview/cfn"
 	"github.com/captf/captf/internal/preview/kubectl"
 	"github.com/captf/captf/internal/preview/terraform"
@@ -19,5 +20,6 @@ func capabilities(stderr io.Writer) preview.Registry {
 		&terraform.Capability{Stderr: stderr},
 		cfn.New(),
 		kubectl.Capability{},
+		&arm.Capability{},
 	}
 }

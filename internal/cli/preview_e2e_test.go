@@ -26,6 +26,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/captf/captf/internal/motoserver"
+	"github.com/captf/captf/internal/preview/arm"
+	"github.com/captf/captf/internal/preview/arm/armtest"
 	"github.com/captf/captf/internal/runner"
 	"github.com/captf/captf/internal/testenv"
 	"github.com/captf/captf/internal/tftest"
@@ -34,15 +36,24 @@ import (
 
 // The end-to-end test of captf preview across deploy tools (issue 5). The
 // fixture testdata/e2e has a terraform root, a manifest directory, a
-// CloudFormation template and a shell step in three components wired by
-// outputs (its captf.yaml draws the wiring). Everything is real: terraform,
-// git, a kube-apiserver with etcd (internal/testenv), a moto_server
-// (internal/motoserver), the command line run in-process with the
-// capabilities it registers.
+// CloudFormation template, an ARM template and a shell step in four
+// components wired by outputs (its captf.yaml draws the wiring). Everything
+// is real but ARM: terraform, git, a kube-apiserver with etcd
+// (internal/testenv), a moto_server (internal/motoserver), the command line
+// run in-process with the capabilities it registers. No ARM emulator runs
+// here: the arm-deploy member deploys to internal/preview/arm/armtest, a
+// test server in the shapes of ARM's REST API reference.
 
 // The canaries are a terraform sensitive variable, a Kubernetes Secret's
-// value and a NoEcho parameter of the fixture; captf must show none.
-var e2eCanaries = []string{"CANARY-TF-SENSITIVE-9e4d", "CANARY-K8S-SECRET-0a7f", "CANARY-CFN-NOECHO-51c2"}
+// value, a NoEcho parameter and a securestring parameter of the fixture;
+// captf must show none.
+var e2eCanaries = []string{"CANARY-TF-SENSITIVE-9e4d", "CANARY-K8S-SECRET-0a7f", "CANARY-CFN-NOECHO-51c2", "CANARY-ARM-SECURE-3d8b"}
+
+// The ARM resources of the fixture, in its resource group "storage".
+var (
+	e2eStorageAccount = armtest.ResourceID(armtest.Subscription, "storage", "Microsoft.Storage/storageAccounts", "captfe2estore")
+	e2eSQLServer      = armtest.ResourceID(armtest.Subscription, "storage", "Microsoft.Sql/servers", "captf-e2e-sql")
+)
 
 // The namespaces the test creates: the fixture's (named by the
 // environment's var, through terraform's output) and the truncation test's.
@@ -56,6 +67,7 @@ const (
 type e2e struct {
 	kube     client.Client
 	cfn      *cloudformation.Client
+	arm      *armtest.Server
 	root     string
 	out      string
 	outcomes []outcome
@@ -98,6 +110,9 @@ type world struct {
 	Stack string
 	// Marker is the shell step's marker file and its modification time.
 	Marker string
+	// ARM is every group and resource of the ARM test server with its
+	// etag, which changes with every PUT.
+	ARM string
 }
 
 func (w *e2e) world(t *testing.T) world {
@@ -153,6 +168,7 @@ func (w *e2e) world(t *testing.T) world {
 		b, _ := os.ReadFile(filepath.Join(w.root, "announced.txt"))
 		got.Marker = fmt.Sprintf("%q at %v", b, info.ModTime().UnixNano())
 	}
+	got.ARM = w.arm.State()
 	return got
 }
 
@@ -161,7 +177,8 @@ func sha(b []byte) string {
 	return hex.EncodeToString(s[:])
 }
 
-// startE2E starts the API server and moto_server, copies the fixture into
+// startE2E starts the API server, moto_server and the ARM test server,
+// copies the fixture into
 // a git repository, creates the namespaces and points captf's
 // capabilities at the servers through their usual environment variables.
 // It returns with TMPDIR set to an empty directory of the test's, so that
@@ -192,6 +209,13 @@ func startE2E(t *testing.T) *e2e {
 	}
 	t.Setenv("AWS_ENDPOINT_URL", moto.URL)
 	t.Setenv("KUBECONFIG", kubeconfig)
+	azure := armtest.New(t)
+	t.Setenv(arm.EndpointEnv, azure.URL)
+	t.Setenv(arm.SubscriptionEnv, armtest.Subscription)
+	t.Setenv(arm.TokenEnv, "") // restored when the test ends
+	if err := os.Unsetenv(arm.TokenEnv); err != nil {
+		t.Fatal(err)
+	}
 	for _, ns := range []string{e2eNamespace, bigNamespace} {
 		if err := kube.Client.Create(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil {
 			t.Fatal(err)
@@ -203,6 +227,7 @@ func startE2E(t *testing.T) *e2e {
 	}
 	w := &e2e{
 		kube: kube.Client,
+		arm:  azure,
 		cfn:  cloudformation.NewFromConfig(cfg, func(o *cloudformation.Options) { o.BaseEndpoint = aws.String(moto.URL) }),
 	}
 	w.root = fixtureRepo(t, "testdata/e2e")
@@ -216,7 +241,7 @@ func startE2E(t *testing.T) *e2e {
 // kubectl digest covers the API server's URL, whose port is random, and
 // every digest above it moves with it) and the repository's path.
 func (w *e2e) normalise(note string) string {
-	note = regexp.MustCompile(`\b(cs1|tf1|k8s1|cfn1|cd1):[0-9a-f]{64}\b`).ReplaceAllString(note, "$1:<digest>")
+	note = regexp.MustCompile(`\b(cs1|tf1|k8s1|cfn1|arm1|cd1):[0-9a-f]{64}\b`).ReplaceAllString(note, "$1:<digest>")
 	return strings.ReplaceAll(note, w.root, "<root>")
 }
 
@@ -293,7 +318,7 @@ func TestPreviewAcrossTools(t *testing.T) {
 
 	// 2. The apply of that digest: every tool really changed.
 	applied := w.captf(t, runner.ExitOK, "preview", "apply", "--env", "prod", "--expect-digest", doc.Digest)
-	for _, line := range []string{"captf: applied  network", "captf: applied  app", "captf: applied  queue"} {
+	for _, line := range []string{"captf: applied  network", "captf: applied  app", "captf: applied  queue", "captf: applied  storage"} {
 		if !strings.Contains(applied.stdout, line) {
 			t.Errorf("apply output lacks %q:\n%s", line, applied.stdout)
 		}
@@ -303,7 +328,7 @@ func TestPreviewAcrossTools(t *testing.T) {
 
 	// The same plan again changes nothing.
 	again := w.captf(t, runner.ExitOK, "preview", "plan", "--env", "prod")
-	if diff := cmp.Diff([]string{"network planned 0/0/0/0", "app planned 0/0/0/0", "app#inputs planned 0/0/0/0", "queue planned 0/0/0/0"}, counts(document())); diff != "" {
+	if diff := cmp.Diff([]string{"network planned 0/0/0/0", "app planned 0/0/0/0", "app#inputs planned 0/0/0/0", "storage planned 0/0/0/0", "queue planned 0/0/0/0"}, counts(document())); diff != "" {
 		t.Errorf("a plan after the apply (-want +got):\n%s\n%s", diff, again.stdout)
 	}
 	if diff := cmp.Diff(after, w.world(t)); diff != "" {
@@ -319,7 +344,7 @@ func TestPreviewAcrossTools(t *testing.T) {
 	write(t, filepath.Join(w.root, "config/message.txt"), []byte("release two\n"), 0o644)
 	w.captf(t, runner.ExitOK, "preview", "plan", "--env", "prod")
 	reviewed := document()
-	if diff := cmp.Diff([]string{"network planned 0/1/0/0", "app planned 0/1/0/0", "app#inputs planned 0/0/0/0", "queue planned 0/1/0/0"}, counts(reviewed)); diff != "" {
+	if diff := cmp.Diff([]string{"network planned 0/1/0/0", "app planned 0/1/0/0", "app#inputs planned 0/0/0/0", "storage planned 0/1/0/0", "queue planned 0/1/0/0"}, counts(reviewed)); diff != "" {
 		t.Errorf("the reviewed change (-want +got):\n%s", diff)
 	}
 	moves := []struct {
@@ -327,11 +352,21 @@ func TestPreviewAcrossTools(t *testing.T) {
 		moved []string
 		make  func(t *testing.T) (undo func())
 	}{
-		{"a terraform variable", []string{"network", "queue"}, func(t *testing.T) func() {
+		{"a terraform variable", []string{"network", "storage", "queue"}, func(t *testing.T) func() {
 			return w.edit(t, "infra/network/prod.tfvars", `release     = "2"`, `release     = "3"`)
 		}},
 		{"a manifest field", []string{"app"}, func(t *testing.T) func() { return w.edit(t, "k8s/app.yaml", "replicas: 2", "replicas: 3") }},
 		{"a template property", []string{"queue"}, func(t *testing.T) func() { return w.edit(t, "cfn/queue.yaml", "captf e2e v2", "captf e2e v3") }},
+		{"an ARM template property", []string{"storage"}, func(t *testing.T) func() {
+			return w.edit(t, "arm/storage.json", `"minimumTlsVersion": "TLS1_2"`, `"minimumTlsVersion": "TLS1_3"`)
+		}},
+		{"a secure ARM parameter", []string{"storage"}, func(t *testing.T) func() {
+			return w.edit(t, "captf.yaml", "CANARY-ARM-SECURE-3d8b", "CANARY-ARM-SECURE-3d8b-v2")
+		}},
+		{"an ARM resource drifted", []string{"storage"}, func(t *testing.T) func() {
+			w.arm.Edit(e2eStorageAccount, func(o map[string]any) { o["kind"] = "BlobStorage" })
+			return func() { w.arm.Edit(e2eStorageAccount, func(o map[string]any) { o["kind"] = "StorageV2" }) }
+		}},
 		{"a file the shell step reads", []string{"app#inputs"}, func(t *testing.T) func() {
 			return w.edit(t, "config/message.txt", "release two", "release three")
 		}},
@@ -393,11 +428,14 @@ func TestPreviewAcrossTools(t *testing.T) {
 		want []string
 	}{
 		{"cloudformation", func(t *testing.T) func() { return w.edit(t, "cfn/queue.yaml", "  Color:\n    Type: String\n", "") },
-			[]string{"network planned 0/1/0/0", "app planned 0/1/0/0", "app#inputs planned 0/0/0/0", "queue failed ?"}},
+			[]string{"network planned 0/1/0/0", "app planned 0/1/0/0", "app#inputs planned 0/0/0/0", "storage planned 0/1/0/0", "queue failed ?"}},
 		{"kubectl", newFile("k8s/widget.yaml", "apiVersion: example.com/v1\nkind: Widget\nmetadata:\n  name: w\n"),
-			[]string{"network planned 0/1/0/0", "app failed ?", "app#inputs failed ?", "queue held ?"}},
+			[]string{"network planned 0/1/0/0", "app failed ?", "app#inputs failed ?", "storage planned 0/1/0/0", "queue held ?"}},
 		{"terraform", newFile("infra/network/broken.tf", "resource \"terraform_data\" \"broken\" {\n  no_such_argument = 1\n}\n"),
-			[]string{"network failed ?", "app held ?", "app#inputs planned 0/0/0/0", "queue held ?"}},
+			[]string{"network failed ?", "app held ?", "app#inputs planned 0/0/0/0", "storage held ?", "queue held ?"}},
+		{"arm", func(t *testing.T) func() {
+			return w.edit(t, "arm/storage.json", `"name": "[variables('account')]"`, `"name": "[uniqueString(resourceGroup().id)]"`)
+		}, []string{"network planned 0/1/0/0", "app planned 0/1/0/0", "app#inputs planned 0/0/0/0", "storage failed ?", "queue planned 0/1/0/0"}},
 	}
 	for _, f := range failures {
 		t.Run("failed/"+f.name, func(t *testing.T) {
@@ -453,7 +491,7 @@ func (w *e2e) sensitiveAndKey(t *testing.T) {
 	defer w.edit(t, tfvars, secret, secret+"-v2")()
 	w.captf(t, runner.ExitOK, "preview", "plan", "--env", "prod")
 	reviewed := readDocument(t, filepath.Join(w.out, DocumentFile))
-	if diff := cmp.Diff([]string{"network planned 0/1/0/0", "app planned 0/0/0/0", "app#inputs planned 0/0/0/0", "queue planned 0/0/0/0"}, counts(reviewed)); diff != "" {
+	if diff := cmp.Diff([]string{"network planned 0/1/0/0", "app planned 0/0/0/0", "app#inputs planned 0/0/0/0", "storage planned 0/0/0/0", "queue planned 0/0/0/0"}, counts(reviewed)); diff != "" {
 		t.Fatalf("the reviewed change (-want +got):\n%s", diff)
 	}
 
@@ -481,7 +519,7 @@ func (w *e2e) sensitiveAndKey(t *testing.T) {
 		write(t, other, []byte("another-preview-key-of-32-bytes!"), 0o600)
 		before := w.world(t)
 		o := w.captf(t, runner.ExitPlanChanged, "preview", "apply", "--env", "prod", "--key-file", other, "--expect-digest", reviewed.Digest)
-		if diff := cmp.Diff([]string{"network", "app", "queue"}, movedMembers(reviewed, readDocument(t, filepath.Join(w.out, DocumentFile)))); diff != "" {
+		if diff := cmp.Diff([]string{"network", "app", "storage", "queue"}, movedMembers(reviewed, readDocument(t, filepath.Join(w.out, DocumentFile)))); diff != "" {
 			t.Errorf("moved members (-want +got):\n%s", diff)
 		}
 		if !strings.Contains(o.stderr, "plan and apply must read the same preview key") {
@@ -568,6 +606,15 @@ func (w *e2e) checkApplied(t *testing.T, release, color, message string) {
 	}
 	if b, err := os.ReadFile(filepath.Join(w.root, "announced.txt")); err != nil || string(b) != message {
 		t.Errorf("the shell step's marker: %q, %v", b, err)
+	}
+	account := w.arm.Resource(e2eStorageAccount)
+	tags, _ := account["tags"].(map[string]any)
+	if tags["release"] != release || tags[arm.OwnerTag] != "storage" {
+		t.Errorf("storage account tags %v", tags)
+	}
+	server := w.arm.Resource(e2eSQLServer)
+	if tag, _ := server["tags"].(map[string]any)[arm.SecureTag].(string); !strings.HasPrefix(tag, "hmac-sha256:") {
+		t.Errorf("the SQL server has no %s tag: %v", arm.SecureTag, server["tags"])
 	}
 }
 
