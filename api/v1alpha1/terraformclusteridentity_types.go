@@ -43,6 +43,7 @@ type AllowedNamespaces struct {
 //
 // +kubebuilder:object:root=true
 // +kubebuilder:resource:scope=Cluster,shortName=tfci,categories=captf;cluster-api
+// +kubebuilder:metadata:labels="clusterctl.cluster.x-k8s.io="
 // +kubebuilder:printcolumn:name="Secret",type=string,JSONPath=`.spec.secretRef.name`
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
 type TerraformClusterIdentity struct {

@@ -220,6 +220,7 @@ type TerraformPlanStatus struct {
 // +kubebuilder:object:root=true
 // +kubebuilder:subresource:status
 // +kubebuilder:resource:shortName=tfplan,categories=captf
+// +kubebuilder:metadata:labels="clusterctl.cluster.x-k8s.io="
 // +kubebuilder:selectablefield:JSONPath=`.spec.targetRef.name`
 // +kubebuilder:selectablefield:JSONPath=`.spec.targetRef.kind`
 // +kubebuilder:printcolumn:name="Phase",type=string,JSONPath=`.status.phase`

@@ -1,6 +1,7 @@
 package testenv
 
 import (
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"testing"
 
 	"k8s.io/apimachinery/pkg/runtime"
@@ -16,6 +17,10 @@ func runtimeScheme(t testing.TB) *runtime.Scheme {
 		t.Fatal(err)
 	}
 	if err := infrav1.AddToScheme(s); err != nil {
+		t.Fatal(err)
+	}
+	// Tests read CRDs (their labels, their schemas) too.
+	if err := apiextensionsv1.AddToScheme(s); err != nil {
 		t.Fatal(err)
 	}
 	return s

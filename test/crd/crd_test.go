@@ -9,6 +9,7 @@ import (
 
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	infrav1 "github.com/captf/captf/api/v1alpha1"
 	"github.com/captf/captf/internal/testenv"
@@ -91,5 +92,29 @@ func TestTerraformClusterTemplate(t *testing.T) {
 	}
 	if tmpl.Spec.Template.Spec.ApplyPolicy != infrav1.ApplyAutomatic {
 		t.Errorf("template applyPolicy defaults to %q", tmpl.Spec.Template.Spec.ApplyPolicy)
+	}
+}
+
+// TestProviderLabels: Cluster API finds the infrastructure types by the
+// contract labels on their CRDs (which versions satisfy which contract),
+// and clusterctl finds every CRD of the provider, for move among others,
+// by the clusterctl label.
+func TestProviderLabels(t *testing.T) {
+	env := testenv.Start(t, "../..")
+	ctx := context.Background()
+	contract := map[string]bool{"terraformclusters": true, "terraformclustertemplates": true}
+	for _, plural := range []string{"terraformclusters", "terraformclustertemplates", "terraformclusteridentities", "terraformplans"} {
+		var crd apiextensionsv1.CustomResourceDefinition
+		if err := env.Client.Get(ctx, client.ObjectKey{Name: plural + "." + infrav1.GroupVersion.Group}, &crd); err != nil {
+			t.Fatal(err)
+		}
+		if v, ok := crd.Labels["clusterctl.cluster.x-k8s.io"]; !ok || v != "" {
+			t.Errorf("%s: no clusterctl label: %v", plural, crd.Labels)
+		}
+		for _, c := range []string{"cluster.x-k8s.io/v1beta1", "cluster.x-k8s.io/v1beta2"} {
+			if got := crd.Labels[c]; contract[plural] != (got == infrav1.GroupVersion.Version) {
+				t.Errorf("%s: label %s = %q", plural, c, got)
+			}
+		}
 	}
 }
