@@ -10,6 +10,8 @@ import (
 	"slices"
 	"sort"
 	"strings"
+
+	"github.com/captf/captf/internal/preview"
 )
 
 // Environment variables the step falls back to.
@@ -178,28 +180,15 @@ func text(v any) (string, error) {
 	return s, nil
 }
 
-// kindOf names the type of a decoded value without its content.
+// kindOf names the kind of a value of a template without its content.
 func kindOf(v any) string {
 	switch v.(type) {
-	case nil:
-		return "null"
-	case string:
-		return "a string"
-	case bool:
-		return "a boolean"
-	case int, int64, uint64, float64, json.Number:
-		return "a number"
-	case []any:
-		return "a list"
-	case map[string]any:
-		return "a map"
 	case unknownValue:
 		return "a value known only after apply"
 	case secretValue:
 		return "a secure value"
-	default:
-		return fmt.Sprintf("%T", v)
 	}
+	return preview.KindOf(v)
 }
 
 // normaliseLocation writes a location as ARM returns it: "West Europe" is

@@ -8,6 +8,8 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+
+	"github.com/captf/captf/internal/preview"
 )
 
 // Values of the onReplace input.
@@ -89,7 +91,7 @@ func parseInputs(component string, raw map[string]any) (inputs, error) {
 func parseParameters(v any, out map[string]string) error {
 	m, ok := v.(map[string]any)
 	if !ok {
-		return fmt.Errorf("must be a map of parameter names to values, not %s", kindOf(v))
+		return fmt.Errorf("must be a map of parameter names to values, not %s", preview.KindOf(v))
 	}
 	for name, pv := range m {
 		s, err := parameterValue(pv)
@@ -153,14 +155,14 @@ func scalar(v any) (string, error) {
 	case nil:
 		return "", fmt.Errorf("null (leave the parameter out to use its Default)")
 	default:
-		return "", fmt.Errorf("%s, not a string, number, boolean or list of them", kindOf(v))
+		return "", fmt.Errorf("%s, not a string, number, boolean or list of them", preview.KindOf(v))
 	}
 }
 
 func text(v any) (string, error) {
 	s, ok := v.(string)
 	if !ok {
-		return "", fmt.Errorf("must be a string, not %s", kindOf(v))
+		return "", fmt.Errorf("must be a string, not %s", preview.KindOf(v))
 	}
 	return s, nil
 }
@@ -168,37 +170,17 @@ func text(v any) (string, error) {
 func textList(v any) ([]string, error) {
 	list, ok := v.([]any)
 	if !ok {
-		return nil, fmt.Errorf("must be a list of strings, not %s", kindOf(v))
+		return nil, fmt.Errorf("must be a list of strings, not %s", preview.KindOf(v))
 	}
 	out := make([]string, len(list))
 	for i, e := range list {
 		s, ok := e.(string)
 		if !ok {
-			return nil, fmt.Errorf("item %d: must be a string, not %s", i, kindOf(e))
+			return nil, fmt.Errorf("item %d: must be a string, not %s", i, preview.KindOf(e))
 		}
 		out[i] = s
 	}
 	return out, nil
-}
-
-// kindOf names the type of a decoded value without its content.
-func kindOf(v any) string {
-	switch v.(type) {
-	case nil:
-		return "null"
-	case string:
-		return "a string"
-	case bool:
-		return "a boolean"
-	case int, int64, uint64, float64, json.Number:
-		return "a number"
-	case []any:
-		return "a list"
-	case map[string]any:
-		return "a map"
-	default:
-		return fmt.Sprintf("%T", v)
-	}
 }
 
 func validStackName(s string) bool {

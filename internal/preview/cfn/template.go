@@ -6,6 +6,8 @@ import (
 	"strings"
 
 	"go.yaml.in/yaml/v3"
+
+	"github.com/captf/captf/internal/preview"
 )
 
 // maxTemplateBody is the largest template CreateChangeSet takes inline
@@ -49,7 +51,7 @@ func parseTemplate(body []byte) (*template, error) {
 	}
 	root, ok := tree.(map[string]any)
 	if !ok {
-		return nil, fmt.Errorf("not a template: the document is %s, not a map", kindOf(tree))
+		return nil, fmt.Errorf("not a template: the document is %s, not a map", preview.KindOf(tree))
 	}
 	t := &template{
 		Parameters: map[string]templateParameter{},
@@ -63,7 +65,7 @@ func parseTemplate(body []byte) (*template, error) {
 	for name, v := range params {
 		p, ok := v.(map[string]any)
 		if !ok {
-			return nil, fmt.Errorf("field Parameters.%s: must be a map, not %s", name, kindOf(v))
+			return nil, fmt.Errorf("field Parameters.%s: must be a map, not %s", name, preview.KindOf(v))
 		}
 		var tp templateParameter
 		switch ne := p["NoEcho"].(type) {
@@ -73,7 +75,7 @@ func parseTemplate(body []byte) (*template, error) {
 		case bool:
 			tp.NoEcho = ne
 		default:
-			return nil, fmt.Errorf("field Parameters.%s.NoEcho: must be true or false, not %s", name, kindOf(ne))
+			return nil, fmt.Errorf("field Parameters.%s.NoEcho: must be true or false, not %s", name, preview.KindOf(ne))
 		}
 		if d, ok := p["Default"]; ok {
 			s, err := parameterValue(d)
@@ -91,7 +93,7 @@ func parseTemplate(body []byte) (*template, error) {
 	for id, v := range resources {
 		r, ok := v.(map[string]any)
 		if !ok {
-			return nil, fmt.Errorf("field Resources.%s: must be a map, not %s", id, kindOf(v))
+			return nil, fmt.Errorf("field Resources.%s: must be a map, not %s", id, preview.KindOf(v))
 		}
 		typ, ok := r["Type"].(string)
 		if !ok {
@@ -106,7 +108,7 @@ func parseTemplate(body []byte) (*template, error) {
 	for name, v := range outputs {
 		o, ok := v.(map[string]any)
 		if !ok {
-			return nil, fmt.Errorf("field Outputs.%s: must be a map, not %s", name, kindOf(v))
+			return nil, fmt.Errorf("field Outputs.%s: must be a map, not %s", name, preview.KindOf(v))
 		}
 		value, ok := o["Value"]
 		if !ok {
@@ -136,7 +138,7 @@ func section(root map[string]any, name string) (map[string]any, error) {
 	}
 	m, ok := v.(map[string]any)
 	if !ok {
-		return nil, fmt.Errorf("field %s: must be a map, not %s", name, kindOf(v))
+		return nil, fmt.Errorf("field %s: must be a map, not %s", name, preview.KindOf(v))
 	}
 	return m, nil
 }

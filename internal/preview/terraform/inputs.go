@@ -106,7 +106,7 @@ func stringInput(m map[string]any, key string) (string, error) {
 	}
 	s, ok := v.(string)
 	if !ok {
-		return "", fmt.Errorf("input %q: want a string, got %s", key, typeName(v))
+		return "", fmt.Errorf("input %q: want a string, got %s", key, preview.KindOf(v))
 	}
 	return s, nil
 }
@@ -162,14 +162,14 @@ func varFiles(req preview.Request) ([]string, error) {
 				list = append(list, e)
 			}
 		} else {
-			return nil, fmt.Errorf(`input "varFiles": want a list of paths, got %s`, typeName(v))
+			return nil, fmt.Errorf(`input "varFiles": want a list of paths, got %s`, preview.KindOf(v))
 		}
 	}
 	var out []string
 	for i, e := range list {
 		s, ok := e.(string)
 		if !ok || s == "" {
-			return nil, fmt.Errorf(`input "varFiles[%d]": want a path, got %s`, i, typeName(e))
+			return nil, fmt.Errorf(`input "varFiles[%d]": want a path, got %s`, i, preview.KindOf(e))
 		}
 		p, err := inside(req.Root, s)
 		if err != nil {
@@ -194,7 +194,7 @@ func vars(v any) (map[string]any, error) {
 	}
 	obj, ok := m.(map[string]any)
 	if !ok {
-		return nil, fmt.Errorf(`input "vars": want a map of variable names to values, got %s`, typeName(v))
+		return nil, fmt.Errorf(`input "vars": want a map of variable names to values, got %s`, preview.KindOf(v))
 	}
 	return obj, nil
 }
@@ -221,7 +221,7 @@ func jsonValue(v any, path string) (any, error) {
 		for k, e := range v {
 			ks, ok := k.(string)
 			if !ok {
-				return nil, fmt.Errorf("input %q: a key is %s; want a string", path, typeName(k))
+				return nil, fmt.Errorf("input %q: a key is %s; want a string", path, preview.KindOf(k))
 			}
 			c, err := jsonValue(e, path+"."+ks)
 			if err != nil {
@@ -242,23 +242,4 @@ func jsonValue(v any, path string) (any, error) {
 		return out, nil
 	}
 	return nil, fmt.Errorf("input %q: a value of type %T has no JSON form", path, v)
-}
-
-// typeName names the kind of a decoded value, never the value itself.
-func typeName(v any) string {
-	switch v.(type) {
-	case nil:
-		return "null"
-	case bool:
-		return "a boolean"
-	case string:
-		return "a string"
-	case json.Number, int, int8, int16, int32, int64, uint, uint8, uint16, uint32, uint64, float32, float64:
-		return "a number"
-	case []any, []string:
-		return "a list"
-	case map[string]any, map[any]any:
-		return "a map"
-	}
-	return fmt.Sprintf("%T", v)
 }
