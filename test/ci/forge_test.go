@@ -41,15 +41,9 @@ func newForge(t *testing.T) *forge {
 	}))
 	mux.HandleFunc("POST /gh/repos/acme/infra/issues/{n}/comments", f.create)
 	mux.HandleFunc("PATCH /gh/repos/acme/infra/issues/comments/{id}", f.edit)
-	mux.HandleFunc("GET /gh/repos/acme/infra/commits/{sha}/pulls", func(w http.ResponseWriter, r *http.Request) {
-		f.mu.Lock()
-		defer f.mu.Unlock()
-		out := []any{}
-		if n, ok := f.merged[r.PathValue("sha")]; ok {
-			out = append(out, map[string]any{"number": n, "merged_at": "2026-12-01T00:00:00Z"})
-		}
-		reply(w, out)
-	})
+	mux.HandleFunc("GET /gh/repos/acme/infra/commits/{sha}/pulls", f.mergedBy(func(n int) any {
+		return map[string]any{"number": n, "merged_at": "2026-12-01T00:00:00Z"}
+	}))
 	// GitLab
 	mux.HandleFunc("GET /gl/api/v4/user", func(w http.ResponseWriter, r *http.Request) {
 		reply(w, map[string]any{"username": f.user(r)})
@@ -59,15 +53,9 @@ func newForge(t *testing.T) *forge {
 	}))
 	mux.HandleFunc("POST /gl/api/v4/projects/42/merge_requests/{n}/notes", f.create)
 	mux.HandleFunc("PUT /gl/api/v4/projects/42/merge_requests/{n}/notes/{id}", f.edit)
-	mux.HandleFunc("GET /gl/api/v4/projects/42/repository/commits/{sha}/merge_requests", func(w http.ResponseWriter, r *http.Request) {
-		f.mu.Lock()
-		defer f.mu.Unlock()
-		out := []any{}
-		if n, ok := f.merged[r.PathValue("sha")]; ok {
-			out = append(out, map[string]any{"iid": n, "state": "merged"})
-		}
-		reply(w, out)
-	})
+	mux.HandleFunc("GET /gl/api/v4/projects/42/repository/commits/{sha}/merge_requests", f.mergedBy(func(n int) any {
+		return map[string]any{"iid": n, "state": "merged"}
+	}))
 	f.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if f.user(r) == "" {
 			http.Error(w, `{"message":"Bad credentials"}`, http.StatusUnauthorized)
@@ -96,6 +84,19 @@ func (f *forge) user(r *http.Request) string {
 		token = t
 	}
 	return f.users[token]
+}
+
+// mergedBy answers the requests a commit merged: one, or none.
+func (f *forge) mergedBy(shape func(n int) any) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		f.mu.Lock()
+		defer f.mu.Unlock()
+		out := []any{}
+		if n, ok := f.merged[r.PathValue("sha")]; ok {
+			out = append(out, shape(n))
+		}
+		reply(w, out)
+	}
 }
 
 // list answers a page of a request's comments, oldest first, per_page at
