@@ -23,9 +23,10 @@ import (
 
 const exitCodesHelp = `Exit codes:
   0  planned, applied, or nothing to apply
-  1  any other failure (terraform failed, an apply failed)
-  2  bad usage or bad input: a missing or short plan key, a malformed plan
-     document, a malformed --expect-plan value
+  1  any other failure (terraform failed, an apply failed), or interrupted
+  2  bad usage or bad input, before anything runs: a plan key missing,
+     shorter than 32 bytes, longer than 4096 or a link at the default path,
+     a malformed plan document, a malformed --expect-plan value
   3  the plan moved: the fresh plan does not hash to the approved one (or
      nothing was approved); nothing was applied`
 
@@ -104,7 +105,7 @@ type session struct {
 	cleanup func()
 }
 
-func (o *options) open(args []string, stdout, stderr io.Writer) (*session, error) {
+func (o *options) open(ctx context.Context, args []string, stdout, stderr io.Writer) (*session, error) {
 	dir := "."
 	if len(args) == 1 {
 		dir = args[0]
@@ -115,9 +116,9 @@ func (o *options) open(args []string, stdout, stderr io.Writer) (*session, error
 	}
 	var key []byte
 	if o.keyFile != "" {
-		key, err = runner.ReadKey(o.keyFile)
+		key, err = runner.ReadKeyFile(ctx, o.keyFile, "plan key", stderr)
 	} else {
-		key, err = runner.RootKey(dir)
+		key, err = runner.RootKey(ctx, dir, stderr)
 	}
 	if err != nil {
 		return nil, err
@@ -131,26 +132,22 @@ func (o *options) open(args []string, stdout, stderr io.Writer) (*session, error
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", runner.ErrBadInput, err)
 	}
-	for _, f := range o.varFiles {
+	varFiles := make([]string, len(o.varFiles))
+	for i, f := range o.varFiles {
 		if _, err := os.Stat(f); err != nil {
 			return nil, fmt.Errorf("%w: var file: %w", runner.ErrBadInput, err)
 		}
+		if varFiles[i], err = filepath.Abs(f); err != nil {
+			return nil, err
+		}
+	}
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		return nil, err
 	}
 	env, cleanup, err := cliConfig()
 	if err != nil {
 		return nil, err
-	}
-	abs, err := filepath.Abs(dir)
-	if err != nil {
-		cleanup()
-		return nil, err
-	}
-	varFiles := make([]string, len(o.varFiles))
-	for i, f := range o.varFiles {
-		if varFiles[i], err = filepath.Abs(f); err != nil {
-			cleanup()
-			return nil, err
-		}
 	}
 	tfOut := stdout
 	if o.json {
@@ -214,7 +211,7 @@ the exact command that applies this plan.
 ` + exitCodesHelp,
 		Args: dirArg,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			s, err := o.open(args, stdout, stderr)
+			s, err := o.open(cmd.Context(), args, stdout, stderr)
 			if err != nil {
 				return err
 			}
@@ -254,7 +251,7 @@ command, and exits 3. An empty plan needs no approval and applies nothing.
 			if err := runner.CheckHash(expect); err != nil {
 				return err
 			}
-			s, err := o.open(args, stdout, stderr)
+			s, err := o.open(cmd.Context(), args, stdout, stderr)
 			if err != nil {
 				return err
 			}
@@ -325,7 +322,7 @@ hash alone on the first line of stdout, or with --json the whole report.
 			if keyFile == "" {
 				return fmt.Errorf("%w: --plan-key-file is required", runner.ErrBadInput)
 			}
-			key, err := runner.ReadKey(keyFile)
+			key, err := runner.ReadKeyFile(cmd.Context(), keyFile, "plan key", cmd.ErrOrStderr())
 			if err != nil {
 				return err
 			}

@@ -230,6 +230,8 @@ func TestBadInput(t *testing.T) {
 		{"unknown flag", []string{"plan", dir, "--frobnicate"}, "unknown flag"},
 		{"two dirs", []string{"plan", dir, dir}, "at most one DIR"},
 		{"not a dir", []string{"plan", filepath.Join(tmp, "nope")}, "is not a directory"},
+		{"a key file without end", []string{"plan", dir, "--binary", bin.Path, "--plan-key-file", "/dev/zero"}, "holds more than 4096 bytes"},
+		{"a key file without end on fingerprint", []string{"fingerprint", "--plan-key-file", "/dev/zero", plan}, "holds more than 4096 bytes"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

@@ -32,7 +32,7 @@ const previewExitCodes = `Exit codes:
   0  planned (plan), or everything applied (apply)
   1  a member's plan failed, or an apply failed (its dependents were not applied)
   2  bad usage or bad input: the project file, a flag, the seed outputs file,
-     a missing or short preview key
+     the preview key
   3  the change-set digest (or a member's plan) moved, or plan and apply read
      different preview keys: nothing of it was applied
   4  apply only: members were held until their upstream applied; they were
@@ -89,11 +89,11 @@ const keyHint = "plan and apply must read the same preview key (--key-file, defa
 
 // key reads --key-file, or ROOT/.captf/preview-key, creating that on
 // first use. A missing or short key is bad input (exit 2).
-func (o *previewOptions) key(root string) ([]byte, error) {
+func (o *previewOptions) key(ctx context.Context, root string, stderr io.Writer) ([]byte, error) {
 	if o.keyFile != "" {
-		return runner.ReadKeyFile(o.keyFile, "preview key")
+		return runner.ReadKeyFile(ctx, o.keyFile, "preview key", stderr)
 	}
-	return runner.StateKey(root, PreviewKeyFile, "preview key")
+	return runner.StateKey(ctx, root, PreviewKeyFile, "preview key", stderr)
 }
 
 // options checks the flags and loads the project file.
@@ -142,7 +142,7 @@ func (o *previewOptions) options(ctx context.Context, stderr io.Writer) (preview
 		}
 		o.out = filepath.Join(root, runner.StateDir, "preview")
 	}
-	if opts.Key, err = o.key(root); err != nil {
+	if opts.Key, err = o.key(ctx, root, stderr); err != nil {
 		return preview.Options{}, err
 	}
 	return opts, nil

@@ -437,6 +437,13 @@ func TestPreviewKey(t *testing.T) {
 		{[]string{"preview", "plan", "--key-file", short + "-none"}, "preview key file " + short + "-none does not exist"},
 		{[]string{"preview", "apply", "--key-file", short + "-none", "--expect-digest", first.Digest}, "does not exist"},
 	}
+	// A key file without end, too.
+	bad = append(bad, []struct {
+		args []string
+		want string
+	}{
+		{[]string{"preview", "plan", "--key-file", "/dev/zero"}, "preview key file /dev/zero holds more than 4096 bytes"},
+	}...)
 	for _, c := range bad {
 		untouched := previewtest.New("fake-plan")
 		o := captfWith(t, preview.Registry{untouched}, c.args...).want(t, runner.ExitBadInput)
@@ -455,6 +462,25 @@ func TestPreviewKey(t *testing.T) {
 		t.Error("captf replaced a short preview key")
 	}
 	write(t, keyPath, key, 0o600)
+
+	// A default key that is a link is not followed: it could make any
+	// file (here /etc/passwd) the key.
+	saved := keyPath + ".saved"
+	if err := os.Rename(keyPath, saved); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink("/etc/passwd", keyPath); err != nil {
+		t.Fatal(err)
+	}
+	if o := run(runner.ExitBadInput, "preview", "plan"); !strings.Contains(o.stderr, "preview key file "+keyPath+" is a symbolic link, not a regular file") {
+		t.Errorf("a default key that is a link: %s", o.stderr)
+	}
+	if err := os.Remove(keyPath); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(saved, keyPath); err != nil {
+		t.Fatal(err)
+	}
 
 	run(runner.ExitOK, "preview", "apply", "--expect-digest", first.Digest)
 	if diff := cmp.Diff([]string{"a"}, fake.Applied()); diff != "" {
