@@ -10,6 +10,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -24,9 +25,10 @@ import (
 const exitCodesHelp = `Exit codes:
   0  planned, applied, or nothing to apply
   1  any other failure (terraform failed, an apply failed), or interrupted
-  2  bad usage or bad input, before anything runs: a plan key missing,
-     shorter than 32 bytes, longer than 4096 or a link at the default path,
-     a malformed plan document, a malformed --expect-plan value
+  2  bad usage or bad input, before anything runs: an unknown command or
+     flag, an extra argument, a plan key missing, shorter than 32 bytes,
+     longer than 4096 or a link at the default path, a var file that is a
+     directory, a malformed plan document, a malformed --expect-plan value
   3  the plan moved: the fresh plan does not hash to the approved one (or
      nothing was approved); nothing was applied`
 
@@ -68,6 +70,8 @@ applies only when a fresh plan hashes to the approved value.
   captf preview apply --expect-digest cs1:...
 
 ` + exitCodesHelp,
+		Args:          cobra.ArbitraryArgs,
+		RunE:          group,
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
@@ -86,6 +90,29 @@ func (o *options) register(cmd *cobra.Command) {
 	f.StringVar(&o.keyFile, "plan-key-file", "", "file holding the plan key, at least 32 bytes (default: DIR/.captf/plan-key, created on first use)")
 	f.StringArrayVar(&o.varFiles, "var-file", nil, "a variables file passed to terraform plan (repeatable)")
 	f.BoolVar(&o.json, "json", false, "print the report as JSON on stdout; terraform's output goes to stderr")
+}
+
+// group runs a command that only groups others: a missing or unknown
+// command is bad usage, not a request for help.
+func group(cmd *cobra.Command, args []string) error {
+	if len(args) == 0 {
+		fmt.Fprint(cmd.ErrOrStderr(), cmd.UsageString())
+		return fmt.Errorf("%w: %s needs a command", runner.ErrBadInput, cmd.CommandPath())
+	}
+	msg := fmt.Sprintf("unknown command %q for %q", args[0], cmd.CommandPath())
+	cmd.SuggestionsMinimumDistance = 2
+	if s := cmd.SuggestionsFor(args[0]); len(s) > 0 {
+		msg += "; did you mean " + strings.Join(s, " or ") + "?"
+	}
+	return fmt.Errorf("%w: %s", runner.ErrBadInput, msg)
+}
+
+// noArgs refuses arguments to a command that takes none.
+func noArgs(cmd *cobra.Command, args []string) error {
+	if len(args) > 0 {
+		return fmt.Errorf("%w: %s takes no arguments, got %q", runner.ErrBadInput, cmd.CommandPath(), args[0])
+	}
+	return nil
 }
 
 // dirArg takes the optional DIR argument.
@@ -134,8 +161,10 @@ func (o *options) open(ctx context.Context, args []string, stdout, stderr io.Wri
 	}
 	varFiles := make([]string, len(o.varFiles))
 	for i, f := range o.varFiles {
-		if _, err := os.Stat(f); err != nil {
+		if info, err := os.Stat(f); err != nil {
 			return nil, fmt.Errorf("%w: var file: %w", runner.ErrBadInput, err)
+		} else if info.IsDir() {
+			return nil, fmt.Errorf("%w: var file %s is a directory", runner.ErrBadInput, f)
 		}
 		if varFiles[i], err = filepath.Abs(f); err != nil {
 			return nil, err

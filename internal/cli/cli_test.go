@@ -232,6 +232,14 @@ func TestBadInput(t *testing.T) {
 		{"not a dir", []string{"plan", filepath.Join(tmp, "nope")}, "is not a directory"},
 		{"a key file without end", []string{"plan", dir, "--binary", bin.Path, "--plan-key-file", "/dev/zero"}, "holds more than 4096 bytes"},
 		{"a key file without end on fingerprint", []string{"fingerprint", "--plan-key-file", "/dev/zero", plan}, "holds more than 4096 bytes"},
+		{"a var file that is a directory", []string{"plan", dir, "--binary", bin.Path, "--var-file", tmp}, "var file " + tmp + " is a directory"},
+		{"no command", nil, "captf needs a command"},
+		{"unknown command", []string{"pln", dir}, `unknown command "pln" for "captf"; did you mean plan?`},
+		{"extra argument to apply", []string{"apply", dir, "extra", "--expect-plan", fingerprint.EmptyPlanHash}, "at most one DIR"},
+		{"no preview command", []string{"preview"}, "captf preview needs a command"},
+		{"unknown preview command", []string{"preview", "frob"}, `unknown command "frob" for "captf preview"`},
+		{"extra argument to preview plan", []string{"preview", "plan", "extra"}, `captf preview plan takes no arguments, got "extra"`},
+		{"extra argument to preview apply", []string{"preview", "apply", "extra", "--expect-digest", "cs1:" + strings.Repeat("0", 64)}, "takes no arguments"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

@@ -111,6 +111,9 @@ func PlanChangeSet(ctx context.Context, o Options) (*Preview, error) {
 	if err := checkReferences(o.Project, o.Registry); err != nil {
 		return nil, err
 	}
+	if err := checkInputs(o.Project, o.Registry, o.Root); err != nil {
+		return nil, err
+	}
 	inChange, err := selectComponents(ctx, o)
 	if err != nil {
 		return nil, err
@@ -146,6 +149,23 @@ func (p *Preview) Close() {
 	if p.scratch != "" {
 		os.RemoveAll(p.scratch)
 	}
+}
+
+// checkInputs asks the capability of each step, when it is an
+// InputChecker, to check the step's inputs.
+func checkInputs(proj *Project, reg Registry, root string) error {
+	for _, c := range proj.Components {
+		for i, s := range c.Steps {
+			ic, ok := reg.Lookup(s.Kind).(InputChecker)
+			if !ok {
+				continue
+			}
+			if err := ic.CheckInputs(root, s.Inputs); err != nil {
+				return fmt.Errorf("%w: %s:%d: components.%s.steps[%d]: %w", ErrInvalid, proj.File, s.line, c.Name, i, err)
+			}
+		}
+	}
+	return nil
 }
 
 // checkReferences refuses a stackOutput of a component none of whose steps
