@@ -126,11 +126,14 @@ func dirArg(_ *cobra.Command, args []string) error {
 // session is everything one plan or apply needs, set up in the order that
 // refuses bad input before anything runs.
 type session struct {
-	dir     string
-	runner  *runner.Runner
-	store   planstore.Store
-	cleanup func()
+	dir    string
+	runner *runner.Runner
+	store  planstore.Store
+	tmp    *runDir
 }
+
+// Close removes the session's private directory.
+func (s *session) Close() { s.tmp.Close() }
 
 func (o *options) open(ctx context.Context, args []string, stdout, stderr io.Writer) (*session, error) {
 	dir := "."
@@ -174,8 +177,13 @@ func (o *options) open(ctx context.Context, args []string, stdout, stderr io.Wri
 	if err != nil {
 		return nil, err
 	}
-	env, cleanup, err := cliConfig()
+	tmp, err := openRunDir(abs)
 	if err != nil {
+		return nil, err
+	}
+	env, err := cliConfig(tmp.path)
+	if err != nil {
+		tmp.Close()
 		return nil, err
 	}
 	tfOut := stdout
@@ -189,31 +197,27 @@ func (o *options) open(ctx context.Context, args []string, stdout, stderr io.Wri
 			Hasher:   hasher,
 			VarFiles: varFiles,
 			Progress: stderr,
+			TempDir:  tmp.path,
 		},
-		store:   planstore.Store{Dir: filepath.Join(dir, runner.StateDir, "plans")},
-		cleanup: cleanup,
+		store: planstore.Store{Dir: filepath.Join(dir, runner.StateDir, "plans")},
+		tmp:   tmp,
 	}, nil
 }
 
 // cliConfig keeps a TF_CLI_CONFIG_FILE that names an existing file (it may
 // carry provider mirrors the user needs) and otherwise gives terraform a
-// config of captf's own that disables the checkpoint call.
-func cliConfig() ([]string, func(), error) {
+// config of captf's own, in dir, that disables the checkpoint call.
+func cliConfig(dir string) ([]string, error) {
 	if p := os.Getenv("TF_CLI_CONFIG_FILE"); p != "" {
 		if _, err := os.Stat(p); err == nil {
-			return nil, func() {}, nil
+			return nil, nil
 		}
-	}
-	dir, err := os.MkdirTemp("", "captf-cli-*")
-	if err != nil {
-		return nil, nil, fmt.Errorf("terraform CLI config: %w", err)
 	}
 	path := filepath.Join(dir, "terraform.rc")
 	if err := os.WriteFile(path, []byte("disable_checkpoint = true\n"), 0o600); err != nil {
-		os.RemoveAll(dir)
-		return nil, nil, fmt.Errorf("terraform CLI config: %w", err)
+		return nil, fmt.Errorf("terraform CLI config: %w", err)
 	}
-	return []string{"TF_CLI_CONFIG_FILE=" + path}, func() { os.RemoveAll(dir) }, nil
+	return []string{"TF_CLI_CONFIG_FILE=" + path}, nil
 }
 
 // saveRecord keeps the value-free record of a plan; failing to is worth a
@@ -244,7 +248,7 @@ the exact command that applies this plan.
 			if err != nil {
 				return err
 			}
-			defer s.cleanup()
+			defer s.Close()
 			p, err := s.runner.Plan(cmd.Context())
 			if err != nil {
 				return err
@@ -284,7 +288,7 @@ command, and exits 3. An empty plan needs no approval and applies nothing.
 			if err != nil {
 				return err
 			}
-			defer s.cleanup()
+			defer s.Close()
 			out, err := s.runner.Apply(cmd.Context(), expect)
 			if out == nil {
 				return err

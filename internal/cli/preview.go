@@ -73,6 +73,8 @@ type previewOptions struct {
 	out         string
 	json        bool
 	registry    preview.Registry
+	// tmp is the command's private directory, set by options.
+	tmp *runDir
 }
 
 func (o *previewOptions) register(cmd *cobra.Command) {
@@ -102,7 +104,8 @@ func (o *previewOptions) key(ctx context.Context, root string, stderr io.Writer)
 	return runner.StateKey(ctx, root, PreviewKeyFile, "preview key", stderr)
 }
 
-// options checks the flags and loads the project file.
+// options checks the flags and loads the project file. Close the
+// previewOptions after a nil error.
 func (o *previewOptions) options(ctx context.Context, stderr io.Writer) (preview.Options, error) {
 	root := o.root
 	if root == "" {
@@ -156,7 +159,18 @@ func (o *previewOptions) options(ctx context.Context, stderr io.Writer) (preview
 	if opts.Key, err = o.key(ctx, root, stderr); err != nil {
 		return preview.Options{}, err
 	}
+	if o.tmp, err = openRunDir(root); err != nil {
+		return preview.Options{}, err
+	}
+	opts.TempDir = o.tmp.path
 	return opts, nil
+}
+
+// Close removes the command's private directory.
+func (o *previewOptions) Close() {
+	if o.tmp != nil {
+		o.tmp.Close()
+	}
 }
 
 // applyCommand is the exact command that applies digest with this run's
@@ -248,6 +262,7 @@ prints the note, or the document with --json.
 			if err != nil {
 				return err
 			}
+			defer o.Close()
 			p, err := preview.PlanChangeSet(cmd.Context(), opts)
 			if err != nil {
 				return err
@@ -323,6 +338,7 @@ and written to --out for their own approval (exit 4).
 			if err != nil {
 				return err
 			}
+			defer o.Close()
 			a, err := preview.ApplyChangeSet(cmd.Context(), opts, expect)
 			if a == nil {
 				return err

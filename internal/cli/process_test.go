@@ -2,8 +2,10 @@ package cli
 
 import (
 	"bytes"
+	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -13,7 +15,7 @@ import (
 )
 
 // These tests run the captf binary as a separate process, for what only a
-// process shows: signals.
+// process shows: signals, a kill.
 
 // buildCaptf builds cmd/captf into a temporary directory.
 func buildCaptf(t *testing.T) string {
@@ -25,12 +27,24 @@ func buildCaptf(t *testing.T) string {
 	return bin
 }
 
+// wrapTerraform writes a shell script that runs before, then execs the
+// real terraform (at $REAL) with its arguments: a way to hold terraform at
+// a step or to play a concurrent run, with the real binary doing the work.
+func wrapTerraform(t *testing.T, real, before string) string {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "terraform")
+	script := "#!/bin/sh\nREAL='" + real + "'\n" + before + "\nexec \"$REAL\" \"$@\"\n"
+	write(t, path, []byte(script), 0o755)
+	return path
+}
+
 func TestBinary(t *testing.T) {
 	setup(t)
 	captfBin := buildCaptf(t)
 	tf := tftest.Terraform(t)
 
 	t.Run("signal during key read", func(t *testing.T) { signalDuringKeyRead(t, captfBin, tf.Path) })
+	t.Run("killed runs leave nothing", func(t *testing.T) { killedRuns(t, captfBin, tf.Path) })
 }
 
 // signalDuringKeyRead: a key read from a FIFO nobody writes, or from a
@@ -86,4 +100,91 @@ func signalDuringKeyRead(t *testing.T, captfBin, tf string) {
 			}
 		})
 	}
+}
+
+// killedRuns SIGKILLs captf plan and captf apply (and terraform with them)
+// while terraform holds the saved plan file, then checks that the leftovers
+// are in DIR/.captf/tmp, not in the system's temporary directory, and that
+// the next run removes them.
+func killedRuns(t *testing.T, captfBin, tf string) {
+	tmp := os.Getenv("TMPDIR")
+	dir := tftest.CopyRoot(t, "testdata/roots/canary")
+	mark := filepath.Join(t.TempDir(), "held")
+	// terraform is held, plan file written, at show (plan) or apply.
+	held := wrapTerraform(t, tf, `if [ "$1" = "$HOLD_AT" ]; then : > "`+mark+`"; sleep 60; fi`)
+
+	kill := func(t *testing.T, at string, args ...string) {
+		t.Helper()
+		os.Remove(mark)
+		cmd := exec.Command(captfBin, args...)
+		cmd.Env = append(os.Environ(), "HOLD_AT="+at)
+		cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+		var out bytes.Buffer
+		cmd.Stdout, cmd.Stderr = &out, &out
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		deadline := time.Now().Add(2 * time.Minute)
+		for {
+			if _, err := os.Stat(mark); err == nil {
+				break
+			}
+			if time.Now().After(deadline) {
+				syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+				cmd.Wait()
+				t.Fatalf("terraform never reached %s:\n%s", at, out.String())
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+		// The whole process group: captf, the wrapper and its sleep.
+		if err := syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL); err != nil {
+			t.Fatal(err)
+		}
+		cmd.Wait()
+	}
+	leftovers := func(t *testing.T) []string {
+		t.Helper()
+		var found []string
+		for _, root := range []string{filepath.Join(dir, runner.StateDir, TmpDir), tmp} {
+			filepath.WalkDir(root, func(path string, d os.DirEntry, err error) error {
+				if err == nil && (strings.HasSuffix(path, ".tfplan") || strings.HasPrefix(d.Name(), "captf-") || strings.HasPrefix(d.Name(), "run-")) {
+					found = append(found, path)
+				}
+				return nil
+			})
+		}
+		return found
+	}
+	kill(t, "show", "plan", dir, "--binary", held)
+	left := leftovers(t)
+	if len(left) == 0 || !strings.HasPrefix(left[0], filepath.Join(dir, runner.StateDir, TmpDir)) {
+		t.Fatalf("after a killed plan, leftovers %v: want the plan file under DIR/.captf/tmp", left)
+	}
+	for _, p := range left {
+		if strings.HasPrefix(p, tmp) && !strings.HasPrefix(p, dir) {
+			t.Errorf("a killed plan left %s in the system's temporary directory", p)
+		}
+	}
+	approved := captf(t, "plan", dir, "--binary", tf, "--json").want(t, 0).report(t)
+	if left := leftovers(t); len(left) != 0 {
+		t.Errorf("the next plan did not remove the leftovers: %v", left)
+	}
+
+	kill(t, "apply", "apply", dir, "--binary", held, "--expect-plan", approved.PlanHash)
+	if left := leftovers(t); !containsSuffix(left, ".tfplan") {
+		t.Fatalf("after a killed apply, leftovers %v: want the plan file under DIR/.captf/tmp", left)
+	}
+	captf(t, "apply", dir, "--binary", tf, "--expect-plan", approved.PlanHash).want(t, 0)
+	if left := leftovers(t); len(left) != 0 {
+		t.Errorf("the next apply did not remove the leftovers: %v", left)
+	}
+}
+
+func containsSuffix(paths []string, suffix string) bool {
+	for _, p := range paths {
+		if strings.HasSuffix(p, suffix) {
+			return true
+		}
+	}
+	return false
 }

@@ -48,6 +48,9 @@ type Options struct {
 	Output io.Writer
 	// Parallel caps how many members of one level plan at once; 4 when 0.
 	Parallel int
+	// TempDir is where the members' scratch directories are made (plan
+	// files among them); the system's temporary directory when empty.
+	TempDir string
 }
 
 // Preview is a planned change set: the document and what an apply needs.
@@ -118,7 +121,7 @@ func PlanChangeSet(ctx context.Context, o Options) (*Preview, error) {
 	if err != nil {
 		return nil, err
 	}
-	scratch, err := os.MkdirTemp("", "captf-preview-*")
+	scratch, err := os.MkdirTemp(o.TempDir, "captf-preview-*")
 	if err != nil {
 		return nil, fmt.Errorf("scratch directory: %w", err)
 	}

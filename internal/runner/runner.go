@@ -26,6 +26,9 @@ type Runner struct {
 	VarFiles []string
 	// Progress receives the output of init and validate when they fail.
 	Progress io.Writer
+	// TempDir is where plan files are made, each in a private directory
+	// of its own; the system's temporary directory when empty.
+	TempDir string
 }
 
 // Planned is a fingerprinted plan and its saved plan file. Close removes the
@@ -45,7 +48,7 @@ func (r *Runner) Plan(ctx context.Context) (*Planned, error) {
 	if err := r.prepare(ctx); err != nil {
 		return nil, err
 	}
-	dir, err := os.MkdirTemp("", "captf-plan-*")
+	dir, err := os.MkdirTemp(r.TempDir, "captf-plan-*")
 	if err != nil {
 		return nil, fmt.Errorf("plan: %w", err)
 	}
