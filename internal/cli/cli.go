@@ -297,15 +297,28 @@ command, and exits 3. An empty plan needs no approval and applies nothing.
 			switch {
 			case errors.Is(err, runner.ErrPlanChanged):
 				s.saveRecord(out.Fresh, stderr)
-				if o.json {
-					return errors.Join(err, printJSON(stdout, refusal{Applied: false, Approved: expect, Moved: s.moved(expect, out.Fresh), Plan: *report}))
+				doc := refusal{Reason: refusedFor(expect), Approved: expect, Plan: *report}
+				if doc.Reason == ReasonPlanChanged {
+					doc.Moved = s.moved(expect, out.Fresh)
 				}
-				printRefusal(stdout, expect, s.moved(expect, out.Fresh), report, o.applyCommand(s.dir, report.PlanHash))
+				if o.json {
+					return errors.Join(err, printJSON(stdout, doc))
+				}
+				printRefusal(stdout, &doc, o.applyCommand(s.dir, report.PlanHash))
+				return err
+			case errors.Is(err, tfexec.ErrStalePlan):
+				if o.json {
+					return errors.Join(err, printJSON(stdout, refusal{Reason: ReasonStalePlan, Approved: expect, Plan: *report}))
+				}
 				return err
 			case err != nil:
 				return err
 			case o.json:
-				return printJSON(stdout, refusal{Applied: out.Applied, Approved: expect, Plan: *report})
+				doc := refusal{Applied: out.Applied, Approved: expect, Plan: *report}
+				if !out.Applied {
+					doc.Reason = ReasonNoChanges
+				}
+				return printJSON(stdout, doc)
 			case out.Applied:
 				fmt.Fprintf(stdout, "\ncaptf: applied the approved plan %s.\n", report.PlanHash)
 			default:

@@ -12,6 +12,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"strings"
 
 	"github.com/captf/captf/internal/tfexec"
 	"github.com/captf/captf/pkg/fingerprint"
@@ -139,6 +140,8 @@ func (r *Runner) Apply(ctx context.Context, approved string) (*Outcome, error) {
 		}
 	case approved == "":
 		return out, fmt.Errorf("%w: the plan %s was not approved; nothing was applied", ErrPlanChanged, fresh)
+	case !strings.HasPrefix(approved, fingerprint.Prefix):
+		return out, fmt.Errorf("%w: %s is a hash of an older scheme, which can no longer be verified; approve the plan again by its %s hash %s; nothing was applied", ErrPlanChanged, approved, fingerprint.Prefix, fresh)
 	case !fingerprint.Matches(approved, fresh):
 		return out, fmt.Errorf("%w: the fresh plan hashes to %s, not to the approved %s; nothing was applied", ErrPlanChanged, fresh, approved)
 	}
