@@ -398,8 +398,12 @@ hash alone on the first line of stdout, or with --json the whole report.
 }
 
 // applyCommand is the exact command that applies hash in dir with the same
-// flags this run had.
+// flags this run had, written so that it can be pasted into a shell.
 func (o *options) applyCommand(dir, hash string) string {
+	if strings.HasPrefix(dir, "-") {
+		// Pasted as it is, it would read as a flag.
+		dir = "./" + dir
+	}
 	args := []string{"captf", "apply", dir}
 	if o.binary != "" {
 		args = append(args, "--binary", o.binary)

@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"bufio"
 	"bytes"
 	"os"
 	"os/exec"
@@ -15,7 +16,7 @@ import (
 )
 
 // These tests run the captf binary as a separate process, for what only a
-// process shows: signals, a kill.
+// process shows: signals, a kill, a printed command pasted into a shell.
 
 // buildCaptf builds cmd/captf into a temporary directory.
 func buildCaptf(t *testing.T) string {
@@ -45,6 +46,7 @@ func TestBinary(t *testing.T) {
 
 	t.Run("signal during key read", func(t *testing.T) { signalDuringKeyRead(t, captfBin, tf.Path) })
 	t.Run("killed runs leave nothing", func(t *testing.T) { killedRuns(t, captfBin, tf.Path) })
+	t.Run("pasted apply command", func(t *testing.T) { pastedApplyCommand(t, captfBin, tf.Path) })
 }
 
 // signalDuringKeyRead: a key read from a FIFO nobody writes, or from a
@@ -187,4 +189,33 @@ func containsSuffix(paths []string, suffix string) bool {
 		}
 	}
 	return false
+}
+
+// pastedApplyCommand: the apply command captf prints for a DIR that starts
+// with "-" works when pasted into a shell as it is.
+func pastedApplyCommand(t *testing.T, captfBin, tf string) {
+	work := t.TempDir()
+	src := tftest.CopyRoot(t, "testdata/roots/canary")
+	if err := os.Rename(src, filepath.Join(work, "-root")); err != nil {
+		t.Fatal(err)
+	}
+	t.Chdir(work)
+	out := captf(t, "plan", "--binary", tf, "--", "-root").want(t, 0)
+	var line string
+	sc := bufio.NewScanner(strings.NewReader(out.stdout))
+	for sc.Scan() {
+		if sc.Text() == "To apply exactly this plan:" && sc.Scan() {
+			line = strings.TrimSpace(sc.Text())
+		}
+	}
+	if !strings.HasPrefix(line, "captf apply ./-root ") {
+		t.Fatalf("apply command %q, want it to name ./-root\n%s", line, out.stdout)
+	}
+	sh := exec.Command("sh", "-c", line)
+	sh.Env = append(os.Environ(), "PATH="+filepath.Dir(captfBin)+string(os.PathListSeparator)+os.Getenv("PATH"))
+	if b, err := sh.CombinedOutput(); err != nil {
+		t.Fatalf("the pasted command %q: %v\n%s", line, err, b)
+	} else if !strings.Contains(string(b), "captf: applied the approved plan") {
+		t.Errorf("the pasted command did not apply:\n%s", b)
+	}
 }
