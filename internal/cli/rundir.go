@@ -40,28 +40,29 @@ func openRunDir(root string) (*runDir, error) {
 		return nil, fmt.Errorf("%w: %s is not a directory of captf's own (remove it)", runner.ErrBadInput, base)
 	}
 	sweep(base)
-	for {
-		path, err := os.MkdirTemp(base, "run-*")
-		if err != nil {
-			return nil, fmt.Errorf("private directory: %w", err)
+	// Another command's sweep may take a new directory between its
+	// creation and its lock: then it is gone, and another is made.
+	var err error
+	for range 3 {
+		var path string
+		if path, err = os.MkdirTemp(base, "run-*"); err != nil {
+			break
 		}
-		lock, err := os.Open(path)
-		if err != nil {
-			// Another command's sweep took it between its creation and
-			// the lock: make another.
+		var lock *os.File
+		if lock, err = os.Open(path); err != nil {
 			continue
 		}
-		if err := lockDir(lock); err != nil {
+		if err = lockDir(lock); err != nil {
 			lock.Close()
-			return nil, fmt.Errorf("lock %s: %w", path, err)
+			break
 		}
-		// The same holds between the open and the lock.
-		if _, err := os.Stat(path); err != nil {
+		if _, err = os.Stat(path); err != nil {
 			lock.Close()
 			continue
 		}
 		return &runDir{path: path, lock: lock}, nil
 	}
+	return nil, fmt.Errorf("private directory: %w", err)
 }
 
 // Close removes the directory and then drops its lock.
