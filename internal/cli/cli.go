@@ -10,6 +10,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -23,9 +24,11 @@ import (
 
 const exitCodesHelp = `Exit codes:
   0  planned, applied, or nothing to apply
-  1  any other failure (terraform failed, an apply failed)
-  2  bad usage or bad input: a missing or short plan key, a malformed plan
-     document, a malformed --expect-plan value
+  1  any other failure (terraform failed, an apply failed), or interrupted
+  2  bad usage or bad input, before anything runs: an unknown command or
+     flag, an extra argument, a plan key missing, shorter than 32 bytes,
+     longer than 4096 or a link at the default path, a var file that is a
+     directory, a malformed plan document, a malformed --expect-plan value
   3  the plan moved: the fresh plan does not hash to the approved one (or
      nothing was approved); nothing was applied`
 
@@ -67,6 +70,8 @@ applies only when a fresh plan hashes to the approved value.
   captf preview apply --expect-digest cs1:...
 
 ` + exitCodesHelp,
+		Args:          cobra.ArbitraryArgs,
+		RunE:          group,
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
@@ -87,6 +92,29 @@ func (o *options) register(cmd *cobra.Command) {
 	f.BoolVar(&o.json, "json", false, "print the report as JSON on stdout; terraform's output goes to stderr")
 }
 
+// group runs a command that only groups others: a missing or unknown
+// command is bad usage, not a request for help.
+func group(cmd *cobra.Command, args []string) error {
+	if len(args) == 0 {
+		fmt.Fprint(cmd.ErrOrStderr(), cmd.UsageString())
+		return fmt.Errorf("%w: %s needs a command", runner.ErrBadInput, cmd.CommandPath())
+	}
+	msg := fmt.Sprintf("unknown command %q for %q", args[0], cmd.CommandPath())
+	cmd.SuggestionsMinimumDistance = 2
+	if s := cmd.SuggestionsFor(args[0]); len(s) > 0 {
+		msg += "; did you mean " + strings.Join(s, " or ") + "?"
+	}
+	return fmt.Errorf("%w: %s", runner.ErrBadInput, msg)
+}
+
+// noArgs refuses arguments to a command that takes none.
+func noArgs(cmd *cobra.Command, args []string) error {
+	if len(args) > 0 {
+		return fmt.Errorf("%w: %s takes no arguments, got %q", runner.ErrBadInput, cmd.CommandPath(), args[0])
+	}
+	return nil
+}
+
 // dirArg takes the optional DIR argument.
 func dirArg(_ *cobra.Command, args []string) error {
 	if len(args) > 1 {
@@ -98,13 +126,16 @@ func dirArg(_ *cobra.Command, args []string) error {
 // session is everything one plan or apply needs, set up in the order that
 // refuses bad input before anything runs.
 type session struct {
-	dir     string
-	runner  *runner.Runner
-	store   planstore.Store
-	cleanup func()
+	dir    string
+	runner *runner.Runner
+	store  planstore.Store
+	tmp    *runDir
 }
 
-func (o *options) open(args []string, stdout, stderr io.Writer) (*session, error) {
+// Close removes the session's private directory.
+func (s *session) Close() { s.tmp.Close() }
+
+func (o *options) open(ctx context.Context, args []string, stdout, stderr io.Writer) (*session, error) {
 	dir := "."
 	if len(args) == 1 {
 		dir = args[0]
@@ -115,9 +146,9 @@ func (o *options) open(args []string, stdout, stderr io.Writer) (*session, error
 	}
 	var key []byte
 	if o.keyFile != "" {
-		key, err = runner.ReadKey(o.keyFile)
+		key, err = runner.ReadKeyFile(ctx, o.keyFile, "plan key", stderr)
 	} else {
-		key, err = runner.RootKey(dir)
+		key, err = runner.RootKey(ctx, dir, stderr)
 	}
 	if err != nil {
 		return nil, err
@@ -131,26 +162,29 @@ func (o *options) open(args []string, stdout, stderr io.Writer) (*session, error
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", runner.ErrBadInput, err)
 	}
-	for _, f := range o.varFiles {
-		if _, err := os.Stat(f); err != nil {
+	varFiles := make([]string, len(o.varFiles))
+	for i, f := range o.varFiles {
+		if info, err := os.Stat(f); err != nil {
 			return nil, fmt.Errorf("%w: var file: %w", runner.ErrBadInput, err)
+		} else if info.IsDir() {
+			return nil, fmt.Errorf("%w: var file %s is a directory", runner.ErrBadInput, f)
 		}
-	}
-	env, cleanup, err := cliConfig()
-	if err != nil {
-		return nil, err
+		if varFiles[i], err = filepath.Abs(f); err != nil {
+			return nil, err
+		}
 	}
 	abs, err := filepath.Abs(dir)
 	if err != nil {
-		cleanup()
 		return nil, err
 	}
-	varFiles := make([]string, len(o.varFiles))
-	for i, f := range o.varFiles {
-		if varFiles[i], err = filepath.Abs(f); err != nil {
-			cleanup()
-			return nil, err
-		}
+	tmp, err := openRunDir(abs)
+	if err != nil {
+		return nil, err
+	}
+	env, err := cliConfig(tmp.path)
+	if err != nil {
+		tmp.Close()
+		return nil, err
 	}
 	tfOut := stdout
 	if o.json {
@@ -163,31 +197,27 @@ func (o *options) open(args []string, stdout, stderr io.Writer) (*session, error
 			Hasher:   hasher,
 			VarFiles: varFiles,
 			Progress: stderr,
+			TempDir:  tmp.path,
 		},
-		store:   planstore.Store{Dir: filepath.Join(dir, runner.StateDir, "plans")},
-		cleanup: cleanup,
+		store: planstore.Store{Dir: filepath.Join(dir, runner.StateDir, "plans")},
+		tmp:   tmp,
 	}, nil
 }
 
 // cliConfig keeps a TF_CLI_CONFIG_FILE that names an existing file (it may
 // carry provider mirrors the user needs) and otherwise gives terraform a
-// config of captf's own that disables the checkpoint call.
-func cliConfig() ([]string, func(), error) {
+// config of captf's own, in dir, that disables the checkpoint call.
+func cliConfig(dir string) ([]string, error) {
 	if p := os.Getenv("TF_CLI_CONFIG_FILE"); p != "" {
 		if _, err := os.Stat(p); err == nil {
-			return nil, func() {}, nil
+			return nil, nil
 		}
-	}
-	dir, err := os.MkdirTemp("", "captf-cli-*")
-	if err != nil {
-		return nil, nil, fmt.Errorf("terraform CLI config: %w", err)
 	}
 	path := filepath.Join(dir, "terraform.rc")
 	if err := os.WriteFile(path, []byte("disable_checkpoint = true\n"), 0o600); err != nil {
-		os.RemoveAll(dir)
-		return nil, nil, fmt.Errorf("terraform CLI config: %w", err)
+		return nil, fmt.Errorf("terraform CLI config: %w", err)
 	}
-	return []string{"TF_CLI_CONFIG_FILE=" + path}, func() { os.RemoveAll(dir) }, nil
+	return []string{"TF_CLI_CONFIG_FILE=" + path}, nil
 }
 
 // saveRecord keeps the value-free record of a plan; failing to is worth a
@@ -214,11 +244,11 @@ the exact command that applies this plan.
 ` + exitCodesHelp,
 		Args: dirArg,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			s, err := o.open(args, stdout, stderr)
+			s, err := o.open(cmd.Context(), args, stdout, stderr)
 			if err != nil {
 				return err
 			}
-			defer s.cleanup()
+			defer s.Close()
 			p, err := s.runner.Plan(cmd.Context())
 			if err != nil {
 				return err
@@ -254,11 +284,11 @@ command, and exits 3. An empty plan needs no approval and applies nothing.
 			if err := runner.CheckHash(expect); err != nil {
 				return err
 			}
-			s, err := o.open(args, stdout, stderr)
+			s, err := o.open(cmd.Context(), args, stdout, stderr)
 			if err != nil {
 				return err
 			}
-			defer s.cleanup()
+			defer s.Close()
 			out, err := s.runner.Apply(cmd.Context(), expect)
 			if out == nil {
 				return err
@@ -267,15 +297,28 @@ command, and exits 3. An empty plan needs no approval and applies nothing.
 			switch {
 			case errors.Is(err, runner.ErrPlanChanged):
 				s.saveRecord(out.Fresh, stderr)
-				if o.json {
-					return errors.Join(err, printJSON(stdout, refusal{Applied: false, Approved: expect, Moved: s.moved(expect, out.Fresh), Plan: *report}))
+				doc := refusal{Reason: refusedFor(expect), Approved: expect, Plan: *report}
+				if doc.Reason == ReasonPlanChanged {
+					doc.Moved = s.moved(expect, out.Fresh)
 				}
-				printRefusal(stdout, expect, s.moved(expect, out.Fresh), report, o.applyCommand(s.dir, report.PlanHash))
+				if o.json {
+					return errors.Join(err, printJSON(stdout, doc))
+				}
+				printRefusal(stdout, &doc, o.applyCommand(s.dir, report.PlanHash))
+				return err
+			case errors.Is(err, tfexec.ErrStalePlan):
+				if o.json {
+					return errors.Join(err, printJSON(stdout, refusal{Reason: ReasonStalePlan, Approved: expect, Plan: *report}))
+				}
 				return err
 			case err != nil:
 				return err
 			case o.json:
-				return printJSON(stdout, refusal{Applied: out.Applied, Approved: expect, Plan: *report})
+				doc := refusal{Applied: out.Applied, Approved: expect, Plan: *report}
+				if !out.Applied {
+					doc.Reason = ReasonNoChanges
+				}
+				return printJSON(stdout, doc)
 			case out.Applied:
 				fmt.Fprintf(stdout, "\ncaptf: applied the approved plan %s.\n", report.PlanHash)
 			default:
@@ -325,7 +368,7 @@ hash alone on the first line of stdout, or with --json the whole report.
 			if keyFile == "" {
 				return fmt.Errorf("%w: --plan-key-file is required", runner.ErrBadInput)
 			}
-			key, err := runner.ReadKey(keyFile)
+			key, err := runner.ReadKeyFile(cmd.Context(), keyFile, "plan key", cmd.ErrOrStderr())
 			if err != nil {
 				return err
 			}
@@ -355,8 +398,12 @@ hash alone on the first line of stdout, or with --json the whole report.
 }
 
 // applyCommand is the exact command that applies hash in dir with the same
-// flags this run had.
+// flags this run had, written so that it can be pasted into a shell.
 func (o *options) applyCommand(dir, hash string) string {
+	if strings.HasPrefix(dir, "-") {
+		// Pasted as it is, it would read as a flag.
+		dir = "./" + dir
+	}
 	args := []string{"captf", "apply", dir}
 	if o.binary != "" {
 		args = append(args, "--binary", o.binary)

@@ -120,7 +120,7 @@ func TestCycle(t *testing.T) {
 			writeVars(t, dir, "2", "CANARY-PLAIN-changed")
 			before := readState(t, dir)
 			ref := captf(t, "apply", dir, b, "--json", "--expect-plan", approved.PlanHash).want(t, runner.ExitPlanChanged).refusal(t)
-			if ref.Applied || ref.Plan.PlanHash == approved.PlanHash || ref.Plan.Empty() {
+			if ref.Applied || ref.Reason != ReasonPlanChanged || ref.Plan.PlanHash == approved.PlanHash || ref.Plan.Empty() {
 				t.Fatalf("refusal: %+v", ref)
 			}
 			if !bytes.Equal(before, readState(t, dir)) {
@@ -185,6 +185,9 @@ func TestCycle(t *testing.T) {
 			captf(t, "apply", dir, b, "--expect-plan", ref.Plan.PlanHash).want(t, 0)
 			captf(t, "apply", dir, b).want(t, 0)
 			captf(t, "apply", dir, b, "--expect-plan", fingerprint.EmptyPlanHash).want(t, 0)
+			if none := captf(t, "apply", dir, b, "--json").want(t, 0).refusal(t); none.Applied || none.Reason != ReasonNoChanges {
+				t.Errorf("an empty plan's apply as JSON: %+v", none)
+			}
 			empty := captf(t, "apply", dir, b, "--json", "--expect-plan", drift.PlanHash).want(t, runner.ExitPlanChanged).refusal(t)
 			if !empty.Plan.Empty() || empty.Applied {
 				t.Errorf("empty plan after a non-empty approval: %+v", empty)
@@ -195,10 +198,23 @@ func TestCycle(t *testing.T) {
 			writeVars(t, dir, "2", "CANARY-PLAIN-changed")
 			stateNow := readState(t, dir)
 			captf(t, "apply", dir, b).want(t, runner.ExitPlanChanged)
+			if na := captf(t, "apply", dir, b, "--json").want(t, runner.ExitPlanChanged).refusal(t); na.Reason != ReasonNotApproved || na.Moved != nil {
+				t.Errorf("an unapproved apply as JSON: %+v", na)
+			}
 			p1 := "p1:" + strings.TrimPrefix(ref.Plan.PlanHash, "p2:")
 			out := captf(t, "apply", dir, b, "--expect-plan", p1).want(t, runner.ExitPlanChanged)
-			if !strings.Contains(out.stdout, "older captf release") {
-				t.Errorf("p1 refusal does not explain itself:\n%s", out.stdout)
+			fresh := captf(t, "plan", dir, b, "--json").want(t, 0).report(t).PlanHash
+			for _, say := range []string{p1 + " is a hash of an older scheme (p1:), which can no longer be verified", "Approve the plan again by its p2: hash", "--expect-plan " + fresh} {
+				if !strings.Contains(out.stdout, say) {
+					t.Errorf("p1 refusal does not say %q:\n%s", say, out.stdout)
+				}
+			}
+			if !strings.Contains(out.stderr, "approve the plan again by its p2: hash "+fresh) {
+				t.Errorf("p1 refusal's error does not name the p2: hash to approve:\n%s", out.stderr)
+			}
+			p1JSON := captf(t, "apply", dir, b, "--json", "--expect-plan", p1).want(t, runner.ExitPlanChanged).refusal(t)
+			if p1JSON.Applied || p1JSON.Reason != ReasonOldScheme || p1JSON.Moved != nil || p1JSON.Plan.PlanHash != fresh {
+				t.Errorf("p1 refusal as JSON: %+v", p1JSON)
 			}
 			if !bytes.Equal(stateNow, readState(t, dir)) {
 				t.Fatal("an unapproved apply changed the state")
@@ -230,6 +246,16 @@ func TestBadInput(t *testing.T) {
 		{"unknown flag", []string{"plan", dir, "--frobnicate"}, "unknown flag"},
 		{"two dirs", []string{"plan", dir, dir}, "at most one DIR"},
 		{"not a dir", []string{"plan", filepath.Join(tmp, "nope")}, "is not a directory"},
+		{"a key file without end", []string{"plan", dir, "--binary", bin.Path, "--plan-key-file", "/dev/zero"}, "holds more than 4096 bytes"},
+		{"a key file without end on fingerprint", []string{"fingerprint", "--plan-key-file", "/dev/zero", plan}, "holds more than 4096 bytes"},
+		{"a var file that is a directory", []string{"plan", dir, "--binary", bin.Path, "--var-file", tmp}, "var file " + tmp + " is a directory"},
+		{"no command", nil, "captf needs a command"},
+		{"unknown command", []string{"pln", dir}, `unknown command "pln" for "captf"; did you mean plan?`},
+		{"extra argument to apply", []string{"apply", dir, "extra", "--expect-plan", fingerprint.EmptyPlanHash}, "at most one DIR"},
+		{"no preview command", []string{"preview"}, "captf preview needs a command"},
+		{"unknown preview command", []string{"preview", "frob"}, `unknown command "frob" for "captf preview"`},
+		{"extra argument to preview plan", []string{"preview", "plan", "extra"}, `captf preview plan takes no arguments, got "extra"`},
+		{"extra argument to preview apply", []string{"preview", "apply", "extra", "--expect-digest", "cs1:" + strings.Repeat("0", 64)}, "takes no arguments"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -442,6 +468,30 @@ func TestDamagedRecord(t *testing.T) {
 		t.Error("a refused apply changed the state file")
 	}
 	// stderr is terraform's own output, which shows the plan.
+	if strings.Contains(out.stdout, "CANARY") {
+		t.Errorf("the refusal shows a value:\n%s", out.stdout)
+	}
+}
+
+// TestStalePlanJSON: when terraform refuses the saved plan as stale (the
+// state changed between captf's plan and its apply), apply --json still
+// prints its document, saying why nothing was applied. The state is
+// changed by a second, ungated terraform apply that the wrapper runs just
+// before captf's: the real terraform, with a concurrent run played.
+func TestStalePlanJSON(t *testing.T) {
+	setup(t)
+	bin := tftest.Terraform(t)
+	dir := tftest.CopyRoot(t, "testdata/roots/canary")
+	racing := wrapTerraform(t, bin.Path, `if [ "$1" = apply ]; then "$REAL" apply -input=false -no-color -auto-approve >/dev/null || exit 1; fi`)
+	approved := captf(t, "plan", dir, "--binary", bin.Path, "--json").want(t, 0).report(t)
+	out := captf(t, "apply", dir, "--binary", racing, "--json", "--expect-plan", approved.PlanHash).want(t, runner.ExitPlanChanged)
+	ref := out.refusal(t)
+	if ref.Applied || ref.Reason != ReasonStalePlan || ref.Approved != approved.PlanHash || ref.Plan.PlanHash != approved.PlanHash {
+		t.Errorf("stale plan refusal: %+v", ref)
+	}
+	if !strings.Contains(out.stderr, "saved plan is stale") {
+		t.Errorf("stderr does not say the plan was stale:\n%s", out.stderr)
+	}
 	if strings.Contains(out.stdout, "CANARY") {
 		t.Errorf("the refusal shows a value:\n%s", out.stdout)
 	}

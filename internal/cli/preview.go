@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -17,6 +18,9 @@ import (
 	"github.com/captf/captf/internal/runner"
 	"github.com/captf/captf/pkg/changeset"
 )
+
+// digestPattern is the shape of a change-set digest.
+var digestPattern = regexp.MustCompile(`^` + regexp.QuoteMeta(changeset.DigestPrefix) + `[0-9a-f]{64}$`)
 
 // ExitHeld: the preview apply applied what it could; members were held
 // until their upstream applied and their new plan needs its own approval.
@@ -31,8 +35,10 @@ const (
 const previewExitCodes = `Exit codes:
   0  planned (plan), or everything applied (apply)
   1  a member's plan failed, or an apply failed (its dependents were not applied)
-  2  bad usage or bad input: the project file, a flag, the seed outputs file,
-     a missing or short preview key
+  2  bad usage or bad input, before anything is planned: the project file (a
+     terraform root outside the repository), a flag, a malformed
+     --expect-digest, a --root outside a git work tree, the seed outputs
+     file, the preview key
   3  the change-set digest (or a member's plan) moved, or plan and apply read
      different preview keys: nothing of it was applied
   4  apply only: members were held until their upstream applied; they were
@@ -68,6 +74,8 @@ type previewOptions struct {
 	noteLimit   int
 	json        bool
 	registry    preview.Registry
+	// tmp is the command's private directory, set by options.
+	tmp *runDir
 }
 
 func (o *previewOptions) register(cmd *cobra.Command) {
@@ -95,14 +103,15 @@ const keyHint = "plan and apply must read the same preview key (--key-file, defa
 
 // key reads --key-file, or ROOT/.captf/preview-key, creating that on
 // first use. A missing or short key is bad input (exit 2).
-func (o *previewOptions) key(root string) ([]byte, error) {
+func (o *previewOptions) key(ctx context.Context, root string, stderr io.Writer) ([]byte, error) {
 	if o.keyFile != "" {
-		return runner.ReadKeyFile(o.keyFile, "preview key")
+		return runner.ReadKeyFile(ctx, o.keyFile, "preview key", stderr)
 	}
-	return runner.StateKey(root, PreviewKeyFile, "preview key")
+	return runner.StateKey(ctx, root, PreviewKeyFile, "preview key", stderr)
 }
 
-// options checks the flags and loads the project file.
+// options checks the flags and loads the project file. Close the
+// previewOptions after a nil error.
 func (o *previewOptions) options(ctx context.Context, stderr io.Writer) (preview.Options, error) {
 	if o.noteLimit < minNoteLimit {
 		return preview.Options{}, fmt.Errorf("%w: --note-limit %d: a note needs at least %d characters", preview.ErrInvalid, o.noteLimit, minNoteLimit)
@@ -121,6 +130,11 @@ func (o *previewOptions) options(ctx context.Context, stderr io.Writer) (preview
 	}
 	if info, err := os.Stat(root); err != nil || !info.IsDir() {
 		return preview.Options{}, fmt.Errorf("%w: --root %s is not a directory", preview.ErrInvalid, root)
+	}
+	// A change set is read from a repository: what git ignores and what
+	// changed since --changed-from come from git.
+	if err := exec.CommandContext(ctx, "git", "-C", root, "rev-parse", "--show-toplevel").Run(); err != nil {
+		return preview.Options{}, fmt.Errorf("%w: --root %s is not in a git work tree", preview.ErrInvalid, root)
 	}
 	file := filepath.Join(root, preview.ProjectFile)
 	if o.file != "" {
@@ -151,10 +165,21 @@ func (o *previewOptions) options(ctx context.Context, stderr io.Writer) (preview
 		}
 		o.out = filepath.Join(root, runner.StateDir, "preview")
 	}
-	if opts.Key, err = o.key(root); err != nil {
+	if opts.Key, err = o.key(ctx, root, stderr); err != nil {
 		return preview.Options{}, err
 	}
+	if o.tmp, err = openRunDir(root); err != nil {
+		return preview.Options{}, err
+	}
+	opts.TempDir = o.tmp.path
 	return opts, nil
+}
+
+// Close removes the command's private directory.
+func (o *previewOptions) Close() {
+	if o.tmp != nil {
+		o.tmp.Close()
+	}
 }
 
 // applyCommand is the exact command that applies digest with this run's
@@ -224,6 +249,8 @@ digest over the whole change set. captf preview apply plans again and applies
 only when that digest holds.
 
 ` + previewExitCodes,
+		Args: cobra.ArbitraryArgs,
+		RunE: group,
 	}
 	cmd.AddCommand(newPreviewPlan(stdout, stderr, registry), newPreviewApply(stdout, stderr, registry))
 	return cmd
@@ -239,12 +266,13 @@ change-set document (` + DocumentFile + `) and the Markdown note (` + NoteFile +
 prints the note, or the document with --json.
 
 ` + previewExitCodes,
-		Args: cobra.NoArgs,
+		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			opts, err := o.options(cmd.Context(), stderr)
 			if err != nil {
 				return err
 			}
+			defer o.Close()
 			p, err := preview.PlanChangeSet(cmd.Context(), opts)
 			if err != nil {
 				return err
@@ -311,15 +339,16 @@ upstream applied are planned again; that plan's note and digest are printed
 and written to --out for their own approval (exit 4).
 
 ` + previewExitCodes,
-		Args: cobra.NoArgs,
+		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if !strings.HasPrefix(expect, changeset.DigestPrefix) {
-				return fmt.Errorf("%w: --expect-digest %q: want the %s digest a preview plan printed", preview.ErrInvalid, expect, changeset.DigestPrefix)
+			if !digestPattern.MatchString(expect) {
+				return fmt.Errorf("%w: --expect-digest %q: want the %s digest a preview plan printed (%s and 64 hex digits)", preview.ErrInvalid, expect, changeset.DigestPrefix, changeset.DigestPrefix)
 			}
 			opts, err := o.options(cmd.Context(), stderr)
 			if err != nil {
 				return err
 			}
+			defer o.Close()
 			a, err := preview.ApplyChangeSet(cmd.Context(), opts, expect)
 			if a == nil {
 				return err

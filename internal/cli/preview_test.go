@@ -235,6 +235,12 @@ func TestPreviewBadInput(t *testing.T) {
 		{"not a revision", "", []string{"preview", "plan", "--changed-from", "no-such-branch"}, "--changed-from no-such-branch"},
 		{"unknown flag", "", []string{"preview", "plan", "--bogus"}, "unknown flag: --bogus"},
 		{"note limit too small", "", []string{"preview", "plan", "--note-limit", "999"}, "--note-limit 999: a note needs at least 1000 characters"},
+		{"digest of the right scheme, malformed", "", []string{"preview", "apply", "--expect-digest", "cs1:zz"}, `--expect-digest "cs1:zz": want the cs1: digest a preview plan printed (cs1: and 64 hex digits)`},
+		{"a terraform root outside the repository", "components:\n  net:\n    steps:\n      - kind: terraform-apply\n        inputs: {root: ../outside}\n", []string{"preview", "plan"},
+			`captf.yaml:4: components.net.steps[0]: input "root": ../outside leaves the repository`},
+		{"a var file outside the repository", "components:\n  net:\n    steps:\n      - kind: terraform-apply\n        inputs: {root: site, varFiles: [/etc/passwd]}\n", []string{"preview", "apply", "--expect-digest", "cs1:" + strings.Repeat("0", 64)},
+			`input "varFiles[0]": /etc/passwd is absolute`},
+		{"--root outside any repository", "", []string{"preview", "plan", "--root", filepath.Dir(root)}, "is not in a git work tree"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -438,6 +444,14 @@ func TestPreviewKey(t *testing.T) {
 		{[]string{"preview", "plan", "--key-file", short + "-none"}, "preview key file " + short + "-none does not exist"},
 		{[]string{"preview", "apply", "--key-file", short + "-none", "--expect-digest", first.Digest}, "does not exist"},
 	}
+	// A key file without end, and a malformed digest, too.
+	bad = append(bad, []struct {
+		args []string
+		want string
+	}{
+		{[]string{"preview", "plan", "--key-file", "/dev/zero"}, "preview key file /dev/zero holds more than 4096 bytes"},
+		{[]string{"preview", "apply", "--expect-digest", "cs1:" + strings.Repeat("z", 64)}, "cs1: and 64 hex digits"},
+	}...)
 	for _, c := range bad {
 		untouched := previewtest.New("fake-plan")
 		o := captfWith(t, preview.Registry{untouched}, c.args...).want(t, runner.ExitBadInput)
@@ -456,6 +470,25 @@ func TestPreviewKey(t *testing.T) {
 		t.Error("captf replaced a short preview key")
 	}
 	write(t, keyPath, key, 0o600)
+
+	// A default key that is a link is not followed: it could make any
+	// file (here /etc/passwd) the key.
+	saved := keyPath + ".saved"
+	if err := os.Rename(keyPath, saved); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink("/etc/passwd", keyPath); err != nil {
+		t.Fatal(err)
+	}
+	if o := run(runner.ExitBadInput, "preview", "plan"); !strings.Contains(o.stderr, "preview key file "+keyPath+" is a symbolic link, not a regular file") {
+		t.Errorf("a default key that is a link: %s", o.stderr)
+	}
+	if err := os.Remove(keyPath); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(saved, keyPath); err != nil {
+		t.Fatal(err)
+	}
 
 	run(runner.ExitOK, "preview", "apply", "--expect-digest", first.Digest)
 	if diff := cmp.Diff([]string{"a"}, fake.Applied()); diff != "" {

@@ -16,12 +16,35 @@ type movedReport struct {
 	Differences []fingerprint.Difference `json:"differences"`
 }
 
-// refusal is apply's JSON output.
+// Reasons an apply applied nothing, in its JSON output (docs/cli.md).
+const (
+	ReasonNoChanges   = "no-changes"   // the fresh plan is empty; exit 0
+	ReasonNotApproved = "not-approved" // no --expect-plan for a plan with changes
+	ReasonOldScheme   = "old-scheme"   // --expect-plan is a p1: hash, which no plan matches
+	ReasonPlanChanged = "plan-changed" // the fresh plan hashes to another value
+	ReasonStalePlan   = "stale-plan"   // terraform refused the saved plan: the state changed after it was made
+)
+
+// refusal is apply's JSON output: whether the plan was applied, and when
+// not, why, what moved and the fresh plan to approve. It never holds a
+// value.
 type refusal struct {
 	Applied  bool               `json:"applied"`
+	Reason   string             `json:"reason,omitempty"`
 	Approved string             `json:"approved,omitempty"`
 	Moved    *movedReport       `json:"moved,omitempty"`
 	Plan     fingerprint.Report `json:"plan"`
+}
+
+// refusedFor is the reason a fresh plan did not match approved.
+func refusedFor(approved string) string {
+	switch {
+	case approved == "":
+		return ReasonNotApproved
+	case !strings.HasPrefix(approved, fingerprint.Prefix):
+		return ReasonOldScheme
+	}
+	return ReasonPlanChanged
 }
 
 func printJSON(w io.Writer, v any) error {
@@ -56,15 +79,17 @@ func printReport(w io.Writer, r *fingerprint.Report, applyCmd string) {
 }
 
 // printRefusal explains a refused apply: what moved, then the new plan.
-func printRefusal(w io.Writer, approved string, moved *movedReport, r *fingerprint.Report, applyCmd string) {
+func printRefusal(w io.Writer, doc *refusal, applyCmd string) {
 	fmt.Fprintln(w)
-	switch {
-	case approved == "":
+	r, moved := &doc.Plan, doc.Moved
+	switch doc.Reason {
+	case ReasonNotApproved:
 		fmt.Fprintln(w, "captf: nothing was applied: this plan needs an approval (--expect-plan).")
-	case !strings.HasPrefix(approved, fingerprint.Prefix):
-		fmt.Fprintf(w, "captf: nothing was applied: %s is a hash from an older captf release and matches no plan; approve the new hash.\n", approved)
+	case ReasonOldScheme:
+		fmt.Fprintf(w, "captf: nothing was applied: %s is a hash of an older scheme (%s), which can no longer be verified. Approve the plan again by its %s hash, below.\n",
+			doc.Approved, doc.Approved[:strings.IndexByte(doc.Approved, ':')+1], fingerprint.Prefix)
 	default:
-		fmt.Fprintf(w, "captf: the plan moved since %s was approved; nothing was applied.\n", approved)
+		fmt.Fprintf(w, "captf: the plan moved since %s was approved; nothing was applied.\n", doc.Approved)
 	}
 	if moved != nil {
 		if moved.Unknown != "" {

@@ -33,6 +33,15 @@ type Capability interface {
 	Outputs(ctx context.Context, req Request) (Outputs, error)
 }
 
+// InputChecker is a Capability that checks a step's inputs as the project
+// file writes them, before anything is planned. An error is bad input: the
+// project file is wrong, and nothing of the change set is planned. Inputs
+// that are stackOutput references are not resolved yet; it checks what
+// does not depend on them.
+type InputChecker interface {
+	CheckInputs(root string, inputs map[string]any) error
+}
+
 // Outputs are named output values, JSON with numbers as written.
 type Outputs map[string]json.RawMessage
 

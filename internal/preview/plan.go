@@ -49,6 +49,9 @@ type Options struct {
 	Output io.Writer
 	// Parallel caps how many members of one level plan at once; 4 when 0.
 	Parallel int
+	// TempDir is where the members' scratch directories are made (plan
+	// files among them); the system's temporary directory when empty.
+	TempDir string
 }
 
 // Preview is a planned change set: the document and what an apply needs.
@@ -115,11 +118,14 @@ func PlanChangeSet(ctx context.Context, o Options) (*Preview, error) {
 	if err := checkReferences(o.Project, o.Registry); err != nil {
 		return nil, err
 	}
+	if err := checkInputs(o.Project, o.Registry, o.Root); err != nil {
+		return nil, err
+	}
 	inChange, err := selectComponents(ctx, o)
 	if err != nil {
 		return nil, err
 	}
-	scratch, err := os.MkdirTemp("", "captf-preview-*")
+	scratch, err := os.MkdirTemp(o.TempDir, "captf-preview-*")
 	if err != nil {
 		return nil, fmt.Errorf("scratch directory: %w", err)
 	}
@@ -151,6 +157,23 @@ func (p *Preview) Close() {
 	if p.scratch != "" {
 		os.RemoveAll(p.scratch)
 	}
+}
+
+// checkInputs asks the capability of each step, when it is an
+// InputChecker, to check the step's inputs.
+func checkInputs(proj *Project, reg Registry, root string) error {
+	for _, c := range proj.Components {
+		for i, s := range c.Steps {
+			ic, ok := reg.Lookup(s.Kind).(InputChecker)
+			if !ok {
+				continue
+			}
+			if err := ic.CheckInputs(root, s.Inputs); err != nil {
+				return fmt.Errorf("%w: %s:%d: components.%s.steps[%d]: %w", ErrInvalid, proj.File, s.line, c.Name, i, err)
+			}
+		}
+	}
+	return nil
 }
 
 // checkReferences refuses a stackOutput of a component none of whose steps

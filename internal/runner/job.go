@@ -70,7 +70,7 @@ func (j *Job) run(ctx context.Context) (Message, error) {
 	}
 	var hasher *fingerprint.Hasher
 	if gated {
-		key, err := ReadKey(j.KeyFile)
+		key, err := ReadKey(ctx, j.KeyFile)
 		if err != nil {
 			return msg, err
 		}

@@ -12,6 +12,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"strings"
 
 	"github.com/captf/captf/internal/tfexec"
 	"github.com/captf/captf/pkg/fingerprint"
@@ -26,6 +27,9 @@ type Runner struct {
 	VarFiles []string
 	// Progress receives the output of init and validate when they fail.
 	Progress io.Writer
+	// TempDir is where plan files are made, each in a private directory
+	// of its own; the system's temporary directory when empty.
+	TempDir string
 }
 
 // Planned is a fingerprinted plan and its saved plan file. Close removes the
@@ -45,7 +49,7 @@ func (r *Runner) Plan(ctx context.Context) (*Planned, error) {
 	if err := r.prepare(ctx); err != nil {
 		return nil, err
 	}
-	dir, err := os.MkdirTemp("", "captf-plan-*")
+	dir, err := os.MkdirTemp(r.TempDir, "captf-plan-*")
 	if err != nil {
 		return nil, fmt.Errorf("plan: %w", err)
 	}
@@ -136,6 +140,8 @@ func (r *Runner) Apply(ctx context.Context, approved string) (*Outcome, error) {
 		}
 	case approved == "":
 		return out, fmt.Errorf("%w: the plan %s was not approved; nothing was applied", ErrPlanChanged, fresh)
+	case !strings.HasPrefix(approved, fingerprint.Prefix):
+		return out, fmt.Errorf("%w: %s is a hash of an older scheme, which can no longer be verified; approve the plan again by its %s hash %s; nothing was applied", ErrPlanChanged, approved, fingerprint.Prefix, fresh)
 	case !fingerprint.Matches(approved, fresh):
 		return out, fmt.Errorf("%w: the fresh plan hashes to %s, not to the approved %s; nothing was applied", ErrPlanChanged, fresh, approved)
 	}

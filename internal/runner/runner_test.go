@@ -2,6 +2,7 @@ package runner
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"fmt"
 	"os"
@@ -20,7 +21,7 @@ func TestRootKey(t *testing.T) {
 	var wg sync.WaitGroup
 	for i := range keys {
 		wg.Go(func() {
-			k, err := RootKey(dir)
+			k, err := RootKey(context.Background(), dir, nil)
 			if err != nil {
 				t.Error(err)
 			}
@@ -45,7 +46,7 @@ func TestRootKey(t *testing.T) {
 	if err := os.WriteFile(path, keys[0][:16], 0o600); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := RootKey(dir); !errors.Is(err, ErrBadInput) {
+	if _, err := RootKey(context.Background(), dir, nil); !errors.Is(err, ErrBadInput) {
 		t.Errorf("short root key: err = %v, want ErrBadInput", err)
 	}
 	if b, _ := os.ReadFile(path); len(b) != 16 {

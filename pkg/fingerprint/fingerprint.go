@@ -246,10 +246,16 @@ func (c *computation) formatVersion() error {
 	if !ok {
 		return errors.New("format_version: not a string")
 	}
-	if !strings.HasPrefix(ver, "1.") {
-		return fmt.Errorf("format_version %q: only 1.x plan documents are understood", ver)
+	switch {
+	case strings.HasPrefix(ver, "1."), ver == "0.2":
+		// 0.2 is the format of terraform 0.15 and 1.0: it has every field
+		// the hash binds (sensitivity markers included) but moves and
+		// imports, which those releases cannot plan.
+		return nil
+	case ver == "0.1":
+		return fmt.Errorf("format_version %q: this plan comes from terraform 0.14 or older, whose plans do not mark sensitive values; plan with terraform 0.15 or later", ver)
 	}
-	return nil
+	return fmt.Errorf("format_version %q: only plan documents of format 0.2 (terraform 0.15 and 1.0) and 1.x are understood", ver)
 }
 
 func (c *computation) resourceChanges() error {

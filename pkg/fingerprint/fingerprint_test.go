@@ -375,6 +375,9 @@ func TestMalformed(t *testing.T) {
 		{`{"format_version":"2.0","planned_values":{}}`, `format_version "2.0"`},
 		{`{"format_version":"1.0","values":{}}`, "not a plan"},
 		{`{"format_version":"1.2","planned_values":{},"errored":true}`, "errored"},
+		// A scalar that ends the input, captured whole: the fuzzer's first find.
+		{`{"format_version":0`, "format_version: not a string"},
+		{`{"planned_values":{},"errored":tru`, "invalid literal of 3 bytes"},
 		{doc(`{"change":{"actions":["delete"]}}`), "resource_changes[0]: address: missing"},
 		{doc(rc("a.x", "explode", "")), `resource_changes[0]: a.x: change.actions: unsupported actions "explode"`},
 		{doc(`{"address":"a.x","change":{"actions":[]}}`), "change.actions: missing, empty"},

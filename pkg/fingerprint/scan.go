@@ -165,14 +165,16 @@ func (s *scanner) key() (string, error) {
 	}
 	// Keep the name in the window while it is read: a refill moves the
 	// window's bytes, so the start is kept relative to the mark.
-	saved := s.mark
-	if saved < 0 {
+	own := s.mark < 0
+	if own {
 		s.mark = s.pos
 	}
 	rel := s.pos - s.mark
 	err := s.skipString()
 	start := s.mark + rel
-	s.mark = saved
+	if own {
+		s.mark = -1
+	}
 	if err != nil {
 		return "", err
 	}
@@ -288,8 +290,10 @@ func (s *scanner) skipValue() error {
 
 // skipScalar consumes a number, true, false or null.
 func (s *scanner) skipScalar() error {
-	saved := s.mark
-	if saved < 0 {
+	// A mark set by the caller (capture) is moved by a refill and must
+	// stay where the refill put it; one set here is cleared after.
+	own := s.mark < 0
+	if own {
 		s.mark = s.pos
 	}
 	rel := s.pos - s.mark
@@ -306,7 +310,9 @@ scan:
 		}
 	}
 	start := s.mark + rel
-	s.mark = saved
+	if own {
+		s.mark = -1
+	}
 	return s.checkScalar(start)
 }
 

@@ -81,6 +81,29 @@ func readInputs(req preview.Request) (*inputs, error) {
 	return in, nil
 }
 
+// CheckInputs refuses a root or a var file that is not inside the
+// repository (root, relative): a pull request names its roots and var
+// files there. It runs before anything is planned, so a project file that
+// names one outside is bad input rather than a failed member.
+func (c *Capability) CheckInputs(root string, inputs map[string]any) error {
+	if r, ok := inputs["root"].(string); ok && r != "" {
+		if _, err := inside(root, r); err != nil {
+			return fmt.Errorf(`input "root": %w`, err)
+		}
+	}
+	files, _ := inputs["varFiles"].([]any)
+	for i, f := range files {
+		if s, ok := f.(string); ok && s != "" {
+			if _, err := inside(root, s); err != nil {
+				return fmt.Errorf(`input "varFiles[%d]": %w`, i, err)
+			}
+		}
+	}
+	return nil
+}
+
+var _ preview.InputChecker = (*Capability)(nil)
+
 // variableName is what terraform accepts as a variable's name.
 var variableName = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_-]*$`)
 

@@ -1,0 +1,221 @@
+package cli
+
+import (
+	"bufio"
+	"bytes"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/captf/captf/internal/runner"
+	"github.com/captf/captf/internal/tftest"
+)
+
+// These tests run the captf binary as a separate process, for what only a
+// process shows: signals, a kill, a printed command pasted into a shell.
+
+// buildCaptf builds cmd/captf into a temporary directory.
+func buildCaptf(t *testing.T) string {
+	t.Helper()
+	bin := filepath.Join(t.TempDir(), "captf")
+	if out, err := exec.Command("go", "build", "-o", bin, "../../cmd/captf").CombinedOutput(); err != nil {
+		t.Fatalf("build captf: %v\n%s", err, out)
+	}
+	return bin
+}
+
+// wrapTerraform writes a shell script that runs before, then execs the
+// real terraform (at $REAL) with its arguments: a way to hold terraform at
+// a step or to play a concurrent run, with the real binary doing the work.
+func wrapTerraform(t *testing.T, real, before string) string {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "terraform")
+	script := "#!/bin/sh\nREAL='" + real + "'\n" + before + "\nexec \"$REAL\" \"$@\"\n"
+	write(t, path, []byte(script), 0o755)
+	return path
+}
+
+func TestBinary(t *testing.T) {
+	setup(t)
+	captfBin := buildCaptf(t)
+	tf := tftest.Terraform(t)
+
+	t.Run("signal during key read", func(t *testing.T) { signalDuringKeyRead(t, captfBin, tf.Path) })
+	t.Run("killed runs leave nothing", func(t *testing.T) { killedRuns(t, captfBin, tf.Path) })
+	t.Run("pasted apply command", func(t *testing.T) { pastedApplyCommand(t, captfBin, tf.Path) })
+}
+
+// signalDuringKeyRead: a key read from a FIFO nobody writes, or from a
+// stdin that never ends, gives way to SIGINT and SIGTERM: captf exits
+// promptly, non-zero, and says why.
+func signalDuringKeyRead(t *testing.T, captfBin, tf string) {
+	dir := tftest.CopyRoot(t, "testdata/roots/canary")
+	fifo := filepath.Join(t.TempDir(), "key.fifo")
+	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		name, keyFile string
+		sig           syscall.Signal
+	}{
+		{"fifo/SIGINT", fifo, syscall.SIGINT},
+		{"fifo/SIGTERM", fifo, syscall.SIGTERM},
+		{"stdin/SIGINT", "/dev/stdin", syscall.SIGINT},
+		{"stdin/SIGTERM", "/dev/stdin", syscall.SIGTERM},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			cmd := exec.Command(captfBin, "plan", dir, "--binary", tf, "--plan-key-file", c.keyFile)
+			// A pipe whose writer stays open and silent.
+			stdin, err := cmd.StdinPipe()
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer stdin.Close()
+			var stderr bytes.Buffer
+			cmd.Stderr = &stderr
+			if err := cmd.Start(); err != nil {
+				t.Fatal(err)
+			}
+			exited := make(chan error, 1)
+			go func() { exited <- cmd.Wait() }()
+			time.Sleep(500 * time.Millisecond) // captf is in the read by now
+			if err := cmd.Process.Signal(c.sig); err != nil {
+				t.Fatal(err)
+			}
+			select {
+			case <-exited:
+			case <-time.After(10 * time.Second):
+				cmd.Process.Kill()
+				<-exited
+				t.Fatalf("captf still runs 10 s after %v; stderr:\n%s", c.sig, stderr.String())
+			}
+			if code := cmd.ProcessState.ExitCode(); code != runner.ExitFailure {
+				t.Errorf("exit code %d, want %d; stderr:\n%s", code, runner.ExitFailure, stderr.String())
+			}
+			want := "captf: read plan key " + c.keyFile + ": " + map[syscall.Signal]string{syscall.SIGINT: "interrupt", syscall.SIGTERM: "terminated"}[c.sig] + " signal received\n"
+			if stderr.String() != want {
+				t.Errorf("stderr %q, want %q", stderr.String(), want)
+			}
+		})
+	}
+}
+
+// killedRuns SIGKILLs captf plan and captf apply (and terraform with them)
+// while terraform holds the saved plan file, then checks that the leftovers
+// are in DIR/.captf/tmp, not in the system's temporary directory, and that
+// the next run removes them.
+func killedRuns(t *testing.T, captfBin, tf string) {
+	tmp := os.Getenv("TMPDIR")
+	dir := tftest.CopyRoot(t, "testdata/roots/canary")
+	mark := filepath.Join(t.TempDir(), "held")
+	// terraform is held, plan file written, at show (plan) or apply.
+	held := wrapTerraform(t, tf, `if [ "$1" = "$HOLD_AT" ]; then : > "`+mark+`"; sleep 60; fi`)
+
+	kill := func(t *testing.T, at string, args ...string) {
+		t.Helper()
+		os.Remove(mark)
+		cmd := exec.Command(captfBin, args...)
+		cmd.Env = append(os.Environ(), "HOLD_AT="+at)
+		cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+		var out bytes.Buffer
+		cmd.Stdout, cmd.Stderr = &out, &out
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		deadline := time.Now().Add(2 * time.Minute)
+		for {
+			if _, err := os.Stat(mark); err == nil {
+				break
+			}
+			if time.Now().After(deadline) {
+				syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+				cmd.Wait()
+				t.Fatalf("terraform never reached %s:\n%s", at, out.String())
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+		// The whole process group: captf, the wrapper and its sleep.
+		if err := syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL); err != nil {
+			t.Fatal(err)
+		}
+		cmd.Wait()
+	}
+	leftovers := func(t *testing.T) []string {
+		t.Helper()
+		var found []string
+		for _, root := range []string{filepath.Join(dir, runner.StateDir, TmpDir), tmp} {
+			filepath.WalkDir(root, func(path string, d os.DirEntry, err error) error {
+				if err == nil && (strings.HasSuffix(path, ".tfplan") || strings.HasPrefix(d.Name(), "captf-") || strings.HasPrefix(d.Name(), "run-")) {
+					found = append(found, path)
+				}
+				return nil
+			})
+		}
+		return found
+	}
+	kill(t, "show", "plan", dir, "--binary", held)
+	left := leftovers(t)
+	if len(left) == 0 || !strings.HasPrefix(left[0], filepath.Join(dir, runner.StateDir, TmpDir)) {
+		t.Fatalf("after a killed plan, leftovers %v: want the plan file under DIR/.captf/tmp", left)
+	}
+	for _, p := range left {
+		if strings.HasPrefix(p, tmp) && !strings.HasPrefix(p, dir) {
+			t.Errorf("a killed plan left %s in the system's temporary directory", p)
+		}
+	}
+	approved := captf(t, "plan", dir, "--binary", tf, "--json").want(t, 0).report(t)
+	if left := leftovers(t); len(left) != 0 {
+		t.Errorf("the next plan did not remove the leftovers: %v", left)
+	}
+
+	kill(t, "apply", "apply", dir, "--binary", held, "--expect-plan", approved.PlanHash)
+	if left := leftovers(t); !containsSuffix(left, ".tfplan") {
+		t.Fatalf("after a killed apply, leftovers %v: want the plan file under DIR/.captf/tmp", left)
+	}
+	captf(t, "apply", dir, "--binary", tf, "--expect-plan", approved.PlanHash).want(t, 0)
+	if left := leftovers(t); len(left) != 0 {
+		t.Errorf("the next apply did not remove the leftovers: %v", left)
+	}
+}
+
+func containsSuffix(paths []string, suffix string) bool {
+	for _, p := range paths {
+		if strings.HasSuffix(p, suffix) {
+			return true
+		}
+	}
+	return false
+}
+
+// pastedApplyCommand: the apply command captf prints for a DIR that starts
+// with "-" works when pasted into a shell as it is.
+func pastedApplyCommand(t *testing.T, captfBin, tf string) {
+	work := t.TempDir()
+	src := tftest.CopyRoot(t, "testdata/roots/canary")
+	if err := os.Rename(src, filepath.Join(work, "-root")); err != nil {
+		t.Fatal(err)
+	}
+	t.Chdir(work)
+	out := captf(t, "plan", "--binary", tf, "--", "-root").want(t, 0)
+	var line string
+	sc := bufio.NewScanner(strings.NewReader(out.stdout))
+	for sc.Scan() {
+		if sc.Text() == "To apply exactly this plan:" && sc.Scan() {
+			line = strings.TrimSpace(sc.Text())
+		}
+	}
+	if !strings.HasPrefix(line, "captf apply ./-root ") {
+		t.Fatalf("apply command %q, want it to name ./-root\n%s", line, out.stdout)
+	}
+	sh := exec.Command("sh", "-c", line)
+	sh.Env = append(os.Environ(), "PATH="+filepath.Dir(captfBin)+string(os.PathListSeparator)+os.Getenv("PATH"))
+	if b, err := sh.CombinedOutput(); err != nil {
+		t.Fatalf("the pasted command %q: %v\n%s", line, err, b)
+	} else if !strings.Contains(string(b), "captf: applied the approved plan") {
+		t.Errorf("the pasted command did not apply:\n%s", b)
+	}
+}
