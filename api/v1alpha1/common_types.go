@@ -201,8 +201,7 @@ type JobSecurityContext struct {
 	FSGroup *int64 `json:"fsGroup,omitempty"`
 }
 
-// PlanStatus is a plan that waits for approval (spec 001, "What
-// status.plan holds"). It never holds a value.
+// PlanStatus is a plan that waits for approval. It never holds a value.
 type PlanStatus struct {
 	// InputsHash is the h2: inputs hash the plan was made for.
 	InputsHash string `json:"inputsHash"`

@@ -159,8 +159,9 @@ type TerraformPlanSpec struct {
 	// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="targetRef is immutable"
 	TargetRef PlanTargetReference `json:"targetRef"`
 
-	// PlanHash is the p2: hash of the plan (spec 000); the apply runs with
-	// --expect-plan set to it.
+	// PlanHash is the p2: hash of the plan: its keyed fingerprint of every
+	// address, action and touched value; the apply runs with --expect-plan
+	// set to it.
 	// +kubebuilder:validation:Pattern=`^p2:[0-9a-f]{64}$`
 	// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="planHash is immutable"
 	PlanHash string `json:"planHash"`
@@ -214,7 +215,7 @@ type TerraformPlanStatus struct {
 }
 
 // TerraformPlan is one plan that the manager made for a target and that
-// waits for an approval before it is applied (spec 002). It never carries
+// waits for an approval before it is applied. It never carries
 // a value, only addresses, actions, counts and keyed hashes.
 //
 // +kubebuilder:object:root=true
