@@ -1,5 +1,5 @@
 # captf: make build, make test, make lint, make bench, make chaos.
-.PHONY: all build generate test lint bench scale chaos fuzz testplans clean
+.PHONY: all build generate test lint bench scale chaos fuzz testplans release-manifests clean
 
 all: build
 
@@ -47,6 +47,15 @@ fuzz:
 # Regenerate the real plans in pkg/fingerprint/testdata/plans.
 testplans:
 	hack/gen-testplans.sh
+
+# The files clusterctl reads from a release (infrastructure-components.yaml,
+# metadata.yaml, cluster-template.yaml) in $(RELEASE_DIR), naming the images
+# $(REGISTRY)/captf-manager:$(VERSION) and $(REGISTRY)/captf-runner:$(VERSION).
+VERSION ?= v0.1.0
+REGISTRY ?= ghcr.io/captf
+RELEASE_DIR ?= dist
+release-manifests:
+	go run ./cmd/captf-release manifests --version $(VERSION) --registry $(REGISTRY) --out $(RELEASE_DIR)
 
 clean:
 	rm -rf bin

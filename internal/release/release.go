@@ -1,0 +1,203 @@
+// Package release builds the files of a captf release that clusterctl's
+// provider contract asks for: infrastructure-components.yaml (config/release
+// built with kustomize, the manager and runner images pinned to the
+// release), metadata.yaml (the contract of each release series) and
+// cluster-template.yaml (a Cluster on a TerraformCluster).
+package release
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/distribution/reference"
+	"k8s.io/apimachinery/pkg/util/version"
+	"sigs.k8s.io/kustomize/api/krusty"
+	"sigs.k8s.io/kustomize/kyaml/filesys"
+	kyaml "sigs.k8s.io/kustomize/kyaml/yaml"
+	"sigs.k8s.io/yaml"
+)
+
+// The files of a release, named as clusterctl looks for them.
+const (
+	ComponentsFile = "infrastructure-components.yaml"
+	MetadataFile   = "metadata.yaml"
+	TemplateFile   = "cluster-template.yaml"
+)
+
+// The images of a release are <registry>/<name>:<version>.
+const (
+	ManagerImageName = "captf-manager"
+	RunnerImageName  = "captf-runner"
+)
+
+// The manager's Deployment and container in config/default, and the flag
+// that names the runner image.
+const (
+	managerDeployment = "captf-manager"
+	managerContainer  = "manager"
+	runnerImageFlag   = "--runner-image="
+)
+
+// Options says which release to build.
+type Options struct {
+	// Config is the repository's config folder.
+	Config string
+	// Version is the release's version, a semantic version with a leading
+	// v (v0.1.0), as clusterctl wants it; it tags the images.
+	Version string
+	// Registry is where the images are, e.g. ghcr.io/captf.
+	Registry string
+}
+
+// Image returns the reference of the release's image name.
+func (o Options) Image(name string) string {
+	return o.Registry + "/" + name + ":" + o.Version
+}
+
+// Manifests builds the release's files, by file name.
+func Manifests(opts Options) (map[string][]byte, error) {
+	if err := opts.validate(); err != nil {
+		return nil, err
+	}
+	dir := filepath.Join(opts.Config, "release")
+	metadata, err := os.ReadFile(filepath.Join(dir, MetadataFile))
+	if err != nil {
+		return nil, err
+	}
+	if err := covers(metadata, opts.Version); err != nil {
+		return nil, err
+	}
+	template, err := os.ReadFile(filepath.Join(dir, TemplateFile))
+	if err != nil {
+		return nil, err
+	}
+	components, err := buildComponents(dir, opts)
+	if err != nil {
+		return nil, err
+	}
+	return map[string][]byte{
+		ComponentsFile: components,
+		MetadataFile:   metadata,
+		TemplateFile:   template,
+	}, nil
+}
+
+// Write writes files into dir, which it creates if needed.
+func Write(dir string, files map[string][]byte) error {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	for name, b := range files {
+		if err := os.WriteFile(filepath.Join(dir, name), b, 0o644); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (o Options) validate() error {
+	if o.Registry == "" {
+		return errors.New("no registry")
+	}
+	if !strings.HasPrefix(o.Version, "v") {
+		return fmt.Errorf("version %q: clusterctl wants a leading v, e.g. v0.1.0", o.Version)
+	}
+	if _, err := version.ParseSemantic(o.Version); err != nil {
+		return fmt.Errorf("version: %w", err)
+	}
+	for _, name := range []string{ManagerImageName, RunnerImageName} {
+		// Fully qualified: the registry must name a host, or a pull would
+		// quietly go to Docker Hub.
+		if _, err := reference.ParseNamed(o.Image(name)); err != nil {
+			return fmt.Errorf("image %s: %w", o.Image(name), err)
+		}
+	}
+	return nil
+}
+
+// covers checks that metadata.yaml names the release series of v, as
+// clusterctl init does before it installs a provider.
+func covers(metadata []byte, v string) error {
+	var md struct {
+		ReleaseSeries []struct {
+			Major    uint   `json:"major"`
+			Minor    uint   `json:"minor"`
+			Contract string `json:"contract"`
+		} `json:"releaseSeries"`
+	}
+	if err := yaml.Unmarshal(metadata, &md); err != nil {
+		return fmt.Errorf("%s: %w", MetadataFile, err)
+	}
+	sv := version.MustParseSemantic(v)
+	for _, s := range md.ReleaseSeries {
+		if s.Major == sv.Major() && s.Minor == sv.Minor() && s.Contract != "" {
+			return nil
+		}
+	}
+	return fmt.Errorf("%s has no release series %d.%d with a contract: add it before releasing %s", MetadataFile, sv.Major(), sv.Minor(), v)
+}
+
+// buildComponents builds the kustomization dir and pins the manager's
+// image and the runner image it passes to its Jobs.
+func buildComponents(dir string, opts Options) ([]byte, error) {
+	// kubectl apply -f creates in file order: the Namespace and the CRDs
+	// first, the webhook configuration last (kustomize's legacy order).
+	ko := krusty.MakeDefaultOptions()
+	ko.Reorder = krusty.ReorderOptionLegacy
+	resMap, err := krusty.MakeKustomizer(ko).Run(filesys.MakeFsOnDisk(), dir)
+	if err != nil {
+		return nil, fmt.Errorf("kustomize build %s: %w", dir, err)
+	}
+	var pinned bool
+	for _, r := range resMap.Resources() {
+		if r.GetKind() != "Deployment" || r.GetName() != managerDeployment {
+			continue
+		}
+		if err := pinImages(&r.RNode, opts); err != nil {
+			return nil, fmt.Errorf("deployment %s: %w", managerDeployment, err)
+		}
+		pinned = true
+	}
+	if !pinned {
+		return nil, fmt.Errorf("%s has no Deployment %s", dir, managerDeployment)
+	}
+	return resMap.AsYaml()
+}
+
+func pinImages(dep *kyaml.RNode, opts Options) error {
+	c, err := dep.Pipe(kyaml.Lookup("spec", "template", "spec", "containers"), kyaml.MatchElement("name", managerContainer))
+	if err != nil {
+		return err
+	}
+	if c == nil {
+		return fmt.Errorf("no container %s", managerContainer)
+	}
+	if err := c.PipeE(kyaml.SetField("image", kyaml.NewStringRNode(opts.Image(ManagerImageName)))); err != nil {
+		return err
+	}
+	args, err := c.Pipe(kyaml.Lookup("args"))
+	if err != nil {
+		return err
+	}
+	if args == nil {
+		return fmt.Errorf("container %s has no args", managerContainer)
+	}
+	elems, err := args.Elements()
+	if err != nil {
+		return fmt.Errorf("args: %w", err)
+	}
+	var found bool
+	for _, a := range elems {
+		if strings.HasPrefix(a.YNode().Value, runnerImageFlag) {
+			a.YNode().Value = runnerImageFlag + opts.Image(RunnerImageName)
+			found = true
+		}
+	}
+	if !found {
+		return fmt.Errorf("container %s has no %s", managerContainer, strings.TrimSuffix(runnerImageFlag, "="))
+	}
+	return nil
+}

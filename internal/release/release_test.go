@@ -1,0 +1,389 @@
+package release_test
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	authorizationv1 "k8s.io/api/authorization/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/util/version"
+	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
+	clusterctlv1 "sigs.k8s.io/cluster-api/cmd/clusterctl/api/v1alpha3"
+	clusterctl "sigs.k8s.io/cluster-api/cmd/clusterctl/client"
+	"sigs.k8s.io/cluster-api/cmd/clusterctl/client/config"
+	"sigs.k8s.io/cluster-api/cmd/clusterctl/client/repository"
+	utilyaml "sigs.k8s.io/cluster-api/util/yaml"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/yaml"
+
+	"github.com/captf/captf/internal/release"
+	"github.com/captf/captf/internal/testenv"
+)
+
+const (
+	testVersion  = "v0.1.0"
+	testRegistry = "ghcr.io/captf"
+	// Not the components' own captf-system: clusterctl must move every
+	// namespaced object, and every reference to one, into it.
+	targetNamespace = "captf-test"
+	moduleImage     = "registry.example.com/modules/demo-cluster:1.0.0"
+)
+
+func TestManifestsRefuses(t *testing.T) {
+	for _, tc := range []struct {
+		reason string
+		opts   release.Options
+		want   string
+	}{
+		{"clusterctl wants a leading v", release.Options{Version: "0.1.0", Registry: testRegistry}, "leading v"},
+		{"not a semantic version", release.Options{Version: "v0.1", Registry: testRegistry}, "version"},
+		{"no registry", release.Options{Version: testVersion}, "no registry"},
+		{"a registry without a host would pull from Docker Hub", release.Options{Version: testVersion, Registry: "captf"}, "canonical"},
+		{"metadata.yaml has no series 0.2", release.Options{Version: "v0.2.0", Registry: testRegistry}, "no release series 0.2"},
+	} {
+		t.Run(tc.reason, func(t *testing.T) {
+			tc.opts.Config = "../../config"
+			_, err := release.Manifests(tc.opts)
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("Manifests(%+v) = %v, want an error with %q", tc.opts, err, tc.want)
+			}
+		})
+	}
+}
+
+// TestComponentsKeepContractLabels checks that the CRDs reach
+// infrastructure-components.yaml with the labels by which Cluster API finds
+// the version of each contract, and clusterctl's label that clusterctl move
+// needs.
+func TestComponentsKeepContractLabels(t *testing.T) {
+	files, err := release.Manifests(release.Options{Config: "../../config", Version: testVersion, Registry: testRegistry})
+	if err != nil {
+		t.Fatal(err)
+	}
+	objs, err := utilyaml.ToUnstructured(files[release.ComponentsFile])
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]map[string]string{}
+	for _, u := range objs {
+		if u.GetKind() == "CustomResourceDefinition" {
+			got[u.GetName()] = u.GetLabels()
+		}
+	}
+	contract := map[string]string{
+		"cluster.x-k8s.io/v1beta1":   "v1alpha1",
+		"cluster.x-k8s.io/v1beta2":   "v1alpha1",
+		clusterctlv1.ClusterctlLabel: "",
+	}
+	want := map[string]map[string]string{
+		"terraformclusters.infrastructure.cluster.x-k8s.io":          contract,
+		"terraformclustertemplates.infrastructure.cluster.x-k8s.io":  contract,
+		"terraformclusteridentities.infrastructure.cluster.x-k8s.io": {clusterctlv1.ClusterctlLabel: ""},
+		"terraformplans.infrastructure.cluster.x-k8s.io":             {clusterctlv1.ClusterctlLabel: ""},
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("the CRDs' labels (-want +got):\n%s", diff)
+	}
+}
+
+// TestClusterctlInstallsRelease reads the release from a local clusterctl
+// repository, as clusterctl init --infrastructure captf:v0.1.0 and
+// clusterctl generate cluster do, and applies what clusterctl would to a
+// real API server with Cluster API's CRDs.
+func TestClusterctlInstallsRelease(t *testing.T) {
+	files, err := release.Manifests(release.Options{Config: "../../config", Version: testVersion, Registry: testRegistry})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// clusterctl's local repository: <repo>/<provider label>/<version>/<file>.
+	repo := t.TempDir()
+	dir := filepath.Join(repo, "infrastructure-captf", testVersion)
+	if err := release.Write(dir, files); err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	// A variable left unset takes its default. (clusterctl keeps its
+	// config in a global, so each client is used before the next is made.)
+	defaults, err := clusterctl.New(ctx, writeClusterctlConfig(t, dir, nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	comps, err := defaults.GetProviderComponents(ctx, "captf", clusterctlv1.InfrastructureProviderType,
+		clusterctl.ComponentsOptions{Version: testVersion, TargetNamespace: targetNamespace})
+	if err != nil {
+		t.Fatalf("clusterctl's provider components with defaults: %v", err)
+	}
+	checkComponents(t, comps.Objs(), "--recheck-interval=10m")
+
+	cfgPath := writeClusterctlConfig(t, dir, map[string]string{
+		"CAPTF_RECHECK_INTERVAL": "5m",
+		"CAPTF_MODULE_IMAGE":     moduleImage,
+	})
+	cc, err := clusterctl.New(ctx, cfgPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	t.Run("metadata", func(t *testing.T) {
+		checkContract(ctx, t, cfgPath)
+	})
+
+	comps, err = cc.GetProviderComponents(ctx, "captf", clusterctlv1.InfrastructureProviderType,
+		clusterctl.ComponentsOptions{Version: testVersion, TargetNamespace: targetNamespace})
+	if err != nil {
+		t.Fatalf("clusterctl's provider components: %v", err)
+	}
+	if diff := cmp.Diff([]string{"CAPTF_RECHECK_INTERVAL"}, comps.Variables()); diff != "" {
+		t.Errorf("variables (-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff([]string{testRegistry + "/captf-manager:" + testVersion}, comps.Images()); diff != "" {
+		t.Errorf("images (-want +got):\n%s", diff)
+	}
+	objs := comps.Objs()
+	checkComponents(t, objs, "--recheck-interval=5m")
+
+	tmpl, err := cc.GetClusterTemplate(ctx, clusterctl.GetClusterTemplateOptions{
+		ProviderRepositorySource: &clusterctl.ProviderRepositorySourceOptions{InfrastructureProvider: "captf:" + testVersion},
+		ClusterName:              "demo",
+		TargetNamespace:          "default",
+	})
+	if err != nil {
+		t.Fatalf("clusterctl's cluster template: %v", err)
+	}
+	if diff := cmp.Diff([]string{"CAPTF_MODULE_IMAGE", "CLUSTER_NAME", "NAMESPACE"}, tmpl.Variables()); diff != "" {
+		t.Errorf("the template's variables (-want +got):\n%s", diff)
+	}
+
+	env := testenv.StartWithClusterAPI(t, "../..")
+	applyComponents(ctx, t, env, objs)
+	createTemplate(ctx, t, env, tmpl.Objs())
+}
+
+// writeClusterctlConfig writes a clusterctl config that names the release
+// in dir as the provider captf, with vars, and returns its path.
+func writeClusterctlConfig(t *testing.T, dir string, vars map[string]string) string {
+	t.Helper()
+	cfg := map[string]any{
+		"providers": []map[string]string{{
+			"name": "captf",
+			"type": string(clusterctlv1.InfrastructureProviderType),
+			"url":  "file://" + filepath.Join(dir, release.ComponentsFile),
+		}},
+	}
+	for k, v := range vars {
+		cfg[k] = v
+	}
+	b, err := yaml.Marshal(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(t.TempDir(), "clusterctl.yaml")
+	if err := os.WriteFile(path, b, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+// checkContract reads metadata.yaml as clusterctl init does before it
+// installs a provider: the release's series implements the contract of
+// the Cluster API this clusterctl belongs to.
+func checkContract(ctx context.Context, t *testing.T, cfgPath string) {
+	t.Helper()
+	cfg, err := config.New(ctx, cfgPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	provider, err := cfg.Providers().Get("captf", clusterctlv1.InfrastructureProviderType)
+	if err != nil {
+		t.Fatal(err)
+	}
+	repo, err := repository.New(ctx, provider, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	md, err := repo.Metadata(testVersion).Get(ctx)
+	if err != nil {
+		t.Fatalf("clusterctl's metadata: %v", err)
+	}
+	series := md.GetReleaseSeriesForVersion(version.MustParseSemantic(testVersion))
+	if series == nil {
+		t.Fatalf("metadata.yaml has no release series for %s: %+v", testVersion, md.ReleaseSeries)
+	}
+	if series.Contract != clusterv1.GroupVersion.Version {
+		t.Errorf("the release series %d.%d implements %s, Cluster API's contract is %s", series.Major, series.Minor, series.Contract, clusterv1.GroupVersion.Version)
+	}
+}
+
+// checkComponents checks the components as clusterctl would apply them:
+// in the target namespace, with the release's images and the variable
+// substituted, and the webhook's
+// certificate and CA injection following the namespace.
+func checkComponents(t *testing.T, objs []unstructured.Unstructured, recheck string) {
+	t.Helper()
+	var kinds []string
+	for _, u := range objs {
+		kinds = append(kinds, u.GetKind()+"/"+u.GetName())
+		if ns := u.GetNamespace(); ns != "" && ns != targetNamespace {
+			t.Errorf("%s/%s is in %s, not the target namespace", u.GetKind(), u.GetName(), ns)
+		}
+	}
+	for _, want := range []string{
+		"Namespace/" + targetNamespace,
+		"CustomResourceDefinition/terraformclusters.infrastructure.cluster.x-k8s.io",
+		"CustomResourceDefinition/terraformclustertemplates.infrastructure.cluster.x-k8s.io",
+		"CustomResourceDefinition/terraformclusteridentities.infrastructure.cluster.x-k8s.io",
+		"CustomResourceDefinition/terraformplans.infrastructure.cluster.x-k8s.io",
+		"ServiceAccount/captf-manager",
+		"ClusterRole/captf-manager-role",
+		"ClusterRoleBinding/captf-manager-rolebinding",
+		"Role/captf-leader-election-role",
+		"RoleBinding/captf-leader-election-role",
+		"Service/captf-webhook-service",
+		"Deployment/captf-manager",
+		"ValidatingWebhookConfiguration/captf-validating-webhook-configuration",
+		"Issuer/captf-selfsigned-issuer",
+		"Certificate/captf-serving-cert",
+	} {
+		if !slices.Contains(kinds, want) {
+			t.Errorf("the components lack %s; they have %v", want, kinds)
+		}
+	}
+	for _, u := range objs {
+		switch u.GetKind() {
+		case "Deployment":
+			containers, _, _ := unstructured.NestedSlice(u.Object, "spec", "template", "spec", "containers")
+			c := containers[0].(map[string]any)
+			if got, want := c["image"], testRegistry+"/captf-manager:"+testVersion; got != want {
+				t.Errorf("the manager's image = %v, want %s", got, want)
+			}
+			args, _, _ := unstructured.NestedStringSlice(c, "args")
+			for _, want := range []string{"--runner-image=" + testRegistry + "/captf-runner:" + testVersion, recheck, "--enable-webhooks"} {
+				if !slices.Contains(args, want) {
+					t.Errorf("the manager's args %v lack %s", args, want)
+				}
+			}
+		case "Certificate":
+			dns, _, _ := unstructured.NestedStringSlice(u.Object, "spec", "dnsNames")
+			if want := "captf-webhook-service." + targetNamespace + ".svc"; !slices.Contains(dns, want) {
+				t.Errorf("the certificate's dnsNames %v lack %s", dns, want)
+			}
+		case "ValidatingWebhookConfiguration":
+			if got, want := u.GetAnnotations()["cert-manager.io/inject-ca-from"], targetNamespace+"/captf-serving-cert"; got != want {
+				t.Errorf("inject-ca-from = %q, want %q", got, want)
+			}
+		}
+	}
+}
+
+// applyComponents applies the components as clusterctl does (server-side,
+// Namespace first) and checks the API server accepted them. cert-manager's
+// Issuer and Certificate are left out: the test API server has no
+// cert-manager CRDs (clusterctl init installs cert-manager first).
+func applyComponents(ctx context.Context, t *testing.T, env *testenv.Env, objs []unstructured.Unstructured) {
+	t.Helper()
+	for i := range objs {
+		u := &objs[i]
+		if u.GroupVersionKind().Group == "cert-manager.io" {
+			continue
+		}
+		if err := env.Client.Apply(ctx, client.ApplyConfigurationFromUnstructured(u), client.FieldOwner("clusterctl"), client.ForceOwnership); err != nil {
+			t.Errorf("apply %s/%s: %v", u.GetKind(), u.GetName(), err)
+		}
+	}
+	get := func(apiVersion, kind, namespace, name string) *unstructured.Unstructured {
+		t.Helper()
+		u := &unstructured.Unstructured{}
+		u.SetAPIVersion(apiVersion)
+		u.SetKind(kind)
+		if err := env.Client.Get(ctx, client.ObjectKey{Namespace: namespace, Name: name}, u); err != nil {
+			t.Fatalf("%s %s/%s: %v", kind, namespace, name, err)
+		}
+		return u
+	}
+	dep := get("apps/v1", "Deployment", targetNamespace, "captf-manager")
+	if got, want := dep.GetLabels()[clusterv1.ProviderNameLabel], "infrastructure-captf"; got != want {
+		t.Errorf("the Deployment's provider label = %q, want %q", got, want)
+	}
+	crd := get("apiextensions.k8s.io/v1", "CustomResourceDefinition", "", "terraformclusters.infrastructure.cluster.x-k8s.io")
+	if got := crd.GetLabels()["cluster.x-k8s.io/v1beta2"]; got != "v1alpha1" {
+		t.Errorf("the TerraformCluster CRD in the API server: label cluster.x-k8s.io/v1beta2 = %q", got)
+	}
+	vwc := get("admissionregistration.k8s.io/v1", "ValidatingWebhookConfiguration", "", "captf-validating-webhook-configuration")
+	hooks, _, _ := unstructured.NestedSlice(vwc.Object, "webhooks")
+	if len(hooks) != 1 {
+		t.Fatalf("webhooks = %d, want 1", len(hooks))
+	}
+	if ns, _, _ := unstructured.NestedString(hooks[0].(map[string]any), "clientConfig", "service", "namespace"); ns != targetNamespace {
+		t.Errorf("the webhook calls a Service in %q, want %q", ns, targetNamespace)
+	}
+
+	// The RBAC lets the manager's ServiceAccount, in the target namespace,
+	// do its work: reconcile TerraformClusters anywhere, run Jobs, and hold
+	// its leader lease.
+	user := "system:serviceaccount:" + targetNamespace + ":captf-manager"
+	for _, ra := range []authorizationv1.ResourceAttributes{
+		{Verb: "watch", Group: "infrastructure.cluster.x-k8s.io", Resource: "terraformclusters"},
+		{Verb: "patch", Group: "infrastructure.cluster.x-k8s.io", Resource: "terraformclusters", Subresource: "status", Namespace: "default"},
+		{Verb: "create", Group: "batch", Resource: "jobs", Namespace: "default"},
+		{Verb: "update", Group: "coordination.k8s.io", Resource: "leases", Namespace: targetNamespace},
+	} {
+		sar := &authorizationv1.SubjectAccessReview{Spec: authorizationv1.SubjectAccessReviewSpec{
+			User:               user,
+			Groups:             []string{"system:serviceaccounts", "system:serviceaccounts:" + targetNamespace, "system:authenticated"},
+			ResourceAttributes: &ra,
+		}}
+		if err := env.Client.Create(ctx, sar); err != nil {
+			t.Fatal(err)
+		}
+		if !sar.Status.Allowed {
+			t.Errorf("%s may not %s %s/%s in %q: %s", user, ra.Verb, ra.Resource, ra.Subresource, ra.Namespace, sar.Status.Reason)
+		}
+	}
+}
+
+// createTemplate creates the template's objects, as kubectl apply of
+// clusterctl generate cluster's output does, and checks what they say.
+func createTemplate(ctx context.Context, t *testing.T, env *testenv.Env, objs []unstructured.Unstructured) {
+	t.Helper()
+	var kinds []string
+	for i := range objs {
+		u := &objs[i]
+		kinds = append(kinds, u.GetAPIVersion()+" "+u.GetKind()+" "+u.GetNamespace()+"/"+u.GetName())
+		if err := env.Client.Create(ctx, u); err != nil {
+			t.Errorf("create %s %s: %v", u.GetKind(), u.GetName(), err)
+		}
+	}
+	want := []string{
+		clusterv1.GroupVersion.String() + " Cluster default/demo",
+		"infrastructure.cluster.x-k8s.io/v1alpha1 TerraformCluster default/demo",
+	}
+	if diff := cmp.Diff(want, kinds); diff != "" {
+		t.Errorf("the template's objects (-want +got):\n%s", diff)
+	}
+	cluster := &unstructured.Unstructured{}
+	cluster.SetGroupVersionKind(clusterv1.GroupVersion.WithKind("Cluster"))
+	if err := env.Client.Get(ctx, client.ObjectKey{Namespace: "default", Name: "demo"}, cluster); err != nil {
+		t.Fatal(err)
+	}
+	ref, _, _ := unstructured.NestedStringMap(cluster.Object, "spec", "infrastructureRef")
+	wantRef := map[string]string{"apiGroup": "infrastructure.cluster.x-k8s.io", "kind": "TerraformCluster", "name": "demo"}
+	if diff := cmp.Diff(wantRef, ref); diff != "" {
+		t.Errorf("the Cluster's infrastructureRef (-want +got):\n%s", diff)
+	}
+	tc := &unstructured.Unstructured{}
+	tc.SetAPIVersion("infrastructure.cluster.x-k8s.io/v1alpha1")
+	tc.SetKind("TerraformCluster")
+	if err := env.Client.Get(ctx, client.ObjectKey{Namespace: "default", Name: "demo"}, tc); err != nil {
+		t.Fatal(err)
+	}
+	image, _, _ := unstructured.NestedString(tc.Object, "spec", "image")
+	policy, _, _ := unstructured.NestedString(tc.Object, "spec", "applyPolicy")
+	if image != moduleImage || policy != "Manual" {
+		t.Errorf("the TerraformCluster's image, applyPolicy = %s, %s, want %s, Manual", image, policy, moduleImage)
+	}
+}
