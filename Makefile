@@ -23,7 +23,8 @@ lint:
 	go vet ./...
 	"$$(hack/install-golangci-lint.sh)" run ./...
 
-# Throughput ratio to crypto/sha256 and peak memory, see hack/bench.sh.
+# Throughput ratio to crypto/sha256, peak memory, and captf plan against
+# terraform plan; see hack/bench.sh and hack/bench-plan.sh.
 bench:
 	hack/bench.sh
 

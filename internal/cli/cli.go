@@ -198,6 +198,11 @@ func (o *options) open(ctx context.Context, args []string, stdout, stderr io.Wri
 			VarFiles: varFiles,
 			Progress: stderr,
 			TempDir:  tmp.path,
+			// The CLI plans the same root again and again (plan, then
+			// apply): init only when what init reads changed, and let
+			// plan validate.
+			Init:       &runner.InitStamp{Path: filepath.Join(abs, runner.StateDir, runner.InitStampFile), Key: key},
+			NoValidate: true,
 		},
 		store: planstore.Store{Dir: filepath.Join(dir, runner.StateDir, "plans")},
 		tmp:   tmp,
@@ -237,9 +242,10 @@ func newPlan(stdout, stderr io.Writer) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "plan [DIR]",
 		Short: "Plan a root module and print the hash that approves it",
-		Long: `Runs init, validate and plan -out, reads show -json in memory only, and
-prints terraform's plan, the counts, the changed resources, the p2: hash and
-the exact command that applies this plan.
+		Long: `Runs init (unless nothing init reads changed since the last one) and plan
+-out, reads show -json in memory only, and prints terraform's plan, the
+counts, the changed resources, the p2: hash and the exact command that
+applies this plan.
 
 ` + exitCodesHelp,
 		Args: dirArg,

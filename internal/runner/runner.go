@@ -30,6 +30,13 @@ type Runner struct {
 	// TempDir is where plan files are made, each in a private directory
 	// of its own; the system's temporary directory when empty.
 	TempDir string
+	// Init, when set, skips init while the root is initialised for what
+	// it holds now (see InitStamp). Nil: init every time, as the Job does
+	// in its fresh working directory.
+	Init *InitStamp
+	// NoValidate leaves out the validate step: plan validates the
+	// configuration itself and fails on the same errors.
+	NoValidate bool
 }
 
 // Planned is a fingerprinted plan and its saved plan file. Close removes the
@@ -43,8 +50,8 @@ type Planned struct {
 // Close removes the saved plan file.
 func (p *Planned) Close() { os.RemoveAll(p.dir) }
 
-// Plan runs init, validate and plan into a private temporary file, then
-// show -json streamed into the fingerprint.
+// Plan runs init and validate (as r.Init and r.NoValidate say), plan into
+// a private temporary file, then show -json streamed into the fingerprint.
 func (r *Runner) Plan(ctx context.Context) (*Planned, error) {
 	if err := r.prepare(ctx); err != nil {
 		return nil, err
@@ -59,6 +66,10 @@ func (r *Runner) Plan(ctx context.Context) (*Planned, error) {
 		args = append(args, "-var-file="+f)
 	}
 	if err := r.TF.Plan(ctx, p.file, args...); err != nil {
+		if r.Init != nil {
+			// Whatever made the plan fail, the next command inits first.
+			r.Init.clear()
+		}
 		p.Close()
 		return nil, err
 	}
@@ -75,19 +86,50 @@ func (r *Runner) Plan(ctx context.Context) (*Planned, error) {
 }
 
 // prepare runs init and validate, showing their output only on failure.
+// With r.Init, init runs only when the root is not initialised for what it
+// holds; with r.NoValidate, validate is left to plan.
 func (r *Runner) prepare(ctx context.Context) error {
 	var out bytes.Buffer
 	tf := *r.TF
 	tf.Stdout = &out
-	if err := tf.Init(ctx); err != nil {
+	if err := r.init(ctx, &tf); err != nil {
 		r.progress(out.Bytes())
 		return err
+	}
+	if r.NoValidate {
+		return nil
 	}
 	if err := tf.Validate(ctx); err != nil {
 		r.progress(out.Bytes())
 		return err
 	}
 	return nil
+}
+
+func (r *Runner) init(ctx context.Context, tf *tfexec.Terraform) error {
+	if r.Init == nil {
+		return tf.Init(ctx)
+	}
+	if r.Init.matches(tf) {
+		return nil
+	}
+	// No stamp while init runs: one that fails leaves none.
+	r.Init.clear()
+	if err := tf.Init(ctx); err != nil {
+		return err
+	}
+	if err := r.Init.record(tf); err != nil {
+		// Without a stamp the next command inits again: slower, not wrong.
+		fmt.Fprintf(r.progressOrDiscard(), "captf: warning: init stamp: %v\n", err)
+	}
+	return nil
+}
+
+func (r *Runner) progressOrDiscard() io.Writer {
+	if r.Progress == nil {
+		return io.Discard
+	}
+	return r.Progress
 }
 
 func (r *Runner) progress(b []byte) {
