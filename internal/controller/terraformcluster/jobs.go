@@ -349,6 +349,17 @@ func (r *Reconciler) buildJob(tc *infrav1.TerraformCluster, image string, op inf
 	return job
 }
 
+// hasCredentials reports whether job mounts a per-run copy of
+// credentials; a Job without one costs no request to delete it.
+func hasCredentials(job *batchv1.Job) bool {
+	for _, v := range job.Spec.Template.Spec.Volumes {
+		if v.Secret != nil && v.Secret.SecretName == credentialsName(job.Name) {
+			return true
+		}
+	}
+	return false
+}
+
 // tmpDir is the runner container's writable /tmp (and HOME).
 const tmpDir = "/tmp"
 
@@ -454,7 +465,11 @@ func report(pods []corev1.Pod) (msg *runner.Message, unreadable bool) {
 // deleteRun removes the per-run Secrets of a finished Job: its inputs and
 // the copy of its credentials.
 func (r *Reconciler) deleteRun(ctx context.Context, job *batchv1.Job) error {
-	for _, name := range []string{runName(job.Name), credentialsName(job.Name)} {
+	names := []string{runName(job.Name)}
+	if hasCredentials(job) {
+		names = append(names, credentialsName(job.Name))
+	}
+	for _, name := range names {
 		s := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: job.Namespace}}
 		if err := r.Client.Delete(ctx, s); err != nil && !apierrors.IsNotFound(err) {
 			return fmt.Errorf("delete per-run Secret %s: %w", name, err)
