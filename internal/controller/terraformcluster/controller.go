@@ -144,7 +144,6 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		setCondition(tc, ConditionPaused, true, ReasonPaused, "Paused: "+why+". No Job starts and nothing but status changes until the pause is lifted.")
 		return ctrl.Result{}, r.patchStatus(ctx, s)
 	}
-	setCondition(tc, ConditionPaused, false, ReasonNotPaused, "")
 	var res ctrl.Result
 	if tc.DeletionTimestamp.IsZero() {
 		res, err = r.reconcileNormal(ctx, s)
@@ -158,6 +157,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 			return res, nil
 		}
 	}
+	// Set last: a patch of the object itself (the finalizer) reads its
+	// status back from the API server.
+	setCondition(tc, ConditionPaused, false, ReasonNotPaused, "Not paused.")
 	if errors.Is(err, errAdopt) {
 		// A Job the cache has not shown yet: take it up in a moment.
 		return ctrl.Result{RequeueAfter: time.Second}, r.patchStatus(ctx, s)
