@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -115,7 +116,7 @@ func TestClusterClass(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, want := range []string{clusterv1.ClusterClassRefVersionsUpToDateCondition, clusterv1.ClusterClassVariablesReadyCondition} {
-		cond := findCondition(cc.Status.Conditions, want)
+		cond := meta.FindStatusCondition(cc.Status.Conditions, want)
 		if cond == nil || cond.Status != metav1.ConditionTrue {
 			t.Errorf("ClusterClass condition %s: %+v", want, cond)
 		}
@@ -150,15 +151,6 @@ func TestClusterClass(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "contract version label(s) are either missing") {
 		t.Errorf("the reconciler with an unlabelled CRD: %v, want a refusal for the missing contract labels", err)
 	}
-}
-
-func findCondition(conds []metav1.Condition, kind string) *metav1.Condition {
-	for i := range conds {
-		if conds[i].Type == kind {
-			return &conds[i]
-		}
-	}
-	return nil
 }
 
 func merge(maps ...map[string]string) map[string]string {

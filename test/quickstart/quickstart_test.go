@@ -16,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -141,18 +142,9 @@ func TestQuickstart(t *testing.T) {
 	if err := env.Client.Get(ctx, key, tc); err != nil {
 		t.Fatal(err)
 	}
-	if c := metaCondition(tc.Status.Conditions, "Ready"); c == nil || c.Status != metav1.ConditionTrue {
+	if c := meta.FindStatusCondition(tc.Status.Conditions, "Ready"); c == nil || c.Status != metav1.ConditionTrue {
 		t.Errorf("Ready after the approved apply: %+v", c)
 	}
-}
-
-func metaCondition(conds []metav1.Condition, kind string) *metav1.Condition {
-	for i := range conds {
-		if conds[i].Type == kind {
-			return &conds[i]
-		}
-	}
-	return nil
 }
 
 // wait polls ok for up to three minutes: the quickstart's Jobs run real

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -180,13 +181,7 @@ func TestClusterAPIReadsTheContract(t *testing.T) {
 	if diff := cmp.Diff(want, c.Status.FailureDomains); diff != "" {
 		t.Errorf("Cluster status.failureDomains (-want +got):\n%s", diff)
 	}
-	var infraReady *metav1.Condition
-	for i := range c.Status.Conditions {
-		if c.Status.Conditions[i].Type == clusterv1.ClusterInfrastructureReadyCondition {
-			infraReady = &c.Status.Conditions[i]
-		}
-	}
-	if infraReady == nil || infraReady.Status != metav1.ConditionTrue {
+	if infraReady := meta.FindStatusCondition(c.Status.Conditions, clusterv1.ClusterInfrastructureReadyCondition); infraReady == nil || infraReady.Status != metav1.ConditionTrue {
 		t.Errorf("Cluster condition InfrastructureReady: %+v", infraReady)
 	}
 }
