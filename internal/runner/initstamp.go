@@ -117,19 +117,13 @@ func (s *InitStamp) compute(tf *tfexec.Terraform) (string, error) {
 		field("env "+k, []byte(env[k]))
 	}
 
-	dataDir := ".terraform"
-	if d := env["TF_DATA_DIR"]; d != "" {
-		dataDir = d
-	}
-	if !filepath.IsAbs(dataDir) {
-		dataDir = filepath.Join(tf.Dir, dataDir)
-	}
+	data := dataDir(tf)
 	file("lock file", filepath.Join(tf.Dir, ".terraform.lock.hcl"))
-	manifest := filepath.Join(dataDir, "modules", "modules.json")
+	manifest := filepath.Join(data, "modules", "modules.json")
 	file("modules manifest", manifest)
-	file("backend", filepath.Join(dataDir, "terraform.tfstate"))
-	file("workspace", filepath.Join(dataDir, "environment"))
-	if err := tree(h, filepath.Join(dataDir, "providers")); err != nil {
+	file("backend", filepath.Join(data, "terraform.tfstate"))
+	file("workspace", filepath.Join(data, "environment"))
+	if err := tree(h, filepath.Join(data, "providers")); err != nil {
 		return "", err
 	}
 
@@ -197,4 +191,17 @@ func tree(h hash.Hash, dir string) error {
 		return nil
 	}
 	return err
+}
+
+// dataDir is terraform's data directory for tf: TF_DATA_DIR, else
+// .terraform, relative to the root module.
+func dataDir(tf *tfexec.Terraform) string {
+	d := ".terraform"
+	if v := environ(tf)["TF_DATA_DIR"]; v != "" {
+		d = v
+	}
+	if !filepath.IsAbs(d) {
+		d = filepath.Join(tf.Dir, d)
+	}
+	return d
 }
