@@ -181,8 +181,8 @@ func TestPlanCreate(t *testing.T) {
 		if diff := cmp.Diff(wantMember, p.Member); diff != "" {
 			t.Errorf("member (-want +got):\n%s", diff)
 		}
-		if !strings.HasPrefix(p.Member.PlanDigest, "tf1:") || len(p.Member.PlanDigest) != len("tf1:")+64 {
-			t.Errorf("plan digest %q is not tf1: and a SHA-256", p.Member.PlanDigest)
+		if !strings.HasPrefix(p.Member.PlanDigest, "tf2:") || len(p.Member.PlanDigest) != len("tf2:")+64 {
+			t.Errorf("plan digest %q is not tf2: and a SHA-256", p.Member.PlanDigest)
 		}
 	})
 }
@@ -301,7 +301,7 @@ func TestPlanHoles(t *testing.T) {
 	if diff := cmp.Diff(want, p); diff != "" {
 		t.Errorf("plan (-want +got):\n%s", diff)
 	}
-	if !strings.HasPrefix(p.Member.PlanDigest, "tf1:") {
+	if !strings.HasPrefix(p.Member.PlanDigest, "tf2:") {
 		t.Errorf("plan digest %q", p.Member.PlanDigest)
 	}
 	if files, _ := os.ReadDir(req.WorkDir); len(files) != 0 {
@@ -400,7 +400,7 @@ func TestApplyRefusesMovedPlan(t *testing.T) {
 				if !errors.Is(err, preview.ErrMoved) {
 					t.Fatalf("apply: %v, want ErrMoved", err)
 				}
-				if !strings.Contains(err.Error(), approved.Member.PlanDigest) || strings.Count(err.Error(), "tf1:") != 2 {
+				if !strings.Contains(err.Error(), approved.Member.PlanDigest) || strings.Count(err.Error(), "tf2:") != 2 {
 					t.Errorf("error %q does not name the approved and the new digest", err)
 				}
 				if !bytes.Equal(before, r.state("basic")) {
@@ -522,7 +522,7 @@ func TestApplyRefusesChangedSensitiveValue(t *testing.T) {
 		changed := r.request("basic", basicVars("a", "1", canaryB+"-other", true))
 		before := r.state("basic")
 		_, err := applier.Apply(context.Background(), changed, approved)
-		if !errors.Is(err, preview.ErrMoved) || strings.Count(err.Error(), "tf1:") != 2 {
+		if !errors.Is(err, preview.ErrMoved) || strings.Count(err.Error(), "tf2:") != 2 {
 			t.Fatalf("apply: %v, want ErrMoved naming both digests", err)
 		}
 		if !bytes.Equal(before, r.state("basic")) {
@@ -551,7 +551,7 @@ func TestShortKey(t *testing.T) {
 		if !errors.Is(err, preview.ErrShortKey) || !strings.Contains(err.Error(), fmt.Sprintf("holds %d bytes", len(key))) {
 			t.Errorf("plan with a %d-byte key: %v, want ErrShortKey", len(key), err)
 		}
-		_, err = r.cap.Apply(context.Background(), req, &preview.Plan{Member: changeset.Member{PlanDigest: "tf1:approved"}})
+		_, err = r.cap.Apply(context.Background(), req, &preview.Plan{Member: changeset.Member{PlanDigest: "tf2:approved"}})
 		if !errors.Is(err, preview.ErrShortKey) {
 			t.Errorf("apply with a %d-byte key: %v, want ErrShortKey", len(key), err)
 		}
@@ -657,7 +657,7 @@ func TestCanary(t *testing.T) {
 		look("outputs", out)
 
 		// A refused apply and a failed plan name no value.
-		_, err = r.cap.Apply(context.Background(), second, &preview.Plan{Member: changeset.Member{PlanDigest: "tf1:approved"}})
+		_, err = r.cap.Apply(context.Background(), second, &preview.Plan{Member: changeset.Member{PlanDigest: "tf2:approved"}})
 		if !errors.Is(err, preview.ErrMoved) {
 			t.Fatalf("apply of another digest: %v", err)
 		}
