@@ -85,7 +85,7 @@ func Bind(key []byte, in Input) ([]Block, error) {
 			vars[name] = v.Value
 		}
 	}
-	b := &binder{key: key, mods: newModules(in.Root, in.DataDir), cfg: &cfg, vars: vars, out: map[[2]string]string{}}
+	b := &binder{key: key, mods: newModules(in.Root, in.DataDir), cfg: &cfg, vars: vars, out: map[[2]string]string{}, digests: map[*hclsyntax.Block]string{}}
 	for _, c := range in.Changes {
 		if err := b.change(c); err != nil {
 			return nil, err
@@ -156,6 +156,9 @@ type binder struct {
 	vars map[string]json.RawMessage
 	// out maps address and block name to the digest.
 	out map[[2]string]string
+	// digests are the blocks' digests, which do not depend on the
+	// address: every instance of a resource shares its block's.
+	digests map[*hclsyntax.Block]string
 }
 
 func (b *binder) change(c Change) error {
@@ -305,9 +308,13 @@ func (b *binder) bind(m *module, address, name string, blk *hclsyntax.Block) err
 	if _, done := b.out[[2]string{address, name}]; done {
 		return nil
 	}
-	d, err := b.digest(m, "block", m.source(blk.Range()), blk.Body)
-	if err != nil {
-		return fmt.Errorf("%s %s: %w", address, name, err)
+	d, ok := b.digests[blk]
+	if !ok {
+		var err error
+		if d, err = b.digest(m, "block", m.source(blk.Range()), blk.Body); err != nil {
+			return fmt.Errorf("%s %s: %w", address, name, err)
+		}
+		b.digests[blk] = d
 	}
 	b.out[[2]string{address, name}] = d
 	return nil
