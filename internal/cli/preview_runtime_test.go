@@ -44,17 +44,6 @@ func TestPreviewRuntimeBinding(t *testing.T) {
 			gitCommit(t, root)
 			t.Chdir(root)
 
-			edit := func(path, old, new string) {
-				t.Helper()
-				src, err := os.ReadFile(path)
-				if err != nil {
-					t.Fatal(err)
-				}
-				if !bytes.Contains(src, []byte(old)) {
-					t.Fatalf("%s has no %q", path, old)
-				}
-				write(t, path, bytes.Replace(src, []byte(old), []byte(new), 1), 0o644)
-			}
 			ran := func(name string) bool {
 				_, err := os.Stat(filepath.Join(infra, name))
 				return err == nil
@@ -124,23 +113,23 @@ func TestPreviewRuntimeBinding(t *testing.T) {
 				t.Errorf("runs-at-apply side effects:\n%s\nwant:\n%s", strings.Join(effects, "\n"), strings.Join(wantEffects, "\n"))
 			}
 
-			edit(main, "CANARY-A-1", "CANARY-A-2")
-			refused(d, func() { edit(main, "CANARY-A-2", "CANARY-A-1") }, `changed infra: terraform_data.a[0] provisioner "local-exec" #0`)
-			edit(mod, "CANARY-B-1", "CANARY-B-2")
-			refused(d, func() { edit(mod, "CANARY-B-2", "CANARY-B-1") },
+			replaceIn(t, main, "CANARY-A-1", "CANARY-A-2")
+			refused(d, func() { replaceIn(t, main, "CANARY-A-2", "CANARY-A-1") }, `changed infra: terraform_data.a[0] provisioner "local-exec" #0`)
+			replaceIn(t, mod, "CANARY-B-1", "CANARY-B-2")
+			refused(d, func() { replaceIn(t, mod, "CANARY-B-2", "CANARY-B-1") },
 				`changed infra: module.m.terraform_data.b[0] provisioner "local-exec" #0`,
 				`changed infra: module.m.terraform_data.b[1] provisioner "local-exec" #0`)
-			edit(main, "CANARY-D-1", "CANARY-D-2")
-			refused(d, func() { edit(main, "CANARY-D-2", "CANARY-D-1") }, `changed infra: terraform_data.d[0] provisioner "local-exec" #0`)
-			edit(main, "# provider v1", "# provider v2")
-			refused(d, func() { edit(main, "# provider v2", "# provider v1") }, `changed infra: provider["terraform.io/builtin/terraform"] provider "terraform"`)
+			replaceIn(t, main, "CANARY-D-1", "CANARY-D-2")
+			refused(d, func() { replaceIn(t, main, "CANARY-D-2", "CANARY-D-1") }, `changed infra: terraform_data.d[0] provisioner "local-exec" #0`)
+			replaceIn(t, main, "# provider v1", "# provider v2")
+			refused(d, func() { replaceIn(t, main, "# provider v2", "# provider v1") }, `changed infra: provider["terraform.io/builtin/terraform"] provider "terraform"`)
 			// The text output names the blocks too.
-			edit(main, "CANARY-A-1", "CANARY-A-2")
+			replaceIn(t, main, "CANARY-A-1", "CANARY-A-2")
 			text := captf(t, "preview", "apply", "--env", "prod", "--expect-digest", d).want(t, runner.ExitPlanChanged)
 			if !strings.Contains(text.stdout, `  changed infra: terraform_data.a[0] provisioner "local-exec" #0`) || strings.Contains(text.stdout+text.stderr, "CANARY") {
 				t.Errorf("the text refusal:\n%s\n%s", text.stdout, text.stderr)
 			}
-			edit(main, "CANARY-A-2", "CANARY-A-1")
+			replaceIn(t, main, "CANARY-A-2", "CANARY-A-1")
 			if again := plan(); again != d {
 				t.Fatalf("planned again after the undo: %s, want %s", again, d)
 			}
@@ -151,7 +140,7 @@ func TestPreviewRuntimeBinding(t *testing.T) {
 			}
 
 			// keep is untouched: its provisioner does not run and may change.
-			edit(main, "CANARY-KEEP-1", "CANARY-KEEP-2")
+			replaceIn(t, main, "CANARY-KEEP-1", "CANARY-KEEP-2")
 			captf(t, "preview", "apply", "--env", "prod", "--expect-digest", d).want(t, runner.ExitOK)
 			for _, f := range []string{"ran-a", "ran-b-0", "ran-b-1", "ran-d"} {
 				if !ran(f) {

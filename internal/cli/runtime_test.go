@@ -94,17 +94,6 @@ func TestRuntimeBinding(t *testing.T) {
 				s := strings.NewReplacer("A", itoa(a), "D", itoa(d), "N", itoa(n), "W", word).Replace("a = A\nd = D\nn = N\nword = \"W\"\n")
 				write(t, filepath.Join(dir, "terraform.tfvars"), []byte(s), 0o644)
 			}
-			edit := func(path, old, new string) {
-				t.Helper()
-				src, err := os.ReadFile(path)
-				if err != nil {
-					t.Fatal(err)
-				}
-				if !bytes.Contains(src, []byte(old)) {
-					t.Fatalf("%s has no %q", path, old)
-				}
-				write(t, path, bytes.Replace(src, []byte(old), []byte(new), 1), 0o644)
-			}
 			ran := func(name string) bool {
 				_, err := os.Stat(filepath.Join(dir, name))
 				return err == nil
@@ -155,10 +144,10 @@ func TestRuntimeBinding(t *testing.T) {
 			// A create whose provisioner's command changed after the plan.
 			vars(1, 1, 0, "CANARY-WORD-1")
 			h := plan()
-			edit(main, "CANARY-A-1", "CANARY-A-2")
+			replaceIn(t, main, "CANARY-A-1", "CANARY-A-2")
 			// A provisioner of a resource the plan does not touch does not
 			// run, and may change.
-			edit(main, "CANARY-KEEP-1", "CANARY-KEEP-2")
+			replaceIn(t, main, "CANARY-KEEP-1", "CANARY-KEEP-2")
 			refused(h, changed("terraform_data.a[0]", `provisioner "local-exec" #0`))
 			// Planning the same hash again does not make the new command
 			// the approved one: captf plan warns, apply still refuses.
@@ -170,7 +159,7 @@ func TestRuntimeBinding(t *testing.T) {
 			if ran("ran-a") {
 				t.Fatal("a refused apply ran the provisioner")
 			}
-			edit(main, "CANARY-A-2", "CANARY-A-1")
+			replaceIn(t, main, "CANARY-A-2", "CANARY-A-1")
 			captf(t, "apply", dir, b, "--expect-plan", h).want(t, 0)
 			if !ran("ran-a") {
 				t.Fatal("the approved apply did not run a's provisioner")
@@ -184,15 +173,15 @@ func TestRuntimeBinding(t *testing.T) {
 			bs := func(block string) []planconfig.Moved {
 				return []planconfig.Moved{changed("module.m.terraform_data.b[0]", block), changed("module.m.terraform_data.b[1]", block)}
 			}
-			edit(mod, "CANARY-B-1", "CANARY-B-2")
+			replaceIn(t, mod, "CANARY-B-1", "CANARY-B-2")
 			refused(h, bs(`provisioner "local-exec" #0`)...)
-			edit(mod, "CANARY-B-2", "CANARY-B-1")
+			replaceIn(t, mod, "CANARY-B-2", "CANARY-B-1")
 			vars(1, 1, 2, "CANARY-WORD-2")
 			refused(h, bs(`provisioner "local-exec" #0`)...)
 			vars(1, 1, 2, "CANARY-WORD-1")
-			edit(main, "# provider v1", "# provider v2")
+			replaceIn(t, main, "# provider v1", "# provider v2")
 			refused(h, changed(`provider["terraform.io/builtin/terraform"]`, `provider "terraform"`))
-			edit(main, "# provider v2", "# provider v1")
+			replaceIn(t, main, "# provider v2", "# provider v1")
 			if ran("ran-b-0") || ran("ran-b-1") {
 				t.Fatal("a refused apply ran the module's provisioner")
 			}
@@ -204,12 +193,12 @@ func TestRuntimeBinding(t *testing.T) {
 			// A delete whose destroy-time provisioner changed.
 			vars(1, 0, 2, "CANARY-WORD-1")
 			h = plan()
-			edit(main, "CANARY-D-1", "CANARY-D-2")
+			replaceIn(t, main, "CANARY-D-1", "CANARY-D-2")
 			refused(h, changed("terraform_data.d[0]", `provisioner "local-exec" #0`))
 			if ran("ran-d") {
 				t.Fatal("a refused apply ran the destroy-time provisioner")
 			}
-			edit(main, "CANARY-D-2", "CANARY-D-1")
+			replaceIn(t, main, "CANARY-D-2", "CANARY-D-1")
 			captf(t, "apply", dir, b, "--expect-plan", h).want(t, 0)
 			if !ran("ran-d") {
 				t.Fatal("the approved apply did not run the destroy-time provisioner")
@@ -233,6 +222,20 @@ func TestRuntimeBinding(t *testing.T) {
 			captf(t, "apply", dir, b, "--expect-plan", h).want(t, 0)
 		})
 	}
+}
+
+// replaceIn replaces the first old in the file at path with new; the file
+// must hold old.
+func replaceIn(t *testing.T, path, old, new string) {
+	t.Helper()
+	src, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Contains(src, []byte(old)) {
+		t.Fatalf("%s has no %q", path, old)
+	}
+	write(t, path, bytes.Replace(src, []byte(old), []byte(new), 1), 0o644)
 }
 
 func itoa(n int) string { return string(rune('0' + n)) }
