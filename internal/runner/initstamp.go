@@ -117,7 +117,7 @@ func (s *InitStamp) compute(tf *tfexec.Terraform) (string, error) {
 		field("env "+k, []byte(env[k]))
 	}
 
-	data := dataDir(tf)
+	data := tf.DataDir()
 	file("lock file", filepath.Join(tf.Dir, ".terraform.lock.hcl"))
 	manifest := filepath.Join(data, "modules", "modules.json")
 	file("modules manifest", manifest)
@@ -191,17 +191,4 @@ func tree(h hash.Hash, dir string) error {
 		return nil
 	}
 	return err
-}
-
-// dataDir is terraform's data directory for tf: TF_DATA_DIR, else
-// .terraform, relative to the root module.
-func dataDir(tf *tfexec.Terraform) string {
-	d := ".terraform"
-	if v := environ(tf)["TF_DATA_DIR"]; v != "" {
-		d = v
-	}
-	if !filepath.IsAbs(d) {
-		d = filepath.Join(tf.Dir, d)
-	}
-	return d
 }

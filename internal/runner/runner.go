@@ -113,7 +113,7 @@ func (r *Runner) bindRuntime(res *fingerprint.Result) ([]planconfig.Block, error
 	}
 	in := planconfig.Input{
 		Root:          r.TF.Dir,
-		DataDir:       dataDir(r.TF),
+		DataDir:       r.TF.DataDir(),
 		Variables:     res.Sections["variables"],
 		Configuration: res.Sections["configuration"],
 	}

@@ -3,14 +3,12 @@ package terraform
 import (
 	"encoding/json"
 	"fmt"
-	"os"
-	"path/filepath"
-	"slices"
 	"strings"
 
 	tfjson "github.com/hashicorp/terraform-json"
 
 	"github.com/captf/captf/internal/planconfig"
+	"github.com/captf/captf/internal/tfexec"
 	"github.com/captf/captf/pkg/changeset"
 )
 
@@ -26,9 +24,9 @@ const SideEffectRunsAtApply = "runs-at-apply"
 const digestShown = 16
 
 // bindRuntime binds the provisioners and provider configurations the
-// plan's changes run at apply (internal/planconfig) under key. env is the
-// environment terraform ran with, for TF_DATA_DIR.
-func bindRuntime(plan *tfjson.Plan, in *inputs, env []string, key []byte) ([]planconfig.Block, error) {
+// plan's changes run at apply (internal/planconfig) under key; tf is the
+// terraform that planned, for its root and data directory.
+func bindRuntime(plan *tfjson.Plan, tf *tfexec.Terraform, key []byte) ([]planconfig.Block, error) {
 	vars, err := json.Marshal(plan.Variables)
 	if err != nil {
 		return nil, err
@@ -37,7 +35,7 @@ func bindRuntime(plan *tfjson.Plan, in *inputs, env []string, key []byte) ([]pla
 	if err != nil {
 		return nil, err
 	}
-	pin := planconfig.Input{Root: in.root, DataDir: dataDir(in.root, env), Variables: vars, Configuration: cfg}
+	pin := planconfig.Input{Root: tf.Dir, DataDir: tf.DataDir(), Variables: vars, Configuration: cfg}
 	for _, rc := range plan.ResourceChanges {
 		if rc == nil || rc.Change == nil {
 			continue
@@ -49,21 +47,6 @@ func bindRuntime(plan *tfjson.Plan, in *inputs, env []string, key []byte) ([]pla
 		pin.Changes = append(pin.Changes, planconfig.Change{Address: rc.Address, Actions: acts})
 	}
 	return planconfig.Bind(key, pin)
-}
-
-// dataDir is terraform's data directory: the last TF_DATA_DIR of the
-// process's environment and env, else .terraform, relative to root.
-func dataDir(root string, env []string) string {
-	d := ".terraform"
-	for _, kv := range slices.Concat(os.Environ(), env) {
-		if v, ok := strings.CutPrefix(kv, "TF_DATA_DIR="); ok && v != "" {
-			d = v
-		}
-	}
-	if !filepath.IsAbs(d) {
-		d = filepath.Join(root, d)
-	}
-	return d
 }
 
 // runsAtApply records the blocks the plan runs at apply: whole in the

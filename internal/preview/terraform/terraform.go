@@ -262,7 +262,7 @@ func (c *Capability) plan(ctx context.Context, in *inputs, workDir, planFile str
 	if err != nil {
 		return nil, err
 	}
-	runtime, err := bindRuntime(&plan, in, tf.Env, key)
+	runtime, err := bindRuntime(&plan, tf, key)
 	if err != nil {
 		return nil, fmt.Errorf("what runs at apply: %w", err)
 	}
