@@ -64,7 +64,7 @@ func configFiles(dir string) ([]string, error) {
 		case strings.HasSuffix(name, ".tofu"), strings.HasSuffix(name, ".tofu.json"):
 			ok = true
 		}
-		if !ok || strings.HasPrefix(name, ".") {
+		if !ok || strings.HasPrefix(name, ".") || strings.HasPrefix(name, "#") {
 			continue
 		}
 		if isOverride(name) {
