@@ -328,6 +328,9 @@ func splitID(s string) (dir, name string, err error) {
 	if err := checkName(name); err != nil {
 		return "", "", err
 	}
+	if c := id(dir, name); c != s {
+		return "", "", fmt.Errorf("id %q is not clean: write %q", s, c)
+	}
 	return dir, name, nil
 }
 
