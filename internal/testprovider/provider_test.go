@@ -1,6 +1,7 @@
 package testprovider_test
 
 import (
+	"encoding/json"
 	"errors"
 	"io/fs"
 	"os"
@@ -8,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	tfjson "github.com/hashicorp/terraform-json"
 
 	"github.com/captf/captf/internal/testprovider"
 	"github.com/captf/captf/internal/tftest"
@@ -252,6 +254,13 @@ resource "captftest_file" "s" {
 				t.Errorf("plan JSON lacks the secret: the human plan check proves nothing")
 			}
 			w.apply()
+			var state tfjson.State
+			if err := json.Unmarshal([]byte(w.run("show", "-json")), &state); err != nil {
+				t.Fatalf("show -json of the state: %v", err)
+			}
+			if rs := state.Values.RootModule.Resources; len(rs) != 1 || attr(mapOf(rs[0].SensitiveValues), "secret") != true {
+				t.Errorf("state: resources %v, want captftest_file.s with sensitive_values.secret true", rs)
+			}
 			if got := w.read(".s.txt.captftest-secret"); got != secret {
 				t.Errorf("secret file holds %q, want the secret", got)
 			}
@@ -271,4 +280,11 @@ resource "captftest_file" "s" {
 			}
 		})
 	}
+}
+
+// mapOf decodes raw JSON (sensitive_values) for attr.
+func mapOf(raw json.RawMessage) any {
+	var v any
+	_ = json.Unmarshal(raw, &v)
+	return v
 }
