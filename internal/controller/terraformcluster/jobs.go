@@ -325,7 +325,7 @@ func (r *Reconciler) buildJob(tc *infrav1.TerraformCluster, image string, op inf
 					Volumes:            volumes,
 					InitContainers: []corev1.Container{{
 						Name: "runner", Image: r.RunnerImage,
-						Command:         []string{"cp", RunnerImagePath, runnerPath},
+						Command:         []string{RunnerImagePath, "install", runnerPath},
 						VolumeMounts:    []corev1.VolumeMount{{Name: "bin", MountPath: binDir}},
 						SecurityContext: containerSecurity(),
 						Resources:       corev1.ResourceRequirements{Limits: corev1.ResourceList{corev1.ResourceMemory: resource.MustParse("64Mi")}},
