@@ -5,6 +5,7 @@ import (
 	"crypto/x509"
 	"encoding/pem"
 	"errors"
+	"fmt"
 	"io"
 	"os"
 	"path/filepath"
@@ -266,5 +267,79 @@ func writeFile(t *testing.T, path, data string) {
 	t.Helper()
 	if err := os.WriteFile(path, []byte(data), 0o644); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestUnpack: the flattened filesystem lands in the folder with its
+// modes; a later layer's file replaces an earlier one's.
+func TestUnpack(t *testing.T) {
+	first, err := Layer([]File{{Path: "/bin/app", Mode: 0o755, Data: []byte("v1")}, {Path: "/etc/conf", Mode: 0o600, Data: []byte("c")}}, epoch)
+	if err != nil {
+		t.Fatal(err)
+	}
+	second, err := Layer([]File{{Path: "/bin/app", Mode: 0o750, Data: []byte("v2")}}, epoch)
+	if err != nil {
+		t.Fatal(err)
+	}
+	img, err := Build(Spec{Platform: v1.Platform{OS: "linux", Architecture: "amd64"}, Created: epoch, Layers: []v1.Layer{first, second}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	if err := Unpack(img, dir); err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]string{}
+	for _, name := range []string{"bin/app", "etc/conf"} {
+		b, err := os.ReadFile(filepath.Join(dir, name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		info, err := os.Stat(filepath.Join(dir, name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		got[name] = info.Mode().Perm().String() + " " + string(b)
+	}
+	want := map[string]string{"bin/app": "-rwxr-x--- v2", "etc/conf": "-rw------- c"}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("unpacked (-want +got):\n%s", diff)
+	}
+}
+
+// TestTree: a local folder's files and folders land under the given path
+// with their modes.
+func TestTree(t *testing.T) {
+	dir := t.TempDir()
+	if err := os.Chmod(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Mkdir(filepath.Join(dir, "sub"), 0o750); err != nil {
+		t.Fatal(err)
+	}
+	writeFile(t, filepath.Join(dir, "main.tf"), "x")
+	writeFile(t, filepath.Join(dir, "sub", "vars.tf"), "y")
+	files, err := Tree(dir, "/captf/module")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, f := range files {
+		got = append(got, fmt.Sprintf("%s %o dir=%v src=%v", f.Path, f.Mode, f.Dir, f.Source != ""))
+	}
+	want := []string{
+		"/captf/module 755 dir=true src=false",
+		"/captf/module/main.tf 644 dir=false src=true",
+		"/captf/module/sub 750 dir=true src=false",
+		"/captf/module/sub/vars.tf 644 dir=false src=true",
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("Tree (-want +got):\n%s", diff)
+	}
+	if err := os.Symlink("main.tf", filepath.Join(dir, "link.tf")); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Tree(dir, "/captf/module"); err == nil {
+		t.Error("a symbolic link was taken")
 	}
 }

@@ -12,8 +12,10 @@ import (
 	"bytes"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"path"
+	"path/filepath"
 	"slices"
 	"time"
 
@@ -143,4 +145,38 @@ func writeTar(w io.Writer, entries []File, mtime time.Time) error {
 		return fmt.Errorf("layer: %w", err)
 	}
 	return nil
+}
+
+// Tree returns the regular files and folders under dir on this machine as
+// Files under at in the image, with their permission bits. Symbolic links
+// and other entries are refused: a layer holds copies.
+func Tree(dir, at string) ([]File, error) {
+	var files []File
+	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, err := filepath.Rel(dir, p)
+		if err != nil {
+			return err
+		}
+		target := path.Join(at, filepath.ToSlash(rel))
+		info, err := d.Info()
+		if err != nil {
+			return err
+		}
+		switch {
+		case d.IsDir():
+			files = append(files, File{Path: target, Mode: int64(info.Mode().Perm()), Dir: true})
+		case info.Mode().IsRegular():
+			files = append(files, File{Path: target, Mode: int64(info.Mode().Perm()), Source: p})
+		default:
+			return fmt.Errorf("%s is neither a file nor a folder", p)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("tree %s: %w", dir, err)
+	}
+	return files, nil
 }

@@ -30,6 +30,10 @@ var (
 	Runner  = Program{Package: "./cmd/captf-runner", Path: "/captf-runner/captf-runner"}
 )
 
+// VersionLabel is the image config label holding the version a Program's
+// image was built for.
+const VersionLabel = "org.opencontainers.image.version"
+
 // Options says how to build a Program's image.
 type Options struct {
 	// Module is the folder of captf's go.mod, where go build runs.
@@ -75,8 +79,8 @@ func (p Program) Index(ctx context.Context, opts Options) (v1.ImageIndex, error)
 			User:       User,
 			WorkingDir: "/",
 			Labels: map[string]string{
-				"org.opencontainers.image.source":  "https://github.com/captf/captf",
-				"org.opencontainers.image.version": opts.Version,
+				"org.opencontainers.image.source": "https://github.com/captf/captf",
+				VersionLabel:                      opts.Version,
 			},
 		})
 		if err != nil {
