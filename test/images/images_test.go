@@ -43,9 +43,10 @@ import (
 
 var host = v1.Platform{OS: runtime.GOOS, Architecture: runtime.GOARCH}
 
-// moduleImage assembles a module image as examples/module-image's
-// Dockerfile does: the base files, the module at /captf/module and
-// terraform at /captf/runtime/terraform, run as the non-root user.
+// moduleImage assembles a module image as examples/module-image/Dockerfile
+// does: the base files (CA certificates, the non-root user), the module at
+// /captf/module and terraform at /captf/runtime/terraform, run as the
+// non-root user.
 func moduleImage(t *testing.T, module, terraform string, created time.Time) v1.ImageIndex {
 	t.Helper()
 	base, err := image.Layer(image.Base(), created)
@@ -114,7 +115,7 @@ func TestImagesRunACluster(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	module, err := filepath.Abs("../../internal/runner/testdata/module")
+	module, err := filepath.Abs("../../examples/module-image/module")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -145,8 +146,7 @@ func TestImagesRunACluster(t *testing.T) {
 		Spec: infrav1.TerraformClusterSpec{RunnerSpec: infrav1.RunnerSpec{
 			Image: refs["module"], ApplyPolicy: infrav1.ApplyAutomatic,
 			Variables: []infrav1.Variable{
-				{Name: "size", Value: &apiextensionsv1.JSON{Raw: []byte(`"small"`)}},
-				{Name: "token", Value: &apiextensionsv1.JSON{Raw: []byte(`"t"`)}},
+				{Name: "cluster_name", Value: &apiextensionsv1.JSON{Raw: []byte(`"e2e"`)}},
 			},
 		}},
 	}
@@ -168,8 +168,8 @@ func TestImagesRunACluster(t *testing.T) {
 		t.Errorf("last run %+v", tc.Status.LastRun)
 	}
 	// The endpoint comes from the module's outputs: terraform of the module
-	// image ran the module of the module image.
-	if want := (infrav1.APIEndpoint{Host: "api.default.example.test", Port: 6443}); tc.Spec.ControlPlaneEndpoint != want {
+	// image ran the module of the module image with the object's variable.
+	if want := (infrav1.APIEndpoint{Host: "api.e2e.example.test", Port: 6443}); tc.Spec.ControlPlaneEndpoint != want {
 		t.Errorf("controlPlaneEndpoint %+v, want %+v", tc.Spec.ControlPlaneEndpoint, want)
 	}
 }
