@@ -209,16 +209,16 @@ func push(ctx context.Context, args []string, stdout io.Writer) error {
 func builtFor(idx v1.ImageIndex, version string) error {
 	m, err := idx.IndexManifest()
 	if err != nil {
-		return err
+		return fmt.Errorf("read the index: %w", err)
 	}
 	for _, desc := range m.Manifests {
 		img, err := idx.Image(desc.Digest)
 		if err != nil {
-			return err
+			return fmt.Errorf("read image %s: %w", desc.Digest, err)
 		}
 		cf, err := img.ConfigFile()
 		if err != nil {
-			return err
+			return fmt.Errorf("read the config of %s: %w", desc.Digest, err)
 		}
 		if got := cf.Config.Labels[image.VersionLabel]; got != version {
 			return fmt.Errorf("built for version %q, not %q: run captf-release images --version %s first", got, version, version)

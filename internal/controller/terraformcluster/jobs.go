@@ -30,7 +30,9 @@ const (
 	binDir     = "/captf/bin"
 	runnerPath = binDir + "/captf-runner"
 	workDir    = "/captf/work"
-	// RunnerImagePath is where the runner image holds captf-runner.
+	// RunnerImagePath is where the runner image holds captf-runner. The
+	// init container runs it as "install runnerPath": the image is
+	// scratch, with no cp (internal/image builds it).
 	RunnerImagePath = "/captf-runner/captf-runner"
 	// labelOperation says what a Job does.
 	labelOperation = "captf.io/operation"
