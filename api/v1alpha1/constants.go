@@ -23,6 +23,10 @@ const (
 	// so status.plan can be rebuilt from the plan alone.
 	AnnotationPlanJob = "captf.io/plan-job"
 
+	// RunnerContainer is the container of a runner Job that runs terraform:
+	// its log is terraform's output, its termination message the report.
+	RunnerContainer = "terraform"
+
 	// AnnotationImage on the durable inputs Secret holds the image reference.
 	AnnotationImage = "captf.io/image"
 	// AnnotationIdentity on the durable inputs Secret holds the identity.

@@ -36,6 +36,23 @@ type Initialization struct {
 	Provisioned *bool `json:"provisioned,omitempty"`
 }
 
+// FailureDomain is a place where the workload cluster's machines can run
+// apart from others (a zone, a rack): the Cluster API v1beta2 contract's
+// status.failureDomains entry, read from the module's output
+// failure_domains.
+type FailureDomain struct {
+	// Name is the failure domain's name, as the machines' providers know it.
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=256
+	Name string `json:"name"`
+	// ControlPlane says whether control plane machines may run there.
+	// +optional
+	ControlPlane *bool `json:"controlPlane,omitempty"`
+	// Attributes are free-form facts about the failure domain.
+	// +optional
+	Attributes map[string]string `json:"attributes,omitempty"`
+}
+
 // TerraformClusterStatus is what the manager observed.
 // +kubebuilder:validation:MinProperties=1
 type TerraformClusterStatus struct {
@@ -46,6 +63,14 @@ type TerraformClusterStatus struct {
 	// Initialization is the Cluster API v1beta2 contract's equivalent.
 	// +optional
 	Initialization *Initialization `json:"initialization,omitempty"`
+	// FailureDomains are the failure domains the module's output
+	// failure_domains names after the last successful apply; Cluster API
+	// spreads machines over them.
+	// +listType=map
+	// +listMapKey=name
+	// +kubebuilder:validation:MaxItems=100
+	// +optional
+	FailureDomains []FailureDomain `json:"failureDomains,omitempty"`
 	// Plan is the plan that waits for approval under applyPolicy Manual.
 	// +optional
 	Plan *PlanStatus `json:"plan,omitempty"`

@@ -15,6 +15,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/captf/captf/internal/planconfig"
 	"github.com/captf/captf/internal/planstore"
 	"github.com/captf/captf/internal/preview"
 	"github.com/captf/captf/internal/runner"
@@ -31,7 +32,8 @@ const exitCodesHelp = `Exit codes:
      longer than 4096 or a link at the default path, a var file that is a
      directory, a malformed plan document, a malformed --expect-plan value
   3  the plan moved: the fresh plan does not hash to the approved one (or
-     nothing was approved); nothing was applied`
+     nothing was approved), or a provisioner or provider configuration it
+     runs at apply moved since the plan was approved; nothing was applied`
 
 // Run runs the captf command line with args and returns its exit code.
 func Run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
@@ -134,6 +136,9 @@ type session struct {
 	runner *runner.Runner
 	store  planstore.Store
 	tmp    *runDir
+	// runtime is what an apply found of the blocks the plan runs outside
+	// it, when they refused the apply.
+	runtime *runtimeReport
 }
 
 // Close removes the session's private directory.
@@ -162,6 +167,9 @@ func (o *options) open(ctx context.Context, args []string, stdout, stderr io.Wri
 		return nil, fmt.Errorf("%w: %w", runner.ErrBadInput, err)
 	}
 	hasher.Detail = true
+	// What runs at apply outside the plan is bound from the plan's
+	// variables and configuration (internal/planconfig).
+	hasher.Sections = []string{"variables", "configuration"}
 	bin, err := tfexec.Find(o.binary)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", runner.ErrBadInput, err)
@@ -207,6 +215,7 @@ func (o *options) open(ctx context.Context, args []string, stdout, stderr io.Wri
 			// plan validate.
 			Init:       &runner.InitStamp{Path: filepath.Join(abs, runner.StateDir, runner.InitStampFile), Key: key},
 			NoValidate: true,
+			RuntimeKey: key,
 		},
 		store: planstore.Store{Dir: filepath.Join(dir, runner.StateDir, "plans")},
 		tmp:   tmp,
@@ -229,16 +238,54 @@ func cliConfig(dir string) ([]string, error) {
 	return []string{"TF_CLI_CONFIG_FILE=" + path}, nil
 }
 
-// saveRecord keeps the value-free record of a plan; failing to is worth a
-// warning, not a failed plan.
-func (s *session) saveRecord(r *fingerprint.Result, stderr io.Writer) {
-	if err := runner.EnsureStateDir(s.dir); err == nil {
-		err = s.store.Save(r, time.Now())
-		if err == nil {
-			return
-		}
+// saveRecord keeps the value-free record of a plan and of what it runs at
+// apply outside the plan; failing to is worth a warning, not a failed
+// plan. What runs at apply is recorded by the first plan of a hash only:
+// when this plan of the hash runs something else, captf apply will refuse
+// it, and the warning says so.
+func (s *session) saveRecord(r *fingerprint.Result, runtime []planconfig.Block, stderr io.Writer) {
+	if err := runner.EnsureStateDir(s.dir); err != nil {
+		fmt.Fprintf(stderr, "captf: warning: %v\n", err)
+		return
+	}
+	if err := s.store.Save(r, time.Now()); err != nil {
 		fmt.Fprintf(stderr, "captf: warning: %v\n", err)
 	}
+	hash := r.Report.PlanHash
+	recorded, err := s.store.SaveRuntime(hash, runtime)
+	if err != nil {
+		fmt.Fprintf(stderr, "captf: warning: %v\n", err)
+		return
+	}
+	if moved := planconfig.Compare(recorded, runtime); len(moved) > 0 {
+		fmt.Fprintf(stderr, "captf: warning: what this plan runs at apply outside the plan differs from what %s ran when it was first planned here; captf apply refuses it:\n", hash)
+		printMovedBlocks(stderr, moved)
+		fmt.Fprintf(stderr, "An approval of %s covers what was first planned. To have this configuration approved, remove %s, plan again and have the plan approved again.\n", hash, s.store.RuntimeFile(hash))
+	}
+}
+
+// checkRuntime refuses an apply whose plan runs, outside the plan, a block
+// that moved since the approved plan was recorded, or whose approved plan
+// has no such record while this one runs something.
+func (s *session) checkRuntime(approved string, fresh *runner.Planned) error {
+	if len(fresh.Runtime) == 0 {
+		return nil
+	}
+	recorded, err := s.store.LoadRuntime(approved)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		s.runtime = &runtimeReport{Unknown: "no record in " + s.store.Dir + " of what the approved plan runs at apply (was it planned on another machine, or by an older captf?)"}
+	case err != nil:
+		s.runtime = &runtimeReport{Unknown: err.Error()}
+	default:
+		moved := planconfig.Compare(recorded, fresh.Runtime)
+		if len(moved) == 0 {
+			return nil
+		}
+		s.runtime = &runtimeReport{Moved: moved}
+	}
+	s.runtime.Record = s.store.RuntimeFile(approved)
+	return fmt.Errorf("%w since %s was approved; nothing was applied", runner.ErrRuntimeChanged, approved)
 }
 
 func newPlan(stdout, stderr io.Writer) *cobra.Command {
@@ -264,7 +311,7 @@ applies this plan.
 				return err
 			}
 			defer p.Close()
-			s.saveRecord(p.Result, stderr)
+			s.saveRecord(p.Result, p.Runtime, stderr)
 			if o.json {
 				return printJSON(stdout, p.Report)
 			}
@@ -299,14 +346,22 @@ command, and exits 3. An empty plan needs no approval and applies nothing.
 				return err
 			}
 			defer s.Close()
+			s.runner.CheckRuntime = s.checkRuntime
 			out, err := s.runner.Apply(cmd.Context(), expect)
 			if out == nil {
 				return err
 			}
 			report := &out.Fresh.Report
 			switch {
+			case errors.Is(err, runner.ErrRuntimeChanged):
+				doc := refusal{Reason: ReasonRuntimeChanged, Approved: expect, Runtime: s.runtime, Plan: *report}
+				if o.json {
+					return errors.Join(err, printJSON(stdout, doc))
+				}
+				printRuntimeRefusal(stdout, &doc)
+				return err
 			case errors.Is(err, runner.ErrPlanChanged):
-				s.saveRecord(out.Fresh, stderr)
+				s.saveRecord(out.Fresh, out.Runtime, stderr)
 				doc := refusal{Reason: refusedFor(expect), Approved: expect, Plan: *report}
 				if doc.Reason == ReasonPlanChanged {
 					doc.Moved = s.moved(expect, out.Fresh)

@@ -15,6 +15,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/captf/captf/internal/preview"
+	"github.com/captf/captf/internal/preview/terraform"
 	"github.com/captf/captf/internal/runner"
 	"github.com/captf/captf/pkg/changeset"
 )
@@ -322,6 +323,27 @@ type applyReport struct {
 	// Plan is the fresh plan when nothing was applied because it failed
 	// or moved.
 	Plan *changeset.Document `json:"plan,omitempty"`
+	// RuntimeMoved names, when the digest moved, the blocks the fresh plan
+	// runs at apply outside the plan (provisioners, provider
+	// configurations) that are new or differ from the approved plan's, as
+	// its document in --out records them: "<kind> <member>: <address>
+	// <block>", never a value.
+	RuntimeMoved []string `json:"runtimeMoved,omitempty"`
+}
+
+// runtimeMoved compares the approved document in --out, when it is the
+// one approved, with the fresh plan's: which blocks that run at apply
+// moved. Nothing when that document is not at hand.
+func (o *previewOptions) runtimeMoved(expect string, fresh *changeset.Document) []string {
+	raw, err := os.ReadFile(filepath.Join(o.out, DocumentFile))
+	if err != nil {
+		return nil
+	}
+	var approved changeset.Document
+	if json.Unmarshal(raw, &approved) != nil || approved.Digest != expect {
+		return nil
+	}
+	return terraform.RuntimeMoved(&approved, fresh)
 }
 
 func newPreviewApply(stdout, stderr io.Writer, registry preview.Registry) *cobra.Command {
@@ -358,6 +380,10 @@ and written to --out for their own approval (exit 4).
 			}
 			defer a.Close()
 			report := applyReport{Approved: expect, Digest: a.Fresh.Document.Digest, Components: a.Components}
+			if errors.Is(err, preview.ErrMoved) && len(a.Components) == 0 {
+				// Read before the fresh plan replaces the approved document.
+				report.RuntimeMoved = o.runtimeMoved(expect, a.Fresh.Document)
+			}
 			var note string
 			var werr error
 			switch {
@@ -375,6 +401,12 @@ and written to --out for their own approval (exit 4).
 				return errors.Join(err, printJSON(stdout, report))
 			}
 			printOutcomes(stdout, a.Components)
+			if len(report.RuntimeMoved) > 0 {
+				fmt.Fprintln(stdout, "What runs at apply outside the plan moved since the approved plan (blocks; values are never shown):")
+				for _, l := range report.RuntimeMoved {
+					fmt.Fprintf(stdout, "  %s\n", l)
+				}
+			}
 			if note != "" {
 				if a.Next != nil {
 					fmt.Fprintln(stdout, "\nHeld members were planned again after their upstream applied; this plan needs its own approval:")

@@ -241,7 +241,7 @@ func startE2E(t *testing.T) *e2e {
 // kubectl digest covers the API server's URL, whose port is random, and
 // every digest above it moves with it) and the repository's path.
 func (w *e2e) normalise(note string) string {
-	note = regexp.MustCompile(`\b(cs1|tf1|k8s1|cfn1|arm1|cd1):[0-9a-f]{64}\b`).ReplaceAllString(note, "$1:<digest>")
+	note = regexp.MustCompile(`\b(cs1|tf2|k8s1|cfn1|arm1|cd1):[0-9a-f]{64}\b`).ReplaceAllString(note, "$1:<digest>")
 	return strings.ReplaceAll(note, w.root, "<root>")
 }
 

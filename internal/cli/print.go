@@ -6,6 +6,7 @@ import (
 	"io"
 	"strings"
 
+	"github.com/captf/captf/internal/planconfig"
 	"github.com/captf/captf/pkg/fingerprint"
 )
 
@@ -23,7 +24,20 @@ const (
 	ReasonOldScheme   = "old-scheme"   // --expect-plan is a p1: hash, which no plan matches
 	ReasonPlanChanged = "plan-changed" // the fresh plan hashes to another value
 	ReasonStalePlan   = "stale-plan"   // terraform refused the saved plan: the state changed after it was made
+	// ReasonRuntimeChanged: the plan hashes to the approved value, but a
+	// provisioner or provider configuration it runs at apply moved.
+	ReasonRuntimeChanged = "runtime-changed"
 )
+
+// runtimeReport says which blocks that run at apply outside the plan moved
+// since the approved plan, or why that cannot be checked. It names
+// addresses and blocks, never a value.
+type runtimeReport struct {
+	Unknown string             `json:"unknown,omitempty"`
+	Moved   []planconfig.Moved `json:"moved,omitempty"`
+	// Record is the file that records what the approved plan runs.
+	Record string `json:"record"`
+}
 
 // refusal is apply's JSON output: whether the plan was applied, and when
 // not, why, what moved and the fresh plan to approve. It never holds a
@@ -33,6 +47,7 @@ type refusal struct {
 	Reason   string             `json:"reason,omitempty"`
 	Approved string             `json:"approved,omitempty"`
 	Moved    *movedReport       `json:"moved,omitempty"`
+	Runtime  *runtimeReport     `json:"runtime,omitempty"`
 	Plan     fingerprint.Report `json:"plan"`
 }
 
@@ -114,6 +129,27 @@ func printRefusal(w io.Writer, doc *refusal, applyCmd string) {
 	}
 	fmt.Fprintln(w, "\nThe fresh plan:")
 	printReport(w, r, applyCmd)
+}
+
+// printMovedBlocks lists blocks that moved, one a line.
+func printMovedBlocks(w io.Writer, moved []planconfig.Moved) {
+	for _, m := range moved {
+		fmt.Fprintf(w, "  %-8s %s: %s\n", m.Kind, m.Address, m.Block)
+	}
+}
+
+// printRuntimeRefusal explains an apply refused because what the plan runs
+// at apply outside it moved: the plan itself hashes to the approved value.
+func printRuntimeRefusal(w io.Writer, doc *refusal) {
+	rt := doc.Runtime
+	fmt.Fprintf(w, "\ncaptf: the plan hashes to the approved %s, but what it runs at apply outside the plan (provisioners, provider configurations) moved; nothing was applied.\n", doc.Approved)
+	if rt.Unknown != "" {
+		fmt.Fprintf(w, "What runs at apply cannot be checked: %s.\nRun captf plan in this directory and have that plan approved.\n", rt.Unknown)
+		return
+	}
+	fmt.Fprintln(w, "What moved (blocks; values are never shown):")
+	printMovedBlocks(w, rt.Moved)
+	fmt.Fprintf(w, "An approval of %s covers what was first planned here (%s). To have this configuration approved, remove that file, plan again and have the plan approved again.\n", doc.Approved, rt.Record)
 }
 
 // shellJoin quotes arguments that a POSIX shell would split or expand.

@@ -38,7 +38,7 @@ func newCommand(streams genericiooptions.IOStreams, now func() time.Time) *cobra
 	o := &options{streams: streams, config: genericclioptions.NewConfigFlags(true), now: now}
 	root := &cobra.Command{
 		Use:   "kubectl-captf",
-		Short: "List, show and approve captf's TerraformPlans",
+		Short: "List, show, read the log of and approve captf's TerraformPlans",
 		Long: "kubectl captf lists the TerraformPlans that wait for an approval, shows what one changes,\n" +
 			"and approves one in your own name (spec.approvedBy is filled from the API server's\n" +
 			"answer to who you are, as kubectl auth whoami reports it).",
@@ -55,7 +55,7 @@ func newCommand(streams genericiooptions.IOStreams, now func() time.Time) *cobra
 	root.SetErr(streams.ErrOut)
 	o.config.AddFlags(root.PersistentFlags())
 	root.PersistentFlags().BoolVar(&o.json, "json", false, "print JSON instead of text")
-	root.AddCommand(o.plansCommand(), o.showCommand(), o.approveCommand())
+	root.AddCommand(o.plansCommand(), o.showCommand(), o.approveCommand(), o.logsCommand())
 	return root
 }
 

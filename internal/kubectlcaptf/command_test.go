@@ -146,6 +146,29 @@ func TestPlugin(t *testing.T) {
 		}
 	})
 
+	t.Run("logs", func(t *testing.T) {
+		// The happy path, through a node's log endpoint, is test/quickstart.
+		if _, err := run(t, "logs", "demo-3f9a1c07be", "--kubeconfig", admin); err == nil || !strings.Contains(err.Error(), "names no plan Job (annotation captf.io/plan-job)") {
+			t.Errorf("logs of a plan without a plan Job: err = %v", err)
+		}
+		p := &infrav1.TerraformPlan{}
+		if err := env.Client.Get(ctx, client.ObjectKey{Namespace: "default", Name: "demo-3f9a1c07be"}, p); err != nil {
+			t.Fatal(err)
+		}
+		before := p.DeepCopy()
+		p.Annotations = map[string]string{infrav1.AnnotationPlanJob: "demo-plan-gone"}
+		if err := env.Client.Patch(ctx, p, client.MergeFrom(before)); err != nil {
+			t.Fatal(err)
+		}
+		// alice, with only the approver role, may look for the Job.
+		if _, err := run(t, "logs", "demo-3f9a1c07be", "--kubeconfig", alice); err == nil || !strings.Contains(err.Error(), "the plan Job demo-plan-gone of TerraformPlan default/demo-3f9a1c07be is gone") {
+			t.Errorf("logs of a plan whose Job is gone: err = %v", err)
+		}
+		if _, err := run(t, "logs", "demo-3f9a1c07be", "--kubeconfig", admin, "--json"); err == nil || !strings.Contains(err.Error(), "--json does not apply") {
+			t.Errorf("logs --json: err = %v", err)
+		}
+	})
+
 	t.Run("approve", func(t *testing.T) {
 		if out, err := run(t, "approve", "demo-3f9a1c07be", "--kubeconfig", alice, "--plan-hash", "p2:"+strings.Repeat("00", 32)); err == nil ||
 			!strings.Contains(err.Error(), "nothing approved") {

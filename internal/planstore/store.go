@@ -244,7 +244,7 @@ func (s Store) prune() error {
 	}
 	var recs []rec
 	for _, e := range entries {
-		if !strings.HasSuffix(e.Name(), ".json") {
+		if !strings.HasSuffix(e.Name(), ".json") || strings.HasSuffix(e.Name(), runtimeSuffix) {
 			continue
 		}
 		info, err := e.Info()
@@ -259,6 +259,7 @@ func (s Store) prune() error {
 	slices.SortFunc(recs, func(a, b rec) int { return b.mod.Compare(a.mod) })
 	for _, r := range recs[min(Keep, len(recs)):] {
 		os.Remove(filepath.Join(s.Dir, r.name))
+		os.Remove(filepath.Join(s.Dir, strings.TrimSuffix(r.name, ".json")+runtimeSuffix))
 	}
 	return nil
 }

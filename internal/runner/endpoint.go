@@ -4,26 +4,33 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 
 	"github.com/captf/captf/internal/tfexec"
 )
 
 // The Cluster API infrastructure contract wants the workload cluster's
-// API endpoint in spec.controlPlaneEndpoint. A module provides it through
-// two outputs; the runner forwards them from the module call to the root
-// and reports their values after an apply. They are the one pair of
-// values a report carries, because the contract publishes them; a
-// sensitive one is never reported.
+// API endpoint in spec.controlPlaneEndpoint and its failure domains in
+// status.failureDomains. A module provides them through outputs; the
+// runner forwards those the module declares from the module call to the
+// root and reports their values after an apply. They are the only values
+// a report carries, because the contract publishes them; a sensitive one
+// is never reported.
 const (
-	OutputEndpointHost = "control_plane_endpoint_host"
-	OutputEndpointPort = "control_plane_endpoint_port"
+	OutputEndpointHost   = "control_plane_endpoint_host"
+	OutputEndpointPort   = "control_plane_endpoint_port"
+	OutputFailureDomains = "failure_domains"
 )
+
+// contractOutputs are the outputs the runner forwards, in order.
+var contractOutputs = []string{OutputEndpointHost, OutputEndpointPort, OutputFailureDomains}
 
 // endpointFile is the root file that forwards the module's outputs.
 const endpointFile = "captf_endpoint.tf.json"
@@ -34,14 +41,29 @@ type Endpoint struct {
 	Port int32  `json:"port"`
 }
 
+// FailureDomain is one entry of the module's failure_domains output.
+type FailureDomain struct {
+	Name         string            `json:"name"`
+	ControlPlane bool              `json:"controlPlane"`
+	Attributes   map[string]string `json:"attributes,omitempty"`
+}
+
+// Bounds of the failure_domains output: the API's, and what keeps the
+// report within a termination message.
+const (
+	maxFailureDomains  = 100
+	maxDomainName      = 256
+	maxFailureDomainsB = 2048
+)
+
 // declaresHCL matches an output declaration in a .tf file.
 func declaresHCL(name string) *regexp.Regexp {
 	return regexp.MustCompile(`(?m)^\s*output\s+"` + regexp.QuoteMeta(name) + `"`)
 }
 
 // forwardEndpoint writes endpointFile when the module's top-level files
-// declare both endpoint outputs and the rendered root calls the module
-// from ./module.
+// declare the endpoint's outputs (both) or failure_domains, and the
+// rendered root calls the module from ./module.
 func (j *Job) forwardEndpoint() error {
 	if j.Module == "" {
 		return nil
@@ -51,25 +73,37 @@ func (j *Job) forwardEndpoint() error {
 		return err
 	}
 	if !outputs[OutputEndpointHost] || !outputs[OutputEndpointPort] {
+		delete(outputs, OutputEndpointHost)
+		delete(outputs, OutputEndpointPort)
+	}
+	forward := map[string]any{}
+	for _, name := range contractOutputs {
+		if outputs[name] {
+			forward[name] = nil
+		}
+	}
+	if len(forward) == 0 {
 		return nil
 	}
 	call, err := moduleCall(filepath.Join(j.Workdir, "main.tf.json"))
 	if err != nil || call == "" {
 		return err
 	}
-	out := map[string]any{"output": map[string]any{
-		OutputEndpointHost: map[string]string{"value": "${module." + call + "." + OutputEndpointHost + "}"},
-		OutputEndpointPort: map[string]string{"value": "${module." + call + "." + OutputEndpointPort + "}"},
-	}}
-	b, _ := json.Marshal(out)
+	for name := range forward {
+		forward[name] = map[string]string{"value": "${module." + call + "." + name + "}"}
+	}
+	b, _ := json.Marshal(map[string]any{"output": forward})
 	return os.WriteFile(filepath.Join(j.Workdir, endpointFile), b, 0o600)
 }
 
-// moduleOutputs says which of the endpoint outputs the module's top-level
+// moduleOutputs says which of the contract's outputs the module's top-level
 // files declare: .tf files by a line "output \"name\"", .tf.json files by
 // the keys of "output" (an object, or a list of objects).
 func moduleOutputs(dir string) (map[string]bool, error) {
-	found := map[string]bool{OutputEndpointHost: false, OutputEndpointPort: false}
+	found := map[string]bool{}
+	for _, name := range contractOutputs {
+		found[name] = false
+	}
 	files, err := filepath.Glob(filepath.Join(dir, "*.tf*"))
 	if err != nil {
 		return nil, err
@@ -81,7 +115,7 @@ func moduleOutputs(dir string) (map[string]bool, error) {
 				return nil, fmt.Errorf("read the module: %w", err)
 			}
 		}
-		for _, name := range []string{OutputEndpointHost, OutputEndpointPort} {
+		for _, name := range contractOutputs {
 			switch {
 			case strings.HasSuffix(f, ".tf"):
 				found[name] = found[name] || declaresHCL(name).Match(b)
@@ -139,11 +173,12 @@ func moduleCall(mainTF string) (string, error) {
 	return "", nil
 }
 
-// readEndpoint reads the forwarded outputs after an apply; nil when the
-// module does not provide both or one of them is sensitive.
-func readEndpoint(ctx context.Context, tf *tfexec.Terraform, workdir string) (*Endpoint, error) {
+// readContract reads the forwarded outputs after an apply into msg: the
+// endpoint when the module provides both and neither is sensitive, the
+// failure domains when it provides them and they are not sensitive.
+func readContract(ctx context.Context, tf *tfexec.Terraform, workdir string, msg *Message) error {
 	if _, err := os.Stat(filepath.Join(workdir, endpointFile)); err != nil {
-		return nil, nil
+		return nil
 	}
 	var outs map[string]struct {
 		Sensitive bool            `json:"sensitive"`
@@ -155,19 +190,86 @@ func readEndpoint(ctx context.Context, tf *tfexec.Terraform, workdir string) (*E
 		return dec.Decode(&outs)
 	})
 	if err != nil {
-		return nil, fmt.Errorf("read the endpoint outputs: %w", err)
+		return fmt.Errorf("read the contract's outputs: %w", err)
 	}
 	host, port := outs[OutputEndpointHost], outs[OutputEndpointPort]
-	if host.Sensitive || port.Sensitive || host.Value == nil || port.Value == nil {
-		return nil, nil
+	if !host.Sensitive && !port.Sensitive && host.Value != nil && port.Value != nil {
+		var e Endpoint
+		if json.Unmarshal(host.Value, &e.Host) != nil || e.Host == "" {
+			return fmt.Errorf("%w: output %s is not a host name", ErrBadInput, OutputEndpointHost)
+		}
+		// A port may come as a number or as a string of digits.
+		if err := json.Unmarshal(bytes.Trim(port.Value, `"`), &e.Port); err != nil || e.Port <= 0 {
+			return fmt.Errorf("%w: output %s is not a port number", ErrBadInput, OutputEndpointPort)
+		}
+		msg.Endpoint = &e
 	}
-	var e Endpoint
-	if json.Unmarshal(host.Value, &e.Host) != nil || e.Host == "" {
-		return nil, fmt.Errorf("%w: output %s is not a host name", ErrBadInput, OutputEndpointHost)
+	if fd := outs[OutputFailureDomains]; !fd.Sensitive && fd.Value != nil {
+		domains, err := parseFailureDomains(fd.Value)
+		if err != nil {
+			return fmt.Errorf("%w: output %s: %w", ErrBadInput, OutputFailureDomains, err)
+		}
+		msg.FailureDomains = domains
 	}
-	// A port may come as a number or as a string of digits.
-	if err := json.Unmarshal(bytes.Trim(port.Value, `"`), &e.Port); err != nil || e.Port <= 0 {
-		return nil, fmt.Errorf("%w: output %s is not a port number", ErrBadInput, OutputEndpointPort)
+	return nil
+}
+
+// parseFailureDomains reads the failure_domains output: a list of names
+// (each may hold control plane machines), a list of objects with name,
+// control_plane (default true) and attributes (strings), or an object of
+// such objects by name. The result is sorted by name. An error names the
+// entry by its position, never by a value.
+func parseFailureDomains(raw json.RawMessage) ([]FailureDomain, error) {
+	type entry struct {
+		Name         *string           `json:"name"`
+		ControlPlane *bool             `json:"control_plane"`
+		Attributes   map[string]string `json:"attributes"`
 	}
-	return &e, nil
+	var entries []entry
+	var names []string
+	var byName map[string]entry
+	switch {
+	case json.Unmarshal(raw, &names) == nil:
+		for i := range names {
+			entries = append(entries, entry{Name: &names[i]})
+		}
+	case json.Unmarshal(raw, &byName) == nil:
+		for name, e := range byName {
+			e.Name = &name
+			entries = append(entries, e)
+		}
+	default:
+		var list []json.RawMessage
+		if json.Unmarshal(raw, &list) != nil {
+			return nil, errors.New("not a list of names, a list of objects or an object of objects")
+		}
+		for i, item := range list {
+			var e entry
+			if err := json.Unmarshal(item, &e); err != nil {
+				return nil, fmt.Errorf("entry %d is not an object with a name, control_plane (bool) and attributes (strings)", i)
+			}
+			entries = append(entries, e)
+		}
+	}
+	if len(entries) > maxFailureDomains {
+		return nil, fmt.Errorf("%d entries, at most %d", len(entries), maxFailureDomains)
+	}
+	domains := make([]FailureDomain, 0, len(entries))
+	seen := map[string]bool{}
+	for i, e := range entries {
+		if e.Name == nil || *e.Name == "" || len(*e.Name) > maxDomainName {
+			return nil, fmt.Errorf("entry %d has no name of 1 to %d characters", i, maxDomainName)
+		}
+		if seen[*e.Name] {
+			return nil, fmt.Errorf("entry %d repeats a name", i)
+		}
+		seen[*e.Name] = true
+		d := FailureDomain{Name: *e.Name, ControlPlane: e.ControlPlane == nil || *e.ControlPlane, Attributes: e.Attributes}
+		domains = append(domains, d)
+	}
+	slices.SortFunc(domains, func(a, b FailureDomain) int { return strings.Compare(a.Name, b.Name) })
+	if b, _ := json.Marshal(domains); len(b) > maxFailureDomainsB {
+		return nil, fmt.Errorf("%d bytes, more than the %d a Job's report holds", len(b), maxFailureDomainsB)
+	}
+	return domains, nil
 }

@@ -1,8 +1,11 @@
 package runner
 
 import (
+	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -15,17 +18,19 @@ func TestModuleOutputs(t *testing.T) {
 		want  map[string]bool
 	}{
 		{"hcl", map[string]string{"main.tf": "output \"control_plane_endpoint_host\" {\n  value = 1\n}\n  output \"control_plane_endpoint_port\" { value = 2 }\n"},
-			map[string]bool{OutputEndpointHost: true, OutputEndpointPort: true}},
+			map[string]bool{OutputEndpointHost: true, OutputEndpointPort: true, OutputFailureDomains: false}},
 		{"hcl, a comment is not a declaration", map[string]string{"main.tf": "# output \"control_plane_endpoint_host\"\noutput \"control_plane_endpoint_portx\" {}\n"},
-			map[string]bool{OutputEndpointHost: false, OutputEndpointPort: false}},
+			map[string]bool{OutputEndpointHost: false, OutputEndpointPort: false, OutputFailureDomains: false}},
 		{"json object after another output", map[string]string{"main.tf.json": `{"output":{"a":{"value":1},"control_plane_endpoint_host":{"value":"h"},"control_plane_endpoint_port":{"value":1}}}`},
-			map[string]bool{OutputEndpointHost: true, OutputEndpointPort: true}},
+			map[string]bool{OutputEndpointHost: true, OutputEndpointPort: true, OutputFailureDomains: false}},
 		{"json list form, split over files", map[string]string{
 			"a.tf.json": `{"output":[{"control_plane_endpoint_host":{"value":"h"}}]}`,
 			"b.tf":      "output \"control_plane_endpoint_port\" {}\n"},
-			map[string]bool{OutputEndpointHost: true, OutputEndpointPort: true}},
+			map[string]bool{OutputEndpointHost: true, OutputEndpointPort: true, OutputFailureDomains: false}},
+		{"failure domains alone", map[string]string{"main.tf": "output \"failure_domains\" {\n  value = [\"a\"]\n}\n"},
+			map[string]bool{OutputEndpointHost: false, OutputEndpointPort: false, OutputFailureDomains: true}},
 		{"other files ignored", map[string]string{"notes.tfvars": "output \"control_plane_endpoint_host\"\n"},
-			map[string]bool{OutputEndpointHost: false, OutputEndpointPort: false}},
+			map[string]bool{OutputEndpointHost: false, OutputEndpointPort: false, OutputFailureDomains: false}},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -36,6 +41,65 @@ func TestModuleOutputs(t *testing.T) {
 				}
 			}
 			got, err := moduleOutputs(dir)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(c.want, got); diff != "" {
+				t.Errorf("(-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func TestParseFailureDomains(t *testing.T) {
+	many := make([]string, maxFailureDomains+1)
+	for i := range many {
+		many[i] = fmt.Sprintf("z%d", i)
+	}
+	tooMany, _ := json.Marshal(many)
+	long, _ := json.Marshal([]string{strings.Repeat("a", maxDomainName+1)})
+	big := make([]map[string]any, 20)
+	for i := range big {
+		big[i] = map[string]any{"name": fmt.Sprintf("zone-%02d", i), "attributes": map[string]string{"note": strings.Repeat("x", 100)}}
+	}
+	tooBig, _ := json.Marshal(big)
+	cases := []struct {
+		reason string
+		in     string
+		want   []FailureDomain
+		err    string
+	}{
+		{"names: each may hold the control plane, sorted",
+			`["b","a"]`,
+			[]FailureDomain{{Name: "a", ControlPlane: true}, {Name: "b", ControlPlane: true}}, ""},
+		{"objects",
+			`[{"name":"b","control_plane":false,"attributes":{"rack":"2"}},{"name":"a"}]`,
+			[]FailureDomain{{Name: "a", ControlPlane: true}, {Name: "b", Attributes: map[string]string{"rack": "2"}}}, ""},
+		{"an object by name",
+			`{"b":{"control_plane":false},"a":{"attributes":{"k":"v"}}}`,
+			[]FailureDomain{{Name: "a", ControlPlane: true, Attributes: map[string]string{"k": "v"}}, {Name: "b"}}, ""},
+		{"empty", `[]`, []FailureDomain{}, ""},
+		{"a string", `"zone-a"`, nil, "not a list of names"},
+		{"an attribute that is not a string", `[{"name":"a","attributes":{"n":1}}]`, nil, "entry 0 is not an object"},
+		{"an entry without a name", `[{"name":"a"},{"control_plane":true}]`, nil, "entry 1 has no name"},
+		{"an empty name", `[""]`, nil, "entry 0 has no name"},
+		{"a name too long", string(long), nil, "entry 0 has no name of 1 to 256"},
+		{"a repeated name", `["a","a"]`, nil, "entry 1 repeats a name"},
+		{"too many", string(tooMany), nil, "101 entries, at most 100"},
+		{"too long for the report", string(tooBig), nil, "more than the 2048 a Job's report holds"},
+	}
+	for _, c := range cases {
+		t.Run(c.reason, func(t *testing.T) {
+			got, err := parseFailureDomains(json.RawMessage(c.in))
+			if c.err != "" {
+				if err == nil || !strings.Contains(err.Error(), c.err) {
+					t.Fatalf("error %v, want one saying %q", err, c.err)
+				}
+				if strings.Contains(err.Error(), "zone-") || strings.Contains(err.Error(), "aaaa") {
+					t.Errorf("the error names a value: %v", err)
+				}
+				return
+			}
 			if err != nil {
 				t.Fatal(err)
 			}

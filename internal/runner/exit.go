@@ -2,6 +2,7 @@ package runner
 
 import (
 	"errors"
+	"fmt"
 
 	"github.com/captf/captf/internal/tfexec"
 	"github.com/captf/captf/pkg/fingerprint"
@@ -26,6 +27,10 @@ var (
 	ErrBadInput = errors.New("bad input")
 	// ErrPlanChanged marks a refused apply; it exits with ExitPlanChanged.
 	ErrPlanChanged = errors.New("the plan moved")
+	// ErrRuntimeChanged marks an apply refused because what it runs
+	// outside the plan (provisioners, provider configurations) moved since
+	// the plan was approved. It is a changed plan: ExitPlanChanged.
+	ErrRuntimeChanged = fmt.Errorf("%w: what runs at apply moved", ErrPlanChanged)
 )
 
 // ExitCode maps an error to the documented exit code.

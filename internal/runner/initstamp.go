@@ -117,19 +117,13 @@ func (s *InitStamp) compute(tf *tfexec.Terraform) (string, error) {
 		field("env "+k, []byte(env[k]))
 	}
 
-	dataDir := ".terraform"
-	if d := env["TF_DATA_DIR"]; d != "" {
-		dataDir = d
-	}
-	if !filepath.IsAbs(dataDir) {
-		dataDir = filepath.Join(tf.Dir, dataDir)
-	}
+	data := tf.DataDir()
 	file("lock file", filepath.Join(tf.Dir, ".terraform.lock.hcl"))
-	manifest := filepath.Join(dataDir, "modules", "modules.json")
+	manifest := filepath.Join(data, "modules", "modules.json")
 	file("modules manifest", manifest)
-	file("backend", filepath.Join(dataDir, "terraform.tfstate"))
-	file("workspace", filepath.Join(dataDir, "environment"))
-	if err := tree(h, filepath.Join(dataDir, "providers")); err != nil {
+	file("backend", filepath.Join(data, "terraform.tfstate"))
+	file("workspace", filepath.Join(data, "environment"))
+	if err := tree(h, filepath.Join(data, "providers")); err != nil {
 		return "", err
 	}
 

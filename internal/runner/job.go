@@ -128,7 +128,7 @@ func (j *Job) run(ctx context.Context) (Message, error) {
 		if err != nil {
 			return msg, err
 		}
-		msg.Endpoint, err = readEndpoint(ctx, r.TF, j.Workdir)
+		err = readContract(ctx, r.TF, j.Workdir, &msg)
 		return msg, err
 	default:
 		if err := r.prepare(ctx); err != nil {
@@ -138,7 +138,7 @@ func (j *Job) run(ctx context.Context) (Message, error) {
 			return msg, err
 		}
 		msg.Outcome = OutcomeApplied
-		msg.Endpoint, err = readEndpoint(ctx, r.TF, j.Workdir)
+		err = readContract(ctx, r.TF, j.Workdir, &msg)
 		return msg, err
 	}
 }

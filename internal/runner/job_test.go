@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"github.com/google/go-cmp/cmp"
 	"os"
 	"path/filepath"
 	"strings"
@@ -105,6 +106,13 @@ func TestJob(t *testing.T) {
 			// The module's endpoint outputs, forwarded and reported.
 			if m.Endpoint == nil || *m.Endpoint != (Endpoint{Host: "api.default.example.test", Port: 6443}) {
 				t.Errorf("endpoint %+v", m.Endpoint)
+			}
+			wantDomains := []FailureDomain{
+				{Name: "zone-a", ControlPlane: true, Attributes: map[string]string{"rack": "1"}},
+				{Name: "zone-b", ControlPlane: false, Attributes: map[string]string{"rack": "2"}},
+			}
+			if diff := cmp.Diff(wantDomains, m.FailureDomains); diff != "" {
+				t.Errorf("failure domains (-want +got):\n%s", diff)
 			}
 			// A plan Job without its key fails before any step.
 			if code, m, _ := f.run("plan", ""); code != ExitBadInput || m.Outcome != OutcomeBadInput || !strings.Contains(m.Error, "does not exist") {

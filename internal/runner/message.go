@@ -30,9 +30,11 @@ type Message struct {
 	Outcome   string              `json:"outcome"`
 	Plan      *fingerprint.Report `json:"plan,omitempty"`
 	Error     string              `json:"error,omitempty"`
-	// Endpoint is the module's control plane endpoint after an apply, for
-	// the Cluster API contract; the only values a report carries.
-	Endpoint *Endpoint `json:"endpoint,omitempty"`
+	// Endpoint is the module's control plane endpoint and FailureDomains
+	// its failure domains after an apply, for the Cluster API contract;
+	// the only values a report carries.
+	Endpoint       *Endpoint       `json:"endpoint,omitempty"`
+	FailureDomains []FailureDomain `json:"failureDomains,omitempty"`
 }
 
 // Encode returns the message as JSON of at most MaxMessage bytes. The hash

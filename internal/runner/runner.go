@@ -14,6 +14,7 @@ import (
 	"regexp"
 	"strings"
 
+	"github.com/captf/captf/internal/planconfig"
 	"github.com/captf/captf/internal/tfexec"
 	"github.com/captf/captf/pkg/fingerprint"
 )
@@ -37,14 +38,25 @@ type Runner struct {
 	// NoValidate leaves out the validate step: plan validates the
 	// configuration itself and fails on the same errors.
 	NoValidate bool
+	// RuntimeKey, when set, has Plan also bind what the apply runs outside
+	// the plan (Planned.Runtime), keyed with it; Hasher must have Detail
+	// and Sections "variables" and "configuration".
+	RuntimeKey []byte
+	// CheckRuntime, when set, runs after the fresh plan hashed to the
+	// approved one and before it is applied; an error (wrapping
+	// ErrRuntimeChanged) applies nothing.
+	CheckRuntime func(approved string, fresh *Planned) error
 }
 
 // Planned is a fingerprinted plan and its saved plan file. Close removes the
 // file; the plan file and the plan JSON never stay in the root module.
 type Planned struct {
 	*fingerprint.Result
-	dir  string
-	file string
+	// Runtime are the blocks the apply runs outside the plan, with their
+	// keyed digests, when Runner.RuntimeKey is set.
+	Runtime []planconfig.Block
+	dir     string
+	file    string
 }
 
 // Close removes the saved plan file.
@@ -82,7 +94,35 @@ func (r *Runner) Plan(ctx context.Context) (*Planned, error) {
 		p.Close()
 		return nil, fmt.Errorf("fingerprint: %w", err)
 	}
+	if r.RuntimeKey != nil {
+		if p.Runtime, err = r.bindRuntime(p.Result); err != nil {
+			p.Close()
+			return nil, fmt.Errorf("what runs at apply: %w", err)
+		}
+		// Values of variables: never kept beyond the binding.
+		p.Sections = nil
+	}
 	return p, nil
+}
+
+// bindRuntime binds the provisioners and provider configurations the
+// plan's changes run at apply (internal/planconfig).
+func (r *Runner) bindRuntime(res *fingerprint.Result) ([]planconfig.Block, error) {
+	if res.Changes == nil {
+		return nil, fmt.Errorf("the fingerprint has no Detail")
+	}
+	in := planconfig.Input{
+		Root:          r.TF.Dir,
+		DataDir:       r.TF.DataDir(),
+		Variables:     res.Sections["variables"],
+		Configuration: res.Sections["configuration"],
+	}
+	for c := range res.Changes.All() {
+		if !c.Output {
+			in.Changes = append(in.Changes, planconfig.Change{Address: c.Address, Actions: strings.Split(c.Actions, ",")})
+		}
+	}
+	return planconfig.Bind(r.RuntimeKey, in)
 }
 
 // prepare runs init and validate, showing their output only on failure.
@@ -152,7 +192,10 @@ func CheckHash(h string) error {
 
 // Outcome says what an apply did. Fresh is the plan made for it.
 type Outcome struct {
-	Fresh   *fingerprint.Result
+	Fresh *fingerprint.Result
+	// Runtime are the blocks the fresh plan runs at apply outside the
+	// plan, when Runner.RuntimeKey is set.
+	Runtime []planconfig.Block
 	Applied bool
 }
 
@@ -173,7 +216,7 @@ func (r *Runner) Apply(ctx context.Context, approved string) (*Outcome, error) {
 		return nil, err
 	}
 	defer p.Close()
-	out := &Outcome{Fresh: p.Result}
+	out := &Outcome{Fresh: p.Result, Runtime: p.Runtime}
 	fresh := p.Report.PlanHash
 	switch {
 	case p.Report.Empty() && (approved == "" || approved == fingerprint.EmptyPlanHash):
@@ -186,6 +229,11 @@ func (r *Runner) Apply(ctx context.Context, approved string) (*Outcome, error) {
 		return out, fmt.Errorf("%w: %s is a hash of an older scheme, which can no longer be verified; approve the plan again by its %s hash %s; nothing was applied", ErrPlanChanged, approved, fingerprint.Prefix, fresh)
 	case !fingerprint.Matches(approved, fresh):
 		return out, fmt.Errorf("%w: the fresh plan hashes to %s, not to the approved %s; nothing was applied", ErrPlanChanged, fresh, approved)
+	}
+	if r.CheckRuntime != nil {
+		if err := r.CheckRuntime(approved, p); err != nil {
+			return out, err
+		}
 	}
 	if err := r.TF.Apply(ctx, p.file); err != nil {
 		return out, err

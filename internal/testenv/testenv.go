@@ -118,10 +118,11 @@ func Start(t testing.TB, root string) *Env {
 
 // StartWithClusterAPI is Start that also installs Cluster API's own CRDs
 // (Cluster, ClusterClass, …) from $CAPTF_CAPI_CRDS, which
-// hack/install-capi-crds.sh prints (make test sets it).
-func StartWithClusterAPI(t testing.TB, root string) *Env {
+// hack/install-capi-crds.sh prints (make test sets it), and those of the
+// folders more.
+func StartWithClusterAPI(t testing.TB, root string, more ...string) *Env {
 	t.Helper()
-	return start(t, root, false, ClusterAPICRDs(t))
+	return start(t, root, false, append([]string{ClusterAPICRDs(t)}, more...)...)
 }
 
 // ClusterAPICRDs is the folder of Cluster API's CRDs, or fails the test.
@@ -227,24 +228,32 @@ func (e *Env) ServeWebhooks(t testing.TB, register func(ctrl.Manager) error) (st
 // kubectl create -f does, as the administrator.
 func (e *Env) CreateFromFile(t testing.TB, path string) {
 	t.Helper()
+	for _, u := range Objects(t, path) {
+		if err := e.Client.Create(context.Background(), u); err != nil {
+			t.Fatalf("%s: create %s %s: %v", path, u.GetKind(), u.GetName(), err)
+		}
+	}
+}
+
+// Objects are the objects of a YAML (several documents) or JSON file.
+func Objects(t testing.TB, path string) []*unstructured.Unstructured {
+	t.Helper()
 	f, err := os.Open(path)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer f.Close()
+	var objs []*unstructured.Unstructured
 	dec := utilyaml.NewYAMLOrJSONDecoder(f, 4096)
 	for {
-		var u unstructured.Unstructured
+		u := &unstructured.Unstructured{}
 		if err := dec.Decode(&u.Object); errors.Is(err, io.EOF) {
-			return
+			return objs
 		} else if err != nil {
 			t.Fatalf("%s: %v", path, err)
 		}
-		if len(u.Object) == 0 {
-			continue
-		}
-		if err := e.Client.Create(context.Background(), &u); err != nil {
-			t.Fatalf("%s: create %s %s: %v", path, u.GetKind(), u.GetName(), err)
+		if len(u.Object) > 0 {
+			objs = append(objs, u)
 		}
 	}
 }

@@ -84,6 +84,10 @@ type Node struct {
 	tags map[string][]tagged
 	wg   sync.WaitGroup
 	logf func(format string, args ...any)
+	// nodeName is the Node object ServeLogs registered; pods run there.
+	nodeName string
+	// logs are the containers' log files by "<namespace>/<pod>/<container>".
+	logs map[string]string
 	// root holds the pods' folders. It is made before the node's own
 	// cleanup is registered, so it is removed after the node stopped and
 	// every process it ran ended, even when the test ends with Jobs in
@@ -153,6 +157,9 @@ func (n *Node) run(ctx context.Context, t testing.TB, job *batchv1.Job) error {
 		return fmt.Errorf("start: %w", err)
 	}
 	pod := PodFor(job)
+	n.mu.Lock()
+	pod.Spec.NodeName = n.nodeName
+	n.mu.Unlock()
 	if err := n.Client.Create(ctx, pod); err != nil {
 		return fmt.Errorf("create pod: %w", err)
 	}
@@ -272,6 +279,12 @@ func (n *Node) container(ctx context.Context, root string, pod *corev1.Pod, c co
 		return corev1.ContainerStatus{}, err
 	}
 	defer log.Close()
+	n.mu.Lock()
+	if n.logs == nil {
+		n.logs = map[string]string{}
+	}
+	n.logs[pod.Namespace+"/"+pod.Name+"/"+c.Name] = log.Name()
+	n.mu.Unlock()
 	cmd.Stdout, cmd.Stderr = log, log
 	code := 0
 	if err := cmd.Run(); err != nil {

@@ -45,6 +45,22 @@ type Terraform struct {
 	Stderr io.Writer
 }
 
+// DataDir is terraform's data directory for the root: the last
+// TF_DATA_DIR of the process's environment and Env, else .terraform,
+// relative to Dir.
+func (t *Terraform) DataDir() string {
+	d := ".terraform"
+	for _, kv := range slices.Concat(os.Environ(), t.Env) {
+		if v, ok := strings.CutPrefix(kv, "TF_DATA_DIR="); ok && v != "" {
+			d = v
+		}
+	}
+	if !filepath.IsAbs(d) {
+		d = filepath.Join(t.Dir, d)
+	}
+	return d
+}
+
 // Find resolves a binary by name or path: "terraform", "tofu", a path, or
 // "" to take terraform and then tofu from PATH.
 func Find(name string) (string, error) {

@@ -79,3 +79,21 @@ func TestPlanChangesAndOutput(t *testing.T) {
 		})
 	}
 }
+
+func TestDataDir(t *testing.T) {
+	t.Setenv("TF_DATA_DIR", "")
+	for _, tc := range []struct {
+		reason string
+		env    []string
+		want   string
+	}{
+		{"the default", nil, "/root/m/.terraform"},
+		{"relative to the root", []string{"TF_DATA_DIR=data"}, "/root/m/data"},
+		{"absolute, the last one wins", []string{"TF_DATA_DIR=data", "TF_DATA_DIR=/d"}, "/d"},
+	} {
+		tf := &tfexec.Terraform{Dir: "/root/m", Env: tc.env}
+		if got := tf.DataDir(); got != tc.want {
+			t.Errorf("%s: %s, want %s", tc.reason, got, tc.want)
+		}
+	}
+}

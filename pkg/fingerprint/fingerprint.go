@@ -94,6 +94,9 @@ type Result struct {
 	// plan changes. They are in neither Report nor Changes: a plan whose
 	// report is empty still changes something when Ignored is not empty.
 	Ignored []string
+	// Sections holds the raw JSON of each of Hasher.Sections the plan
+	// has. It may hold values: keep it in memory only.
+	Sections map[string][]byte
 }
 
 // Hasher computes fingerprints under one key.
@@ -107,6 +110,11 @@ type Hasher struct {
 	// left out of the hash, the counts, the report and Changes, and only
 	// named in Result.Ignored. The change is still read and checked.
 	IgnoreOutputs []string
+	// Sections names top-level sections of the plan document that the
+	// hash skips (such as "variables" or "configuration") to return as
+	// they are in Result.Sections, for a caller that binds them
+	// elsewhere. They change nothing of the hash.
+	Sections []string
 }
 
 // New returns a Hasher for key. The key is checked before anything else:
@@ -139,6 +147,7 @@ func (h *Hasher) Compute(r io.Reader) (*Result, error) {
 	c.e.t = &c.t
 	c.e.detail = h.Detail
 	c.ignore = h.IgnoreOutputs
+	c.sections = h.Sections
 	c.lines.detail = h.Detail
 	if err := c.document(); err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrMalformedPlan, err)
@@ -168,7 +177,10 @@ type computation struct {
 	// ignore is Hasher.IgnoreOutputs; ignored the ones that change.
 	ignore  []string
 	ignored []string
-	sumBuf  []byte
+	// sections are Hasher.Sections; captured what was read of them.
+	sections []string
+	captured map[string][]byte
+	sumBuf   []byte
 
 	// With Detail: the path names, and per name where its digest for the
 	// current change may be in the refs of lines.next().
@@ -216,6 +228,17 @@ func (c *computation) document() error {
 				return err
 			}
 		default:
+			if slices.Contains(c.sections, name) {
+				v, err := s.capture()
+				if err != nil {
+					return err
+				}
+				if c.captured == nil {
+					c.captured = map[string][]byte{}
+				}
+				c.captured[name] = slices.Clone(v)
+				break
+			}
 			if err := s.skipValue(); err != nil {
 				return err
 			}
@@ -586,7 +609,7 @@ func (c *computation) result() *Result {
 	}
 	c.report.Truncated = n > MaxResources
 
-	res := &Result{Report: c.report}
+	res := &Result{Report: c.report, Sections: c.captured}
 	if len(c.ignored) > 0 {
 		slices.Sort(c.ignored)
 		res.Ignored = slices.Compact(c.ignored)

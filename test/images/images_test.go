@@ -43,7 +43,7 @@ import (
 
 var host = v1.Platform{OS: runtime.GOOS, Architecture: runtime.GOARCH}
 
-// moduleImage assembles a module image as examples/module-image/Dockerfile
+// moduleImage assembles a module image as examples/kubernetes/Dockerfile
 // does: the base files (CA certificates, the non-root user), the module at
 // /captf/module and terraform at /captf/runtime/terraform, run as the
 // non-root user.
@@ -115,7 +115,7 @@ func TestImagesRunACluster(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	module, err := filepath.Abs("../../examples/module-image/module")
+	module, err := filepath.Abs("../../examples/kubernetes/module")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -146,7 +146,9 @@ func TestImagesRunACluster(t *testing.T) {
 		Spec: infrav1.TerraformClusterSpec{RunnerSpec: infrav1.RunnerSpec{
 			Image: refs["module"], ApplyPolicy: infrav1.ApplyAutomatic,
 			Variables: []infrav1.Variable{
-				{Name: "cluster_name", Value: &apiextensionsv1.JSON{Raw: []byte(`"e2e"`)}},
+				{Name: "environment", Value: &apiextensionsv1.JSON{Raw: []byte(`"e2e"`)}},
+				{Name: "replicas", Value: &apiextensionsv1.JSON{Raw: []byte(`2`)}},
+				{Name: "api_token", Value: &apiextensionsv1.JSON{Raw: []byte(`"not-a-real-token"`)}},
 			},
 		}},
 	}
@@ -169,7 +171,7 @@ func TestImagesRunACluster(t *testing.T) {
 	}
 	// The endpoint comes from the module's outputs: terraform of the module
 	// image ran the module of the module image with the object's variable.
-	if want := (infrav1.APIEndpoint{Host: "api.e2e.example.test", Port: 6443}); tc.Spec.ControlPlaneEndpoint != want {
+	if want := (infrav1.APIEndpoint{Host: "api.e2e.example.com", Port: 6443}); tc.Spec.ControlPlaneEndpoint != want {
 		t.Errorf("controlPlaneEndpoint %+v, want %+v", tc.Spec.ControlPlaneEndpoint, want)
 	}
 }

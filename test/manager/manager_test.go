@@ -32,10 +32,16 @@ func TestManagerBinary(t *testing.T) {
 	if err := env.Client.Create(ctx, secret); err != nil {
 		t.Fatal(err)
 	}
+	const credential = "CANARY-CREDENTIAL-LOG-8e21"
+	cloud := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "cloud", Namespace: "default"}, Data: map[string][]byte{"AWS_SECRET_ACCESS_KEY": []byte(credential)}}
+	if err := env.Client.Create(ctx, cloud); err != nil {
+		t.Fatal(err)
+	}
 	tc := &infrav1.TerraformCluster{
 		ObjectMeta: metav1.ObjectMeta{Name: "smoke", Namespace: "default"},
 		Spec: infrav1.TerraformClusterSpec{RunnerSpec: infrav1.RunnerSpec{
-			Image: "example.test/module:1",
+			Image:       "example.test/module:1",
+			IdentityRef: &infrav1.IdentityReference{Kind: infrav1.IdentityKindSecret, Name: "cloud"},
 			Variables: []infrav1.Variable{
 				{Name: "size", Value: &apiextensionsv1.JSON{Raw: []byte(`"small"`)}},
 				{Name: "token", ValueFrom: &infrav1.VariableSource{SecretKeyRef: &corev1.SecretKeySelector{
@@ -57,13 +63,25 @@ func TestManagerBinary(t *testing.T) {
 		}
 		return len(jobs.Items) == 1 && jobs.Items[0].Labels["captf.io/operation"] == "apply"
 	})
+	var jobs batchv1.JobList
+	if err := env.Client.List(ctx, &jobs, client.InNamespace("default"), client.MatchingLabels{infrav1.LabelOwnerName: "smoke"}); err != nil {
+		t.Fatal(err)
+	}
+	var cred corev1.Secret
+	if err := env.Client.Get(ctx, client.ObjectKey{Namespace: "default", Name: "captf-cred-" + jobs.Items[0].Name}, &cred); err != nil || string(cred.Data["AWS_SECRET_ACCESS_KEY"]) != credential {
+		t.Fatalf("the Job's credentials Secret: %v (the manager handled no credential: the check below proves nothing)", err)
+	}
 
-	// The manager's log (at its most verbose) never holds a variable value.
+	// The manager's log (at its most verbose) never holds a variable value
+	// or a credential.
 	b := m.Log(t)
 	if len(b) == 0 {
 		t.Fatal("the manager logged nothing: the check below proves nothing")
 	}
 	if strings.Contains(string(b), canary) {
 		t.Error("a variable value reached the manager's log")
+	}
+	if strings.Contains(string(b), credential) {
+		t.Error("a credential reached the manager's log")
 	}
 }

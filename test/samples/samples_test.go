@@ -148,13 +148,15 @@ func TestSamples(t *testing.T) {
 	})
 }
 
-// TestClusterSamples: the TerraformCluster and TerraformClusterIdentity
-// samples are accepted by the real API server's schema, with the defaults
-// the docs name.
+// TestClusterSamples: the TerraformCluster, TerraformClusterIdentity and
+// Cluster samples are accepted by the real API server's schema (Cluster
+// API's for the Cluster), with the defaults the docs name. The ClusterClass
+// sample is test/clusterapi's.
 func TestClusterSamples(t *testing.T) {
-	env := testenv.Start(t, "../..")
+	env := testenv.StartWithClusterAPI(t, "../..")
 	env.CreateFromFile(t, "../../config/samples/terraformclusteridentity.yaml")
 	env.CreateFromFile(t, "../../config/samples/terraformcluster.yaml")
+	env.CreateFromFile(t, "../../config/samples/cluster.yaml")
 	var tc infrav1.TerraformCluster
 	if err := env.Client.Get(context.Background(), client.ObjectKey{Namespace: "default", Name: "demo"}, &tc); err != nil {
 		t.Fatal(err)

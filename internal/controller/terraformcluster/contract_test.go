@@ -5,9 +5,20 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/go-cmp/cmp"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/utils/ptr"
+	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
+	"sigs.k8s.io/cluster-api/controllers/clustercache"
+	capicluster "sigs.k8s.io/cluster-api/core/reconcilers/cluster"
+	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	infrav1 "github.com/captf/captf/api/v1alpha1"
 )
@@ -87,4 +98,90 @@ func TestPaused(t *testing.T) {
 	h.wait(tc, "the change applied once the annotation is gone", func(tc *infrav1.TerraformCluster) bool {
 		return ready(tc) && len(h.jobs(tc)) == 2
 	})
+}
+
+// runClusterAPI runs Cluster API's own Cluster controller (and the cluster
+// cache it needs, which finds no workload cluster to connect to here)
+// against the harness's API server until the test ends.
+func (h *harness) runClusterAPI() {
+	h.t.Helper()
+	scheme := runtime.NewScheme()
+	for _, add := range []func(*runtime.Scheme) error{clientgoscheme.AddToScheme, clusterv1.AddToScheme} {
+		if err := add(scheme); err != nil {
+			h.t.Fatal(err)
+		}
+	}
+	mgr, err := ctrl.NewManager(h.env.Config, ctrl.Options{Scheme: scheme, Metrics: metricsserver.Options{BindAddress: "0"}})
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(ctrl.LoggerInto(context.Background(), ctrl.Log))
+	cache, err := clustercache.SetupWithManager(ctx, mgr, clustercache.Options{
+		SecretClient: mgr.GetClient(), Client: clustercache.ClientOptions{UserAgent: "captf-test"},
+	}, controller.Options{})
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	r := &capicluster.Reconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), ClusterCache: cache, RemoteConnectionGracePeriod: time.Minute}
+	skip := true
+	if err := r.SetupWithManager(ctx, mgr, controller.Options{SkipNameValidation: &skip}); err != nil {
+		h.t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- mgr.Start(ctx) }()
+	h.t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			h.t.Errorf("Cluster API's manager: %v", err)
+		}
+	})
+}
+
+// TestClusterAPIReadsTheContract: Cluster API's own Cluster controller,
+// reading a TerraformCluster through its contract (the version the CRD's
+// labels name), finds the infrastructure provisioned after the first
+// apply and copies its control plane endpoint and failure domains (from
+// the module's outputs) into the Cluster.
+func TestClusterAPIReadsTheContract(t *testing.T) {
+	h := startWithClusterAPI(t)
+	h.runClusterAPI()
+	ctx := context.Background()
+	u := h.cluster("contract", false)
+	tc := h.create("contract", infrav1.ApplyAutomatic, "small", func(tc *infrav1.TerraformCluster) {
+		tc.OwnerReferences = []metav1.OwnerReference{{APIVersion: "cluster.x-k8s.io/v1beta2", Kind: "Cluster", Name: u.GetName(), UID: u.GetUID()}}
+	})
+	h.wait(tc, "the first apply", ready)
+
+	var c clusterv1.Cluster
+	deadline := time.Now().Add(time.Minute)
+	for {
+		got := u.DeepCopy()
+		if err := h.c.Get(ctx, client.ObjectKeyFromObject(u), got); err != nil {
+			t.Fatal(err)
+		}
+		c = clusterv1.Cluster{}
+		if err := runtime.DefaultUnstructuredConverter.FromUnstructured(got.Object, &c); err != nil {
+			t.Fatal(err)
+		}
+		if ptr.Deref(c.Status.Initialization.InfrastructureProvisioned, false) && c.Spec.ControlPlaneEndpoint.IsValid() && len(c.Status.FailureDomains) > 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the Cluster never took the contract's fields: spec %+v, status %+v", c.Spec, c.Status)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	if want := (clusterv1.APIEndpoint{Host: "api.default.example.test", Port: 6443}); c.Spec.ControlPlaneEndpoint != want {
+		t.Errorf("Cluster spec.controlPlaneEndpoint %+v, want %+v", c.Spec.ControlPlaneEndpoint, want)
+	}
+	want := []clusterv1.FailureDomain{
+		{Name: "zone-a", ControlPlane: ptr.To(true), Attributes: map[string]string{"rack": "1"}},
+		{Name: "zone-b", ControlPlane: ptr.To(false), Attributes: map[string]string{"rack": "2"}},
+	}
+	if diff := cmp.Diff(want, c.Status.FailureDomains); diff != "" {
+		t.Errorf("Cluster status.failureDomains (-want +got):\n%s", diff)
+	}
+	if infraReady := meta.FindStatusCondition(c.Status.Conditions, clusterv1.ClusterInfrastructureReadyCondition); infraReady == nil || infraReady.Status != metav1.ConditionTrue {
+		t.Errorf("Cluster condition InfrastructureReady: %+v", infraReady)
+	}
 }

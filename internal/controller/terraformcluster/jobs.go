@@ -38,7 +38,7 @@ const (
 	labelOperation = "captf.io/operation"
 	// containerName is the runner container whose termination message is
 	// the report.
-	containerName = "terraform"
+	containerName = infrav1.RunnerContainer
 	// annotationInputsHash on a Job is the h2: hash of the inputs it ran
 	// with, so a plan is recorded for the inputs it was made for even when
 	// they changed while it ran.

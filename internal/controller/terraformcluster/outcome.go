@@ -6,6 +6,7 @@ import (
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
 
 	infrav1 "github.com/captf/captf/api/v1alpha1"
 	"github.com/captf/captf/internal/runner"
@@ -155,6 +156,7 @@ func decideRun(tc *infrav1.TerraformCluster, o outcome, now metav1.Time) (infrav
 		run.Succeeded = true
 		st.Failures = 0
 		st.Plan = nil
+		st.FailureDomains = failureDomains(msg.FailureDomains)
 		steps := []step{markApplied{}}
 		if e := msg.Endpoint; e != nil {
 			steps = append(steps, publishEndpoint{Host: e.Host, Port: e.Port})
@@ -292,4 +294,18 @@ func outcomeOf(job *batchv1.Job, pods []corev1.Pod) outcome {
 	}
 	o.Msg, o.Unreadable = report(pods)
 	return o
+}
+
+// failureDomains are the module's failure domains as the contract's
+// status.failureDomains: what the last successful apply reported, nothing
+// when the module declares none (or a sensitive one).
+func failureDomains(in []runner.FailureDomain) []infrav1.FailureDomain {
+	if len(in) == 0 {
+		return nil
+	}
+	out := make([]infrav1.FailureDomain, len(in))
+	for i, d := range in {
+		out[i] = infrav1.FailureDomain{Name: d.Name, ControlPlane: ptr.To(d.ControlPlane), Attributes: d.Attributes}
+	}
+	return out
 }

@@ -8,6 +8,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	infrav1 "github.com/captf/captf/api/v1alpha1"
@@ -96,7 +97,8 @@ func TestDecide(t *testing.T) {
 		name:   "an approved apply consumes its approval, finishes its plan and announces it once",
 		before: waiting,
 		o: outcome{Job: "demo-apply-1", Operation: infrav1.OperationApply, Succeeded: true, Approved: "p2:old", Plan: "demo-old", Digest: digest,
-			Msg: &runner.Message{Outcome: runner.OutcomeApplied, Endpoint: &runner.Endpoint{Host: "10.0.0.1", Port: 6443}}},
+			Msg: &runner.Message{Outcome: runner.OutcomeApplied, Endpoint: &runner.Endpoint{Host: "10.0.0.1", Port: 6443},
+				FailureDomains: []runner.FailureDomain{{Name: "a", ControlPlane: true}, {Name: "b", Attributes: map[string]string{"k": "v"}}}}},
 		steps: []step{
 			approvalStarted{}, markApplied{}, publishEndpoint{Host: "10.0.0.1", Port: 6443}, pinDigest{Digest: digest}, consumeApproval{Hash: "p2:old"},
 			finishPlan{Name: "demo-old", Phase: infrav1.PlanApplied, Reason: infrav1.ReasonPlanApplied, Message: "The apply planned exactly these changes and applied them."},
@@ -105,6 +107,10 @@ func TestDecide(t *testing.T) {
 		check: func(t *testing.T, st infrav1.TerraformClusterStatus) {
 			if st.Plan != nil || st.PendingPlanRef != nil || st.Failures != 0 || !st.LastRun.Succeeded {
 				t.Errorf("status %+v", st)
+			}
+			want := []infrav1.FailureDomain{{Name: "a", ControlPlane: ptr.To(true)}, {Name: "b", ControlPlane: ptr.To(false), Attributes: map[string]string{"k": "v"}}}
+			if diff := cmp.Diff(want, st.FailureDomains); diff != "" {
+				t.Errorf("failure domains (-want +got):\n%s", diff)
 			}
 		},
 	}, {

@@ -11,6 +11,7 @@ import (
 
 	tfjson "github.com/hashicorp/terraform-json"
 
+	"github.com/captf/captf/internal/planconfig"
 	"github.com/captf/captf/pkg/changeset"
 )
 
@@ -41,6 +42,9 @@ type changes struct {
 	// by summarize: it moves the member digest when a sensitive value
 	// moves, and shows none.
 	Sensitive string `json:"sensitive"`
+	// Runtime are the blocks the plan runs at apply outside it, with
+	// their keyed digests (internal/planconfig), set by summarize.
+	Runtime []planconfig.Block `json:"runtime"`
 
 	// hidden are the values kept out of the entries because they are
 	// sensitive, in plan order. They live in memory only.

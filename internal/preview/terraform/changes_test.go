@@ -253,7 +253,7 @@ func TestDigestLeavesOutTimestampsVersionsAndPriorState(t *testing.T) {
 		"prior_state":{"format_version":"1.0","terraform_version":"1.11.5","values":{"root_module":{"resources":[{"address":"terraform_data.a","values":{"input":"1","extra":"state only"}}]}}}}`
 	moved := strings.Replace(monday, `"after":"2"`, `"after":"3"`, 1)
 	digest := func(doc string) string {
-		p, err := summarize(decodePlan(t, doc), "m", previewtest.Key())
+		p, err := summarize(decodePlan(t, doc), "m", previewtest.Key(), nil)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -370,7 +370,7 @@ func TestDigestBindsHiddenValues(t *testing.T) {
 		"output_changes":{"pw":{"actions":["update"],"before":"old-pw-1","after":"new-pw-2","after_unknown":false,"before_sensitive":true,"after_sensitive":true}}`)
 	digest := func(doc string, key []byte) (string, []changeset.Entry) {
 		t.Helper()
-		p, err := summarize(decodePlan(t, doc), "m", key)
+		p, err := summarize(decodePlan(t, doc), "m", key, nil)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -396,7 +396,7 @@ func TestDigestBindsHiddenValues(t *testing.T) {
 			t.Errorf("%s: the entries show the change (-before +after):\n%s", moved.reason, diff)
 		}
 	}
-	if _, err := summarize(decodePlan(t, doc), "m", []byte("short")); !errors.Is(err, preview.ErrShortKey) {
+	if _, err := summarize(decodePlan(t, doc), "m", []byte("short"), nil); !errors.Is(err, preview.ErrShortKey) {
 		t.Errorf("a 5-byte key: %v, want ErrShortKey", err)
 	}
 }

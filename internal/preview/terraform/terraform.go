@@ -19,6 +19,7 @@ import (
 
 	tfjson "github.com/hashicorp/terraform-json"
 
+	"github.com/captf/captf/internal/planconfig"
 	"github.com/captf/captf/internal/preview"
 	"github.com/captf/captf/internal/tfexec"
 	"github.com/captf/captf/pkg/changeset"
@@ -27,8 +28,10 @@ import (
 // Kind is the step kind the capability serves.
 const Kind = "terraform-apply"
 
-// DigestPrefix starts every member digest of this capability.
-const DigestPrefix = "tf1:"
+// DigestPrefix starts every member digest of this capability. tf2: binds
+// what the plan runs at apply outside it (provisioners, provider
+// configurations); tf1: did not.
+const DigestPrefix = "tf2:"
 
 // Plan file names inside Request.WorkDir.
 const (
@@ -65,6 +68,8 @@ func (c *Capability) Kind() string { return Kind }
 type private struct {
 	// planFile is the plan Plan wrote in WorkDir; the caller removes it.
 	planFile string
+	// runtime are the blocks the plan runs at apply outside it.
+	runtime []planconfig.Block
 }
 
 // planned is one plan of a root, read and digested.
@@ -123,7 +128,7 @@ func (c *Capability) Plan(ctx context.Context, req preview.Request) (*preview.Pl
 		SideEffects:     p.changes.SideEffects,
 		PlannedOutputs:  p.outputs,
 		DeclaredOutputs: p.declared,
-		Private:         &private{planFile: planFile},
+		Private:         &private{planFile: planFile, runtime: p.changes.Runtime},
 	}, nil
 }
 
@@ -157,7 +162,13 @@ func (c *Capability) Apply(ctx context.Context, req preview.Request, approved *p
 	}
 	want := approved.Member.PlanDigest
 	if p.digest != want {
-		return nil, fmt.Errorf("%s %s: approved %s, planned now %s; nothing applied: %w", Kind, in.name, want, p.digest, preview.ErrMoved)
+		var moved string
+		if a, ok := approved.Private.(*private); ok {
+			if m := planconfig.Compare(a.runtime, p.changes.Runtime); len(m) > 0 {
+				moved = "; what runs at apply moved: " + describeMoved(m)
+			}
+		}
+		return nil, fmt.Errorf("%s %s: approved %s, planned now %s%s; nothing applied: %w", Kind, in.name, want, p.digest, moved, preview.ErrMoved)
 	}
 	if c.beforeApply != nil {
 		c.beforeApply()
@@ -238,6 +249,8 @@ func (c *Capability) plan(ctx context.Context, in *inputs, workDir, planFile str
 	if _, err := tf.PlanChanges(ctx, planFile, args...); err != nil {
 		return nil, err
 	}
+	// The step's vars file is gone once the plan is read (deferred above);
+	// the plan's variables carry their values.
 	var plan tfjson.Plan
 	plan.UseJSONNumber(true)
 	err := tf.Show(ctx, planFile, func(r io.Reader) error {
@@ -249,7 +262,11 @@ func (c *Capability) plan(ctx context.Context, in *inputs, workDir, planFile str
 	if err != nil {
 		return nil, err
 	}
-	return summarize(&plan, in.name, key)
+	runtime, err := bindRuntime(&plan, tf, key)
+	if err != nil {
+		return nil, fmt.Errorf("what runs at apply: %w", err)
+	}
+	return summarize(&plan, in.name, key, runtime)
 }
 
 func writeVars(dir string, vars map[string]any) (string, error) {
@@ -265,13 +282,15 @@ func writeVars(dir string, vars map[string]any) (string, error) {
 }
 
 // summarize reads a decoded plan: its changes, its digest with the
-// sensitive values bound under key, and the outputs it already knows.
-func summarize(plan *tfjson.Plan, member string, key []byte) (*planned, error) {
+// sensitive values and what runs at apply (runtime, from bindRuntime)
+// bound under key, and the outputs it already knows.
+func summarize(plan *tfjson.Plan, member string, key []byte, runtime []planconfig.Block) (*planned, error) {
 	sec := plannedSecrets(plan)
 	ch, err := readChanges(plan, member, sec)
 	if err != nil {
 		return nil, fmt.Errorf("read plan: %w", err)
 	}
+	ch.runsAtApply(member, runtime)
 	if ch.Sensitive, err = preview.KeyedDigest(key, Kind, ch.hidden); err != nil {
 		return nil, err
 	}

@@ -9,6 +9,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -181,8 +182,8 @@ func TestPlanCreate(t *testing.T) {
 		if diff := cmp.Diff(wantMember, p.Member); diff != "" {
 			t.Errorf("member (-want +got):\n%s", diff)
 		}
-		if !strings.HasPrefix(p.Member.PlanDigest, "tf1:") || len(p.Member.PlanDigest) != len("tf1:")+64 {
-			t.Errorf("plan digest %q is not tf1: and a SHA-256", p.Member.PlanDigest)
+		if !strings.HasPrefix(p.Member.PlanDigest, "tf2:") || len(p.Member.PlanDigest) != len("tf2:")+64 {
+			t.Errorf("plan digest %q is not tf2: and a SHA-256", p.Member.PlanDigest)
 		}
 	})
 }
@@ -277,8 +278,17 @@ func TestPlanDeposed(t *testing.T) {
 		if !ok || deposed.Action != "delete" || len(key) != len("12345678)") {
 			t.Errorf("second entry %s %s, want terraform_data.cbd (deposed object <key>) delete", deposed.Address, deposed.Action)
 		}
-		want := []changeset.SideEffect{{Member: "deposed", Kind: "deposed", Address: "terraform_data.cbd", Detail: "deposed object " + strings.TrimSuffix(key, ")") + ": delete"}}
-		if diff := cmp.Diff(want, p.SideEffects); diff != "" {
+		// The replacement runs the create-time provisioner again; its
+		// keyed digest is left out here.
+		want := []changeset.SideEffect{
+			{Member: "deposed", Kind: "deposed", Address: "terraform_data.cbd", Detail: "deposed object " + strings.TrimSuffix(key, ")") + ": delete"},
+			{Member: "deposed", Kind: SideEffectRunsAtApply, Address: "terraform_data.cbd", Detail: `provisioner "local-exec" #0`},
+		}
+		got := slices.Clone(p.SideEffects)
+		for i := range got {
+			got[i].Detail, _, _ = strings.Cut(got[i].Detail, "; keyed digest ")
+		}
+		if diff := cmp.Diff(want, got); diff != "" {
 			t.Errorf("side effects (-want +got):\n%s", diff)
 		}
 	})
@@ -301,7 +311,7 @@ func TestPlanHoles(t *testing.T) {
 	if diff := cmp.Diff(want, p); diff != "" {
 		t.Errorf("plan (-want +got):\n%s", diff)
 	}
-	if !strings.HasPrefix(p.Member.PlanDigest, "tf1:") {
+	if !strings.HasPrefix(p.Member.PlanDigest, "tf2:") {
 		t.Errorf("plan digest %q", p.Member.PlanDigest)
 	}
 	if files, _ := os.ReadDir(req.WorkDir); len(files) != 0 {
@@ -400,7 +410,7 @@ func TestApplyRefusesMovedPlan(t *testing.T) {
 				if !errors.Is(err, preview.ErrMoved) {
 					t.Fatalf("apply: %v, want ErrMoved", err)
 				}
-				if !strings.Contains(err.Error(), approved.Member.PlanDigest) || strings.Count(err.Error(), "tf1:") != 2 {
+				if !strings.Contains(err.Error(), approved.Member.PlanDigest) || strings.Count(err.Error(), "tf2:") != 2 {
 					t.Errorf("error %q does not name the approved and the new digest", err)
 				}
 				if !bytes.Equal(before, r.state("basic")) {
@@ -522,7 +532,7 @@ func TestApplyRefusesChangedSensitiveValue(t *testing.T) {
 		changed := r.request("basic", basicVars("a", "1", canaryB+"-other", true))
 		before := r.state("basic")
 		_, err := applier.Apply(context.Background(), changed, approved)
-		if !errors.Is(err, preview.ErrMoved) || strings.Count(err.Error(), "tf1:") != 2 {
+		if !errors.Is(err, preview.ErrMoved) || strings.Count(err.Error(), "tf2:") != 2 {
 			t.Fatalf("apply: %v, want ErrMoved naming both digests", err)
 		}
 		if !bytes.Equal(before, r.state("basic")) {
@@ -551,7 +561,7 @@ func TestShortKey(t *testing.T) {
 		if !errors.Is(err, preview.ErrShortKey) || !strings.Contains(err.Error(), fmt.Sprintf("holds %d bytes", len(key))) {
 			t.Errorf("plan with a %d-byte key: %v, want ErrShortKey", len(key), err)
 		}
-		_, err = r.cap.Apply(context.Background(), req, &preview.Plan{Member: changeset.Member{PlanDigest: "tf1:approved"}})
+		_, err = r.cap.Apply(context.Background(), req, &preview.Plan{Member: changeset.Member{PlanDigest: "tf2:approved"}})
 		if !errors.Is(err, preview.ErrShortKey) {
 			t.Errorf("apply with a %d-byte key: %v, want ErrShortKey", len(key), err)
 		}
@@ -657,7 +667,7 @@ func TestCanary(t *testing.T) {
 		look("outputs", out)
 
 		// A refused apply and a failed plan name no value.
-		_, err = r.cap.Apply(context.Background(), second, &preview.Plan{Member: changeset.Member{PlanDigest: "tf1:approved"}})
+		_, err = r.cap.Apply(context.Background(), second, &preview.Plan{Member: changeset.Member{PlanDigest: "tf2:approved"}})
 		if !errors.Is(err, preview.ErrMoved) {
 			t.Fatalf("apply of another digest: %v", err)
 		}
@@ -770,6 +780,55 @@ func TestNumbersReachTerraformAsWritten(t *testing.T) {
 		p := r.plan(req)
 		if got := string(p.PlannedOutputs["size"]); got != big {
 			t.Errorf("planned output size = %s, want %s", got, big)
+		}
+	})
+}
+
+// TestApplyRefusesMovedRuntime: a provisioner that the plan runs and that
+// changed after the plan moves the member digest: Apply applies nothing,
+// runs nothing, and names the block and no value. A provisioner of a
+// resource the plan leaves alone does not run and may change.
+func TestApplyRefusesMovedRuntime(t *testing.T) {
+	eachBinary(t, func(t *testing.T, r *repo) {
+		main := filepath.Join(r.dir, "runtime", "main.tf")
+		edit := func(old, new string) {
+			t.Helper()
+			src, err := os.ReadFile(main)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(main, bytes.Replace(src, []byte(old), []byte(new), 1), 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+		ran := func() bool {
+			_, err := os.Stat(filepath.Join(r.dir, "runtime", "ran-a"))
+			return err == nil
+		}
+		r.apply(r.request("runtime", map[string]any{"n": 0}))
+		req := r.request("runtime", map[string]any{"n": 1})
+		approved := r.plan(req)
+		before := r.state("runtime")
+
+		edit("CANARY-A-1", "CANARY-A-2")
+		_, err := r.cap.Apply(context.Background(), req, approved)
+		if !errors.Is(err, preview.ErrMoved) || !strings.Contains(err.Error(), `what runs at apply moved: terraform_data.a[0] provisioner "local-exec" #0 (changed)`) {
+			t.Fatalf("apply after the command changed: %v", err)
+		}
+		if strings.Contains(err.Error(), "CANARY") {
+			t.Errorf("the error holds a value: %v", err)
+		}
+		if ran() || !bytes.Equal(before, r.state("runtime")) {
+			t.Fatal("a refused apply ran the provisioner or changed the state")
+		}
+		edit("CANARY-A-2", "CANARY-A-1")
+
+		edit("CANARY-KEEP-1", "CANARY-KEEP-2")
+		if _, err := r.cap.Apply(context.Background(), req, approved); err != nil {
+			t.Fatalf("apply with only an untouched resource's provisioner changed: %v", err)
+		}
+		if !ran() {
+			t.Error("the approved apply did not run a's provisioner")
 		}
 	})
 }

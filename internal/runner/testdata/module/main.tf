@@ -58,3 +58,12 @@ output "control_plane_endpoint_host" {
 output "control_plane_endpoint_port" {
   value = 6443
 }
+
+# The Cluster API contract's failure domains, forwarded by the runner: an
+# entry without control_plane may hold control plane machines.
+output "failure_domains" {
+  value = [
+    { name = "zone-b", control_plane = false, attributes = { rack = "2" } },
+    { name = "zone-a", attributes = { rack = "1" } },
+  ]
+}

@@ -1,0 +1,66 @@
+package testnode
+
+import (
+	"context"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"strconv"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// ServeLogs makes the containers' logs readable through the API server,
+// as kubectl logs reads them: it serves the kubelet's container log
+// endpoint (/containerLogs/NAMESPACE/POD/CONTAINER, over TLS with a
+// certificate of its own, which an API server without
+// --kubelet-certificate-authority does not check) and registers a Node
+// named name at that address, on which the pods of later Jobs run. Call it
+// before Start. Only a whole log is served: no follow, tail or timestamps.
+func (n *Node) ServeLogs(t testing.TB, name string) {
+	t.Helper()
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /containerLogs/{ns}/{pod}/{container}", func(w http.ResponseWriter, r *http.Request) {
+		key := r.PathValue("ns") + "/" + r.PathValue("pod") + "/" + r.PathValue("container")
+		n.mu.Lock()
+		path, ok := n.logs[key]
+		n.mu.Unlock()
+		if !ok {
+			http.NotFound(w, r)
+			return
+		}
+		b, err := os.ReadFile(path)
+		if err != nil {
+			http.Error(w, err.Error(), http.StatusInternalServerError)
+			return
+		}
+		w.Header().Set("Content-Type", "text/plain")
+		_, _ = w.Write(b)
+	})
+	srv := httptest.NewTLSServer(mux)
+	t.Cleanup(srv.Close)
+
+	host, port, err := net.SplitHostPort(srv.Listener.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, _ := strconv.Atoi(port)
+	node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name}}
+	ctx := context.Background()
+	if err := n.Client.Create(ctx, node); err != nil {
+		t.Fatalf("testnode: register node: %v", err)
+	}
+	node.Status = corev1.NodeStatus{
+		Addresses:       []corev1.NodeAddress{{Type: corev1.NodeInternalIP, Address: host}},
+		DaemonEndpoints: corev1.NodeDaemonEndpoints{KubeletEndpoint: corev1.DaemonEndpoint{Port: int32(p)}},
+	}
+	if err := n.Client.Status().Update(ctx, node); err != nil {
+		t.Fatalf("testnode: node status: %v", err)
+	}
+	n.mu.Lock()
+	n.nodeName = name
+	n.mu.Unlock()
+}
