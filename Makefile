@@ -1,5 +1,5 @@
 # captf: make build, make test, make lint, make bench, make chaos.
-.PHONY: all build generate test lint bench scale chaos fuzz testplans release-manifests clean
+.PHONY: all build generate test lint bench scale chaos fuzz testplans release-manifests images release clean
 
 all: build
 
@@ -57,6 +57,25 @@ REGISTRY ?= ghcr.io/captf
 RELEASE_DIR ?= dist
 release-manifests:
 	go run ./cmd/captf-release manifests --version $(VERSION) --registry $(REGISTRY) --out $(RELEASE_DIR)
+
+# The manager and runner images, built with no container engine: static
+# binaries stamped with $(VERSION) on scratch, one per platform of
+# $(PLATFORMS), as OCI layouts in $(IMAGES_DIR)/captf-manager and
+# $(IMAGES_DIR)/captf-runner. Reproducible: every file and image carries
+# SOURCE_DATE_EPOCH (the last commit's time by default).
+PLATFORMS ?= linux/amd64,linux/arm64
+IMAGES_DIR ?= $(RELEASE_DIR)/images
+SOURCE_DATE_EPOCH ?= $(shell git log -1 --format=%ct 2>/dev/null || echo 0)
+export SOURCE_DATE_EPOCH
+images:
+	go run ./cmd/captf-release images --version $(VERSION) --platforms $(PLATFORMS) --out $(IMAGES_DIR)
+
+# A whole release: the images pushed to $(REGISTRY) as
+# $(REGISTRY)/captf-manager:$(VERSION) and $(REGISTRY)/captf-runner:$(VERSION)
+# (over the registry API, with the credentials of docker login or crane
+# auth login), and the release files in $(RELEASE_DIR).
+release: images release-manifests
+	go run ./cmd/captf-release push --version $(VERSION) --registry $(REGISTRY) --in $(IMAGES_DIR)
 
 clean:
 	rm -rf bin

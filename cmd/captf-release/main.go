@@ -1,41 +1,97 @@
-// Command captf-release builds the files of a captf release that clusterctl
-// reads from a provider's release (see internal/release):
+// Command captf-release builds a captf release: the files clusterctl reads
+// from a provider's release (see internal/release), and the manager and
+// runner images, built and pushed with no container engine (see
+// internal/image):
 //
 //	captf-release manifests --version v0.1.0 --registry ghcr.io/captf --out dist
+//	captf-release images --version v0.1.0 --platforms linux/amd64,linux/arm64 --out dist/images
+//	captf-release push --version v0.1.0 --registry ghcr.io/captf --in dist/images
+//	captf-release --version
 package main
 
 import (
+	"context"
 	"errors"
 	"flag"
 	"fmt"
+	"io"
+	"maps"
 	"os"
+	"os/signal"
+	"path/filepath"
 	"slices"
+	"strconv"
+	"time"
 
+	v1 "github.com/google/go-containerregistry/pkg/v1"
+
+	"github.com/captf/captf/internal/image"
 	"github.com/captf/captf/internal/release"
+	"github.com/captf/captf/internal/version"
 )
 
+const usage = `usage:
+  captf-release manifests --version VERSION --registry REGISTRY [--out DIR] [--config DIR]
+  captf-release images --version VERSION [--platforms LIST] [--out DIR] [--module DIR]
+  captf-release push --version VERSION --registry REGISTRY [--in DIR]
+  captf-release --version`
+
+// programs are the release's images by name.
+var programs = map[string]image.Program{
+	release.ManagerImageName: image.Manager,
+	release.RunnerImageName:  image.Runner,
+}
+
 func main() {
-	if err := run(os.Args[1:]); err != nil {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+	err := run(ctx, os.Args[1:], os.Stdout)
+	stop()
+	if err != nil {
 		fmt.Fprintf(os.Stderr, "captf-release: %v\n", err)
 		os.Exit(1)
 	}
 }
 
-func run(args []string) error {
-	if len(args) == 0 || args[0] != "manifests" {
-		return errors.New("usage: captf-release manifests --version VERSION --registry REGISTRY [--out DIR] [--config DIR]")
+func run(ctx context.Context, args []string, stdout io.Writer) error {
+	if len(args) == 0 {
+		return errors.New(usage)
 	}
+	switch args[0] {
+	case "manifests":
+		return manifests(args[1:], stdout)
+	case "images":
+		return images(ctx, args[1:], stdout)
+	case "push":
+		return push(ctx, args[1:], stdout)
+	case "--version", "-version":
+		if len(args) == 1 {
+			_, err := io.WriteString(stdout, version.Line("captf-release"))
+			return err
+		}
+	}
+	return errors.New(usage)
+}
+
+// parse parses args into fs and refuses arguments left over.
+func parse(fs *flag.FlagSet, args []string) error {
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if fs.NArg() > 0 {
+		return fmt.Errorf("unexpected arguments %v", fs.Args())
+	}
+	return nil
+}
+
+func manifests(args []string, stdout io.Writer) error {
 	fs := flag.NewFlagSet("manifests", flag.ContinueOnError)
 	var opts release.Options
 	fs.StringVar(&opts.Version, "version", "", "the release's version, e.g. v0.1.0; it tags the images (required)")
 	fs.StringVar(&opts.Registry, "registry", "", "where the release's images are, e.g. ghcr.io/captf (required)")
 	fs.StringVar(&opts.Config, "config", "config", "the repository's config folder")
 	out := fs.String("out", "dist", "the folder the files are written to")
-	if err := fs.Parse(args[1:]); err != nil {
+	if err := parse(fs, args); err != nil {
 		return err
-	}
-	if fs.NArg() > 0 {
-		return fmt.Errorf("unexpected arguments %v", fs.Args())
 	}
 	files, err := release.Manifests(opts)
 	if err != nil {
@@ -50,7 +106,123 @@ func run(args []string) error {
 	}
 	slices.Sort(names)
 	for _, name := range names {
-		fmt.Println(*out + "/" + name)
+		fmt.Fprintln(stdout, *out+"/"+name)
+	}
+	return nil
+}
+
+// images builds each image of the release as an OCI layout in its own
+// folder under --out, named as the image.
+func images(ctx context.Context, args []string, stdout io.Writer) error {
+	fs := flag.NewFlagSet("images", flag.ContinueOnError)
+	ver := fs.String("version", "", "the release's version, e.g. v0.1.0; stamped into the binaries (required)")
+	platforms := fs.String("platforms", "linux/amd64,linux/arm64", "the platforms of each image's index, comma-separated")
+	out := fs.String("out", "dist/images", "the folder the OCI layouts are written to, one per image")
+	module := fs.String("module", ".", "the folder of captf's go.mod")
+	if err := parse(fs, args); err != nil {
+		return err
+	}
+	if *ver == "" {
+		return errors.New("--version is required")
+	}
+	ps, err := image.ParsePlatforms(*platforms)
+	if err != nil {
+		return fmt.Errorf("--platforms: %w", err)
+	}
+	created, err := sourceDate()
+	if err != nil {
+		return err
+	}
+	work, err := os.MkdirTemp("", "captf-release-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(work)
+	for _, name := range slices.Sorted(maps.Keys(programs)) {
+		idx, err := programs[name].Index(ctx, image.Options{
+			Module: *module, Version: *ver, Platforms: ps, Created: created, Work: filepath.Join(work, name),
+		})
+		if err != nil {
+			return err
+		}
+		dir := filepath.Join(*out, name)
+		if err := image.WriteLayout(dir, idx); err != nil {
+			return err
+		}
+		d, err := idx.Digest()
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(stdout, "%s %s\n", dir, d)
+	}
+	return nil
+}
+
+// sourceDate is the time every file and image of the build carries:
+// SOURCE_DATE_EPOCH (seconds since 1970, as reproducible-builds.org
+// defines it), else the epoch itself.
+func sourceDate() (time.Time, error) {
+	s := os.Getenv("SOURCE_DATE_EPOCH")
+	if s == "" {
+		return time.Unix(0, 0).UTC(), nil
+	}
+	n, err := strconv.ParseInt(s, 10, 64)
+	if err != nil || n < 0 {
+		return time.Time{}, fmt.Errorf("SOURCE_DATE_EPOCH=%q is not a count of seconds", s)
+	}
+	return time.Unix(n, 0).UTC(), nil
+}
+
+// push pushes each image's layout under --in to <registry>/<name>:<version>,
+// refusing one that was built for another version.
+func push(ctx context.Context, args []string, stdout io.Writer) error {
+	fs := flag.NewFlagSet("push", flag.ContinueOnError)
+	var opts release.Options
+	fs.StringVar(&opts.Version, "version", "", "the release's version; it tags the images and must be the one they were built with (required)")
+	fs.StringVar(&opts.Registry, "registry", "", "where the images go, e.g. ghcr.io/captf (required)")
+	in := fs.String("in", "dist/images", "the folder captf-release images wrote")
+	if err := parse(fs, args); err != nil {
+		return err
+	}
+	if opts.Version == "" || opts.Registry == "" {
+		return errors.New("--version and --registry are required")
+	}
+	for _, name := range slices.Sorted(maps.Keys(programs)) {
+		idx, err := image.ReadLayout(filepath.Join(*in, name))
+		if err != nil {
+			return err
+		}
+		if err := builtFor(idx, opts.Version); err != nil {
+			return fmt.Errorf("%s: %w", name, err)
+		}
+		ref := opts.Image(name)
+		d, err := image.Push(ctx, ref, idx)
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(stdout, "%s@%s\n", ref, d)
+	}
+	return nil
+}
+
+// builtFor checks that every image of idx is labelled with version.
+func builtFor(idx v1.ImageIndex, version string) error {
+	m, err := idx.IndexManifest()
+	if err != nil {
+		return fmt.Errorf("read the index: %w", err)
+	}
+	for _, desc := range m.Manifests {
+		img, err := idx.Image(desc.Digest)
+		if err != nil {
+			return fmt.Errorf("read image %s: %w", desc.Digest, err)
+		}
+		cf, err := img.ConfigFile()
+		if err != nil {
+			return fmt.Errorf("read the config of %s: %w", desc.Digest, err)
+		}
+		if got := cf.Config.Labels[image.VersionLabel]; got != version {
+			return fmt.Errorf("built for version %q, not %q: run captf-release images --version %s first", got, version, version)
+		}
 	}
 	return nil
 }

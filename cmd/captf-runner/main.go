@@ -1,30 +1,40 @@
 // Command captf-runner is the entry point of captf's runner Jobs: it plans
 // or applies the rendered root module with the core pipeline and reports to
 // the manager through the container's termination message.
+//
+//	captf-runner --operation=plan|apply|destroy [flags]
+//	captf-runner install DEST    copy itself to DEST (the Job's init container)
+//	captf-runner --version
 package main
 
 import (
 	"context"
 	"flag"
 	"fmt"
+	"io"
 	"os"
 	"os/signal"
 	"syscall"
 
 	infrav1 "github.com/captf/captf/api/v1alpha1"
 	"github.com/captf/captf/internal/runner"
+	"github.com/captf/captf/internal/version"
 )
 
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	code := run(ctx, os.Args[1:])
+	code := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
 	stop()
 	os.Exit(code)
 }
 
-func run(ctx context.Context, args []string) int {
-	j := runner.Job{Stdout: os.Stdout, Stderr: os.Stderr}
+func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	if len(args) > 0 && args[0] == "install" {
+		return install(args[1:], stderr)
+	}
+	j := runner.Job{Stdout: stdout, Stderr: stderr}
 	fs := flag.NewFlagSet("captf-runner", flag.ContinueOnError)
+	fs.SetOutput(stderr)
 	fs.StringVar(&j.Operation, "operation", "", "plan, apply or destroy")
 	fs.StringVar(&j.Inputs, "inputs", infrav1.PathInputs, "folder of main.tf.json and terraform.tfvars.json")
 	fs.StringVar(&j.Module, "module", infrav1.PathModule, "the module folder, linked as ./module in the work folder")
@@ -33,9 +43,31 @@ func run(ctx context.Context, args []string) int {
 	fs.StringVar(&j.KeyFile, "plan-key-file", infrav1.PathPlanKey, "the plan key (plan and approved apply)")
 	fs.StringVar(&j.ExpectPlan, "expect-plan", "", "the approved p2: hash")
 	fs.StringVar(&j.MessagePath, "termination-message-path", "/dev/termination-log", "where the report for the manager goes")
+	showVersion := fs.Bool("version", false, "print the version and exit")
 	if err := fs.Parse(args); err != nil {
-		fmt.Fprintln(os.Stderr, err)
+		fmt.Fprintln(stderr, err)
 		return runner.ExitBadInput
 	}
+	if *showVersion {
+		io.WriteString(stdout, version.Line("captf-runner"))
+		return runner.ExitOK
+	}
 	return j.Run(ctx)
+}
+
+// install copies the running binary to the one argument, mode 0755.
+func install(args []string, stderr io.Writer) int {
+	if len(args) != 1 {
+		fmt.Fprintln(stderr, "usage: captf-runner install DEST")
+		return runner.ExitBadInput
+	}
+	self, err := os.Executable()
+	if err == nil {
+		err = runner.Install(self, args[0])
+	}
+	if err != nil {
+		fmt.Fprintf(stderr, "captf-runner: %v\n", err)
+		return runner.ExitFailure
+	}
+	return runner.ExitOK
 }

@@ -6,6 +6,7 @@ package main
 import (
 	"flag"
 	"fmt"
+	"io"
 	"os"
 	"time"
 
@@ -23,17 +24,18 @@ import (
 
 	infrav1 "github.com/captf/captf/api/v1alpha1"
 	"github.com/captf/captf/internal/controller/terraformcluster"
+	"github.com/captf/captf/internal/version"
 	planwebhook "github.com/captf/captf/internal/webhook/terraformplan"
 )
 
 func main() {
-	if err := run(os.Args[1:]); err != nil {
+	if err := run(os.Args[1:], os.Stdout); err != nil {
 		fmt.Fprintf(os.Stderr, "manager: %v\n", err)
 		os.Exit(1)
 	}
 }
 
-func run(args []string) error {
+func run(args []string, stdout io.Writer) error {
 	fs := flag.NewFlagSet("manager", flag.ContinueOnError)
 	metrics := fs.String("metrics-bind-address", ":8080", "where metrics are served; 0 turns them off")
 	probes := fs.String("health-probe-bind-address", ":8081", "where /healthz and /readyz are served")
@@ -50,9 +52,14 @@ func run(args []string) error {
 	qps := fs.Float64("kube-api-qps", 50, "requests per second to the API server, sustained; negative turns client-side limiting off")
 	burst := fs.Int("kube-api-burst", 100, "requests to the API server in a burst above --kube-api-qps")
 	workers := fs.Int("max-concurrent-reconciles", 4, "TerraformClusters reconciled at once")
+	showVersion := fs.Bool("version", false, "print the version and exit")
 	opts := zap.Options{}
 	opts.BindFlags(fs)
 	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if *showVersion {
+		_, err := io.WriteString(stdout, version.Line("manager"))
 		return err
 	}
 	if *runnerImage == "" {

@@ -1,12 +1,16 @@
 package main
 
 import (
+	"bytes"
+	"io"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
+
+	"github.com/captf/captf/internal/version"
 )
 
 // TestFlagsRefused: a bad flag value is refused with the flag's name and
@@ -32,7 +36,7 @@ func TestFlagsRefused(t *testing.T) {
 			if tt.want != "--runner-image is required" {
 				args = append([]string{"--runner-image=example.test/runner:1"}, args...)
 			}
-			err := run(args)
+			err := run(args, io.Discard)
 			got := ""
 			if err != nil {
 				got = err.Error()
@@ -85,4 +89,19 @@ func withGroup(cfg *rest.Config, group, version string) *rest.Config {
 	c.APIPath = "/apis"
 	c.NegotiatedSerializer = scheme.Codecs.WithoutConversion()
 	return c
+}
+
+// TestVersion: --version prints the stamped version and needs neither
+// --runner-image nor an API server.
+func TestVersion(t *testing.T) {
+	defer func(s string) { version.Stamp = s }(version.Stamp)
+	version.Stamp = "v0.7.1"
+	t.Setenv("KUBECONFIG", "/nonexistent/kubeconfig")
+	var out bytes.Buffer
+	if err := run([]string{"--version"}, &out); err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff("manager version v0.7.1\n", out.String()); diff != "" {
+		t.Errorf("--version (-want +got):\n%s", diff)
+	}
 }

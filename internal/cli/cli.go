@@ -20,6 +20,7 @@ import (
 	"github.com/captf/captf/internal/preview"
 	"github.com/captf/captf/internal/runner"
 	"github.com/captf/captf/internal/tfexec"
+	"github.com/captf/captf/internal/version"
 	"github.com/captf/captf/pkg/fingerprint"
 )
 
@@ -70,19 +71,22 @@ applies only when a fresh plan hashes to the approved value.
   captf apply DIR --expect-plan p2:...   plan again; apply only if it hashes the same
   captf preview plan                     plan a change across deploy tools (captf.yaml)
   captf preview apply --expect-digest cs1:...
+  captf version                          print captf's version (also --version)
 
 ` + exitCodesHelp,
 		Args:          cobra.ArbitraryArgs,
 		RunE:          group,
+		Version:       version.Get(),
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
+	root.SetVersionTemplate(versionTemplate)
 	root.SetOut(stdout)
 	root.SetErr(stderr)
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error {
 		return fmt.Errorf("%w: %w", runner.ErrBadInput, err)
 	})
-	root.AddCommand(newPlan(stdout, stderr), newApply(stdout, stderr), newFingerprint(stdout), newPreview(stdout, stderr, registry))
+	root.AddCommand(newPlan(stdout, stderr), newApply(stdout, stderr), newFingerprint(stdout), newPreview(stdout, stderr, registry), newVersion(stdout))
 	return root
 }
 

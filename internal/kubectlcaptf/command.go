@@ -17,6 +17,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	infrav1 "github.com/captf/captf/api/v1alpha1"
+	"github.com/captf/captf/internal/version"
 )
 
 // options are what every command shares.
@@ -44,9 +45,11 @@ func newCommand(streams genericiooptions.IOStreams, now func() time.Time) *cobra
 		Annotations: map[string]string{
 			cobra.CommandDisplayNameAnnotation: "kubectl captf",
 		},
+		Version:       version.Get(),
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
+	root.SetVersionTemplate("{{.Name}} version {{.Version}}\n")
 	root.SetIn(streams.In)
 	root.SetOut(streams.Out)
 	root.SetErr(streams.ErrOut)

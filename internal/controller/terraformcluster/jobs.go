@@ -30,7 +30,9 @@ const (
 	binDir     = "/captf/bin"
 	runnerPath = binDir + "/captf-runner"
 	workDir    = "/captf/work"
-	// RunnerImagePath is where the runner image holds captf-runner.
+	// RunnerImagePath is where the runner image holds captf-runner. The
+	// init container runs it as "install runnerPath": the image is
+	// scratch, with no cp (internal/image builds it).
 	RunnerImagePath = "/captf-runner/captf-runner"
 	// labelOperation says what a Job does.
 	labelOperation = "captf.io/operation"
@@ -325,7 +327,7 @@ func (r *Reconciler) buildJob(tc *infrav1.TerraformCluster, image string, op inf
 					Volumes:            volumes,
 					InitContainers: []corev1.Container{{
 						Name: "runner", Image: r.RunnerImage,
-						Command:         []string{"cp", RunnerImagePath, runnerPath},
+						Command:         []string{RunnerImagePath, "install", runnerPath},
 						VolumeMounts:    []corev1.VolumeMount{{Name: "bin", MountPath: binDir}},
 						SecurityContext: containerSecurity(),
 						Resources:       corev1.ResourceRequirements{Limits: corev1.ResourceList{corev1.ResourceMemory: resource.MustParse("64Mi")}},

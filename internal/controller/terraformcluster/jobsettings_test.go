@@ -94,6 +94,10 @@ func TestJobSettings(t *testing.T) {
 			t.Errorf("container %s security context %+v", c.Name, sc)
 		}
 	}
+	// The runner image is scratch: its binary installs itself, no cp.
+	if len(pod.InitContainers) != 1 || !slices.Equal(pod.InitContainers[0].Command, []string{RunnerImagePath, "install", runnerPath}) {
+		t.Errorf("init containers %+v, want one running %s install %s", pod.InitContainers, RunnerImagePath, runnerPath)
+	}
 	runner := pod.Containers[0]
 	if got := runner.Resources.Requests[corev1.ResourceMemory]; got.Cmp(resource.MustParse("512Mi")) != 0 {
 		t.Errorf("default memory request %v", got.String())
