@@ -63,14 +63,16 @@ func TestManagerBinary(t *testing.T) {
 		}
 		return len(jobs.Items) == 1 && jobs.Items[0].Labels["captf.io/operation"] == "apply"
 	})
-	var jobs batchv1.JobList
-	if err := env.Client.List(ctx, &jobs, client.InNamespace("default"), client.MatchingLabels{infrav1.LabelOwnerName: "smoke"}); err != nil {
-		t.Fatal(err)
-	}
-	var cred corev1.Secret
-	if err := env.Client.Get(ctx, client.ObjectKey{Namespace: "default", Name: "captf-cred-" + jobs.Items[0].Name}, &cred); err != nil || string(cred.Data["AWS_SECRET_ACCESS_KEY"]) != credential {
-		t.Fatalf("the Job's credentials Secret: %v (the manager handled no credential: the check below proves nothing)", err)
-	}
+	// The Job's credentials Secret is owned by the Job, so it comes after it.
+	m.WaitFor(t, "the Job's credentials Secret (else the manager handled no credential and the check below proves nothing)", func() bool {
+		var jobs batchv1.JobList
+		if env.Client.List(ctx, &jobs, client.InNamespace("default"), client.MatchingLabels{infrav1.LabelOwnerName: "smoke"}) != nil || len(jobs.Items) != 1 {
+			return false
+		}
+		var cred corev1.Secret
+		return env.Client.Get(ctx, client.ObjectKey{Namespace: "default", Name: "captf-cred-" + jobs.Items[0].Name}, &cred) == nil &&
+			string(cred.Data["AWS_SECRET_ACCESS_KEY"]) == credential
+	})
 
 	// The manager's log (at its most verbose) never holds a variable value
 	// or a credential.
