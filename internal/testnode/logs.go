@@ -2,6 +2,7 @@ package testnode
 
 import (
 	"context"
+	"maps"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -63,4 +64,21 @@ func (n *Node) ServeLogs(t testing.TB, name string) {
 	n.mu.Lock()
 	n.nodeName = name
 	n.mu.Unlock()
+}
+
+// Logs returns the log of every container the node ran, by
+// "<namespace>/<pod>/<container>".
+func (n *Node) Logs() (map[string][]byte, error) {
+	n.mu.Lock()
+	paths := maps.Clone(n.logs)
+	n.mu.Unlock()
+	logs := make(map[string][]byte, len(paths))
+	for key, path := range paths {
+		b, err := os.ReadFile(path)
+		if err != nil {
+			return nil, err
+		}
+		logs[key] = b
+	}
+	return logs, nil
 }

@@ -250,6 +250,18 @@ func (h *harness) noCredential(tc *infrav1.TerraformCluster, cred string) {
 			h.t.Errorf("a credential is in TerraformPlan %s", p.Name)
 		}
 	}
+	logs, err := h.node.Logs()
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	if len(logs) == 0 {
+		h.t.Error("the node ran no container: the check of their logs proves nothing")
+	}
+	for key, b := range logs {
+		if strings.Contains(string(b), cred) {
+			h.t.Errorf("a credential is in the log of %s", key)
+		}
+	}
 }
 
 // TestDeletionRetain: under deletionPolicy Retain deleting the object runs
