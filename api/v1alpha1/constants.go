@@ -35,6 +35,11 @@ const (
 	// durable inputs Secret, pinned after a successful apply; on a
 	// TerraformPlan and its apply Job, the digest the plan Job ran.
 	AnnotationImageDigest = "captf.io/image-digest"
+	// AnnotationAcceptEmptyState on a TerraformCluster whose state is lost
+	// (it applied, and its state Secret is gone) lets it start again from
+	// an empty state: the next apply creates everything anew. The manager
+	// removes it after that apply succeeded.
+	AnnotationAcceptEmptyState = "captf.io/accept-empty-state"
 	// AnnotationApplied is "true" after the first successful apply.
 	AnnotationApplied = "captf.io/applied"
 

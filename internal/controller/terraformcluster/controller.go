@@ -266,6 +266,15 @@ func (r *Reconciler) reconcileDue(ctx context.Context, s *scope, root *render.Ro
 			return ctrl.Result{RequeueAfter: time.Second}, nil
 		}
 	}
+	if stateHash == "" {
+		stop, err := r.guardLostState(ctx, tc)
+		if err != nil {
+			return ctrl.Result{}, err
+		}
+		if stop {
+			return ctrl.Result{RequeueAfter: r.recheck()}, nil
+		}
+	}
 	if tc.Spec.ApplyPolicy != infrav1.ApplyManual {
 		// Switching to Automatic applies what waited and clears the plan.
 		tc.Status.Plan = nil

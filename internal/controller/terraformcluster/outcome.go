@@ -164,6 +164,9 @@ func decideRun(tc *infrav1.TerraformCluster, o outcome, now metav1.Time) (infrav
 		if msg.Outcome == runner.OutcomeApplied && o.Digest != "" {
 			steps = append(steps, pinDigest{Digest: o.Digest})
 		}
+		if _, ok := tc.Annotations[infrav1.AnnotationAcceptEmptyState]; ok {
+			steps = append(steps, acceptedEmptyState{})
+		}
 		plan := o.Plan
 		if plan == "" && st.PendingPlanRef != nil {
 			plan = st.PendingPlanRef.Name

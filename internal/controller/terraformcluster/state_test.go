@@ -1,0 +1,74 @@
+package terraformcluster
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	infrav1 "github.com/captf/captf/api/v1alpha1"
+)
+
+// stateLostWith waits for ApplyJobSucceeded to say StateLost.
+func stateLostWith(tc *infrav1.TerraformCluster) bool {
+	c := condition(tc, infrav1.ConditionApplyJobSucceeded)
+	return c != nil && c.Status == metav1.ConditionFalse && c.Reason == ReasonStateLost
+}
+
+// TestStateLost: an object that applied and whose state Secret is gone
+// runs nothing, under Automatic and under Manual, and says so once in a
+// Warning event, instead of creating everything a second time; the
+// annotation captf.io/accept-empty-state lets it start again from an
+// empty state, and is removed once that apply succeeded.
+func TestStateLost(t *testing.T) {
+	h := start(t)
+	ctx := context.Background()
+	for _, policy := range []infrav1.ApplyPolicy{infrav1.ApplyAutomatic, infrav1.ApplyManual} {
+		t.Run(string(policy), func(t *testing.T) {
+			name := "lost-" + strings.ToLower(string(policy))
+			tc := h.create(name, policy, "small")
+			h.wait(tc, "first apply", ready)
+			if err := h.c.Delete(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: stateSecretName(name)}}); err != nil {
+				t.Fatal(err)
+			}
+			h.setSize(tc, "large")
+			h.wait(tc, "the lost state guarded", stateLostWith)
+			time.Sleep(3 * time.Second)
+			if jobs := h.jobs(tc); len(jobs) != 1 {
+				t.Fatalf("%d Jobs after the state was lost, want the first apply only", len(jobs))
+			}
+			warned := 0
+			for _, e := range h.events(tc) {
+				if e.Reason == ReasonStateLost && e.Type == corev1.EventTypeWarning {
+					warned++
+				}
+			}
+			if warned != 1 {
+				t.Errorf("%d StateLost warnings, want 1", warned)
+			}
+
+			before := tc.DeepCopy()
+			tc.Annotations = map[string]string{infrav1.AnnotationAcceptEmptyState: "true"}
+			if err := h.c.Patch(ctx, tc, client.MergeFrom(before)); err != nil {
+				t.Fatal(err)
+			}
+			if policy == infrav1.ApplyManual {
+				// Accepting an empty state is no approval: the re-create waits
+				// for one like any other change.
+				p := h.waitingPlan(tc, infrav1.ReasonPlanAwaitingApproval)
+				h.approve(tc, p.PlanHash)
+			}
+			h.wait(tc, "the apply from an empty state", func(tc *infrav1.TerraformCluster) bool {
+				_, accepted := tc.Annotations[infrav1.AnnotationAcceptEmptyState]
+				return ready(tc) && !accepted
+			})
+			if err := h.c.Get(ctx, client.ObjectKey{Namespace: "default", Name: stateSecretName(name)}, &corev1.Secret{}); err != nil {
+				t.Errorf("no state after the apply from an empty state: %v", err)
+			}
+		})
+	}
+}
