@@ -491,8 +491,11 @@ func TestPlanChanged(t *testing.T) {
 	if err := h.c.Patch(ctx, tc, client.MergeFrom(before)); err != nil {
 		t.Fatal(err)
 	}
+	// Ready stays True while the apply runs: wait for its outcome, which
+	// the reconcile that records it follows by superseding the plan.
 	h.wait(tc, "applied under Automatic", func(tc *infrav1.TerraformCluster) bool {
-		return ready(tc) && tc.Status.Plan == nil
+		run := tc.Status.LastRun
+		return ready(tc) && tc.Status.Plan == nil && tc.Status.ActiveJob == nil && run != nil && run.Succeeded && run.Operation == infrav1.OperationApply
 	})
 	if h.stateHash(tc) == stateBefore {
 		t.Error("nothing was applied after the switch to Automatic")
