@@ -53,6 +53,9 @@ func (r *Reconciler) reconcileDelete(ctx context.Context, s *scope) (ctrl.Result
 			Note: fmt.Sprintf("Deleted with deletionPolicy Retain: nothing was destroyed; the terraform state stays in Secret %s.", stateSecretName(tc.Name))}); err != nil {
 			return ctrl.Result{}, err
 		}
+		if err := r.setStateOwner(ctx, tc, false); err != nil {
+			return ctrl.Result{}, err
+		}
 		return ctrl.Result{}, r.cleanup(ctx, tc, planKeyName(tc.Name), inputsName(tc.Name))
 	}
 	if run := tc.Status.LastRun; run != nil && run.Operation == infrav1.OperationDestroy {

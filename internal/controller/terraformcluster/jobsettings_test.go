@@ -274,6 +274,27 @@ func TestDeletionRetain(t *testing.T) {
 		tc.Spec.DeletionPolicy = infrav1.DeletionRetain
 	})
 	h.wait(tc, "first apply", ready)
+	// The object owns its state Secret (clusterctl move follows owner
+	// references), also after terraform wrote the state again.
+	owned := func() bool {
+		var s corev1.Secret
+		if err := h.c.Get(ctx, client.ObjectKey{Namespace: "default", Name: stateSecretName("kept")}, &s); err != nil {
+			t.Fatal(err)
+		}
+		return slices.ContainsFunc(s.OwnerReferences, func(o metav1.OwnerReference) bool { return o.UID == tc.UID && o.Kind == "TerraformCluster" })
+	}
+	if !owned() {
+		t.Error("the object does not own its state Secret after the first apply")
+	}
+	before := h.stateHash(tc)
+	h.setSize(tc, "large")
+	h.wait(tc, "the second apply", func(tc *infrav1.TerraformCluster) bool {
+		run := tc.Status.LastRun
+		return ready(tc) && tc.Status.ActiveJob == nil && run != nil && run.Succeeded && h.stateHash(tc) != before
+	})
+	if !owned() {
+		t.Error("the object does not own its state Secret after the second apply")
+	}
 	if err := h.c.Delete(ctx, tc); err != nil {
 		t.Fatal(err)
 	}
@@ -291,6 +312,11 @@ func TestDeletionRetain(t *testing.T) {
 	}
 	if err := h.c.Get(ctx, client.ObjectKey{Namespace: "default", Name: stateSecretName("kept")}, &corev1.Secret{}); err != nil {
 		t.Errorf("the state Secret is gone under Retain: %v", err)
+	}
+	// No garbage collector runs here: that it would keep the state shows
+	// as the owner reference gone.
+	if owned() {
+		t.Error("the released object still owns its state Secret: garbage collection would delete the state")
 	}
 	for _, name := range []string{planKeyName("kept"), inputsName("kept")} {
 		if err := h.c.Get(ctx, client.ObjectKey{Namespace: "default", Name: name}, &corev1.Secret{}); !apierrors.IsNotFound(err) {

@@ -157,7 +157,7 @@ func decideRun(tc *infrav1.TerraformCluster, o outcome, now metav1.Time) (infrav
 		st.Failures = 0
 		st.Plan = nil
 		st.FailureDomains = failureDomains(msg.FailureDomains)
-		steps := []step{markApplied{}}
+		steps := []step{markApplied{}, ownState{}}
 		if e := msg.Endpoint; e != nil {
 			steps = append(steps, publishEndpoint{Host: e.Host, Port: e.Port})
 		}

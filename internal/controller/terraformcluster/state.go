@@ -3,9 +3,11 @@ package terraformcluster
 import (
 	"context"
 	"fmt"
+	"slices"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	infrav1 "github.com/captf/captf/api/v1alpha1"
@@ -74,5 +76,48 @@ func (acceptedEmptyState) apply(r *Reconciler, x *stepContext) error {
 	}
 	// The patch answers with the stored status; the reconcile's own stays.
 	tc.Status = status
+	return nil
+}
+
+// labelStateSuffix is the label terraform's kubernetes backend puts on the
+// Secrets of a state (the state and, for a large one, its parts).
+const labelStateSuffix = "tfstateSecretSuffix"
+
+// ownState makes tc an owner of the Secrets that hold its state, after a
+// successful apply, so that clusterctl move carries them with it. The
+// backend writes the state again on every apply; this finds out whether
+// it kept the reference each time.
+type ownState struct{}
+
+func (ownState) apply(r *Reconciler, x *stepContext) error { return r.setStateOwner(x.ctx, x.tc, true) }
+
+// setStateOwner adds tc as an owner of its state Secrets (own), or takes
+// it away (before the object is released under deletionPolicy Retain, so
+// that garbage collection keeps the state). The reference is not the
+// controller's and blocks no deletion: terraform's backend writes these
+// Secrets, the manager only marks them.
+func (r *Reconciler) setStateOwner(ctx context.Context, tc *infrav1.TerraformCluster, own bool) error {
+	var list corev1.SecretList
+	if err := r.Reader.List(ctx, &list, client.InNamespace(tc.Namespace), client.MatchingLabels{labelStateSuffix: stateSuffix(tc.Name)}); err != nil {
+		return fmt.Errorf("state Secrets: %w", err)
+	}
+	for i := range list.Items {
+		s := &list.Items[i]
+		at := slices.IndexFunc(s.OwnerReferences, func(o metav1.OwnerReference) bool { return o.UID == tc.UID })
+		if (at >= 0) == own {
+			continue
+		}
+		patch := client.MergeFrom(s.DeepCopy())
+		if own {
+			s.OwnerReferences = append(s.OwnerReferences, metav1.OwnerReference{
+				APIVersion: infrav1.GroupVersion.String(), Kind: "TerraformCluster", Name: tc.Name, UID: tc.UID,
+			})
+		} else {
+			s.OwnerReferences = slices.Delete(s.OwnerReferences, at, at+1)
+		}
+		if err := r.Client.Patch(ctx, s, patch); err != nil && !apierrors.IsNotFound(err) {
+			return fmt.Errorf("owner of state Secret %s: %w", s.Name, err)
+		}
+	}
 	return nil
 }
