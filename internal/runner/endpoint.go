@@ -9,9 +9,12 @@ import (
 	"io"
 	"os"
 	"path/filepath"
-	"regexp"
 	"slices"
 	"strings"
+
+	"github.com/hashicorp/hcl/v2"
+	"github.com/hashicorp/hcl/v2/hclparse"
+	"github.com/zclconf/go-cty/cty"
 
 	"github.com/captf/captf/internal/tfexec"
 )
@@ -56,11 +59,6 @@ const (
 	maxFailureDomainsB = 2048
 )
 
-// declaresHCL matches an output declaration in a .tf file.
-func declaresHCL(name string) *regexp.Regexp {
-	return regexp.MustCompile(`(?m)^\s*output\s+"` + regexp.QuoteMeta(name) + `"`)
-}
-
 // forwardEndpoint writes endpointFile when the module's top-level files
 // declare the endpoint's outputs (both) or failure_domains, and the
 // rendered root calls the module from ./module.
@@ -72,83 +70,84 @@ func (j *Job) forwardEndpoint() error {
 	if err != nil {
 		return err
 	}
-	if !outputs[OutputEndpointHost] || !outputs[OutputEndpointPort] {
+	if !outputs[OutputEndpointHost].Declared || !outputs[OutputEndpointPort].Declared {
 		delete(outputs, OutputEndpointHost)
 		delete(outputs, OutputEndpointPort)
 	}
-	forward := map[string]any{}
-	for _, name := range contractOutputs {
-		if outputs[name] {
-			forward[name] = nil
-		}
-	}
-	if len(forward) == 0 {
+	declared := slices.DeleteFunc(slices.Clone(contractOutputs), func(name string) bool { return !outputs[name].Declared })
+	if len(declared) == 0 {
 		return nil
 	}
 	call, err := moduleCall(filepath.Join(j.Workdir, "main.tf.json"))
 	if err != nil || call == "" {
 		return err
 	}
-	for name := range forward {
-		forward[name] = map[string]string{"value": "${module." + call + "." + name + "}"}
+	forward := map[string]any{}
+	for _, name := range declared {
+		forward[name] = map[string]any{"value": "${module." + call + "." + name + "}", "sensitive": outputs[name].Sensitive}
 	}
 	b, _ := json.Marshal(map[string]any{"output": forward})
 	return os.WriteFile(filepath.Join(j.Workdir, endpointFile), b, 0o600)
 }
 
+// moduleOutput is what the module's top-level files say of one of the
+// contract's outputs.
+type moduleOutput struct {
+	Declared bool
+	// Sensitive: declared with sensitive = true. Forwarded as such, so that
+	// terraform accepts the root's output and the runner never reports it.
+	Sensitive bool
+}
+
+// outputSchema finds output blocks, and the sensitive argument in one.
+var (
+	outputSchema    = &hcl.BodySchema{Blocks: []hcl.BlockHeaderSchema{{Type: "output", LabelNames: []string{"name"}}}}
+	sensitiveSchema = &hcl.BodySchema{Attributes: []hcl.AttributeSchema{{Name: "sensitive"}}}
+)
+
 // moduleOutputs says which of the contract's outputs the module's top-level
-// files declare: .tf files by a line "output \"name\"", .tf.json files by
-// the keys of "output" (an object, or a list of objects).
-func moduleOutputs(dir string) (map[string]bool, error) {
-	found := map[string]bool{}
+// .tf and .tf.json files declare, and which of those are sensitive. A file
+// that does not parse is left to terraform to report.
+func moduleOutputs(dir string) (map[string]moduleOutput, error) {
+	found := map[string]moduleOutput{}
 	for _, name := range contractOutputs {
-		found[name] = false
+		found[name] = moduleOutput{}
 	}
 	files, err := filepath.Glob(filepath.Join(dir, "*.tf*"))
 	if err != nil {
 		return nil, err
 	}
+	parser := hclparse.NewParser()
 	for _, f := range files {
-		var b []byte
-		if strings.HasSuffix(f, ".tf") || strings.HasSuffix(f, ".tf.json") {
-			if b, err = os.ReadFile(f); err != nil {
-				return nil, fmt.Errorf("read the module: %w", err)
-			}
+		var file *hcl.File
+		var diags hcl.Diagnostics
+		switch {
+		case strings.HasSuffix(f, ".tf"):
+			file, diags = parser.ParseHCLFile(f)
+		case strings.HasSuffix(f, ".tf.json"):
+			file, diags = parser.ParseJSONFile(f)
+		default:
+			continue
 		}
-		for _, name := range contractOutputs {
-			switch {
-			case strings.HasSuffix(f, ".tf"):
-				found[name] = found[name] || declaresHCL(name).Match(b)
-			case strings.HasSuffix(f, ".tf.json"):
-				found[name] = found[name] || declaresJSON(b, name)
+		if diags.HasErrors() {
+			continue
+		}
+		content, _, _ := file.Body.PartialContent(outputSchema)
+		for _, block := range content.Blocks {
+			name := block.Labels[0]
+			if _, ok := found[name]; !ok {
+				continue
 			}
+			out := moduleOutput{Declared: true}
+			attrs, _, _ := block.Body.PartialContent(sensitiveSchema)
+			if a, ok := attrs.Attributes["sensitive"]; ok {
+				v, diags := a.Expr.Value(nil)
+				out.Sensitive = !diags.HasErrors() && v.Type() == cty.Bool && v.IsKnown() && !v.IsNull() && v.True()
+			}
+			found[name] = out
 		}
 	}
 	return found, nil
-}
-
-// declaresJSON reports whether a .tf.json document declares output name.
-func declaresJSON(b []byte, name string) bool {
-	var doc struct {
-		Output json.RawMessage `json:"output"`
-	}
-	if json.Unmarshal(b, &doc) != nil || doc.Output == nil {
-		return false
-	}
-	var one map[string]json.RawMessage
-	if json.Unmarshal(doc.Output, &one) == nil {
-		_, ok := one[name]
-		return ok
-	}
-	var many []map[string]json.RawMessage
-	if json.Unmarshal(doc.Output, &many) == nil {
-		for _, m := range many {
-			if _, ok := m[name]; ok {
-				return true
-			}
-		}
-	}
-	return false
 }
 
 // moduleCall is the name under which the rendered root calls ./module.

@@ -3,6 +3,7 @@ package runner
 import (
 	"encoding/json"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"strings"
@@ -12,25 +13,37 @@ import (
 )
 
 func TestModuleOutputs(t *testing.T) {
+	none := map[string]moduleOutput{OutputEndpointHost: {}, OutputEndpointPort: {}, OutputFailureDomains: {}}
+	with := func(set map[string]moduleOutput) map[string]moduleOutput {
+		out := maps.Clone(none)
+		maps.Copy(out, set)
+		return out
+	}
+	yes := moduleOutput{Declared: true}
 	cases := []struct {
 		name  string
 		files map[string]string
-		want  map[string]bool
+		want  map[string]moduleOutput
 	}{
 		{"hcl", map[string]string{"main.tf": "output \"control_plane_endpoint_host\" {\n  value = 1\n}\n  output \"control_plane_endpoint_port\" { value = 2 }\n"},
-			map[string]bool{OutputEndpointHost: true, OutputEndpointPort: true, OutputFailureDomains: false}},
+			with(map[string]moduleOutput{OutputEndpointHost: yes, OutputEndpointPort: yes})},
 		{"hcl, a comment is not a declaration", map[string]string{"main.tf": "# output \"control_plane_endpoint_host\"\noutput \"control_plane_endpoint_portx\" {}\n"},
-			map[string]bool{OutputEndpointHost: false, OutputEndpointPort: false, OutputFailureDomains: false}},
+			none},
 		{"json object after another output", map[string]string{"main.tf.json": `{"output":{"a":{"value":1},"control_plane_endpoint_host":{"value":"h"},"control_plane_endpoint_port":{"value":1}}}`},
-			map[string]bool{OutputEndpointHost: true, OutputEndpointPort: true, OutputFailureDomains: false}},
+			with(map[string]moduleOutput{OutputEndpointHost: yes, OutputEndpointPort: yes})},
 		{"json list form, split over files", map[string]string{
 			"a.tf.json": `{"output":[{"control_plane_endpoint_host":{"value":"h"}}]}`,
 			"b.tf":      "output \"control_plane_endpoint_port\" {}\n"},
-			map[string]bool{OutputEndpointHost: true, OutputEndpointPort: true, OutputFailureDomains: false}},
+			with(map[string]moduleOutput{OutputEndpointHost: yes, OutputEndpointPort: yes})},
 		{"failure domains alone", map[string]string{"main.tf": "output \"failure_domains\" {\n  value = [\"a\"]\n}\n"},
-			map[string]bool{OutputEndpointHost: false, OutputEndpointPort: false, OutputFailureDomains: true}},
-		{"other files ignored", map[string]string{"notes.tfvars": "output \"control_plane_endpoint_host\"\n"},
-			map[string]bool{OutputEndpointHost: false, OutputEndpointPort: false, OutputFailureDomains: false}},
+			with(map[string]moduleOutput{OutputFailureDomains: yes})},
+		{"sensitive, in hcl and in json", map[string]string{
+			"a.tf":      "output \"failure_domains\" {\n  value     = [var.z]\n  sensitive = true\n  precondition {\n    condition     = true\n    error_message = \"x\"\n  }\n}\n",
+			"b.tf.json": `{"output":{"control_plane_endpoint_host":{"value":"h","sensitive":true}}}`,
+			"c.tf":      "output \"control_plane_endpoint_port\" {\n  value     = 1\n  sensitive = false\n}\n"},
+			with(map[string]moduleOutput{OutputFailureDomains: {Declared: true, Sensitive: true}, OutputEndpointHost: {Declared: true, Sensitive: true}, OutputEndpointPort: yes})},
+		{"a file that does not parse is terraform's to report", map[string]string{"main.tf": "output \"failure_domains\" {\n"}, none},
+		{"other files ignored", map[string]string{"notes.tfvars": "output \"control_plane_endpoint_host\" {}\n"}, none},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

@@ -308,3 +308,41 @@ func (f *jobFixture) stateOutput(name string) string {
 	}
 	return v
 }
+
+// TestJobSensitiveContractOutput: a module whose failure_domains output is
+// declared sensitive (its value comes from a sensitive variable) applies,
+// its root forwards the output as sensitive (terraform refuses a root
+// output holding sensitive data otherwise), and the report leaves it out.
+func TestJobSensitiveContractOutput(t *testing.T) {
+	for _, bin := range tftest.Binaries(t) {
+		t.Run(bin.Name, func(t *testing.T) {
+			f := newJobFixture(t, bin)
+			src, err := os.ReadFile(filepath.Join(f.module, "main.tf"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			i := strings.Index(string(src), "output \"failure_domains\"")
+			if i < 0 {
+				t.Fatal("the test module declares no failure_domains")
+			}
+			module := t.TempDir()
+			body := string(src[:i]) + "output \"failure_domains\" {\n  value     = [{ name = var.token }]\n  sensitive = true\n}\n"
+			if err := os.WriteFile(filepath.Join(module, "main.tf"), []byte(body), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			f.module = module
+			os.Remove(f.key)
+			code, m, log := f.run("apply", "")
+			if code != 0 || m.Outcome != OutcomeApplied {
+				t.Fatalf("apply: exit %d, %+v\n%s", code, m, log)
+			}
+			if m.FailureDomains != nil || m.Endpoint == nil {
+				t.Errorf("reported failure domains %+v (sensitive: want none), endpoint %+v (want it)", m.FailureDomains, m.Endpoint)
+			}
+			b, _ := json.Marshal(m)
+			if strings.Contains(string(b), canarySecret) {
+				t.Error("the report holds the sensitive value")
+			}
+		})
+	}
+}
