@@ -266,8 +266,14 @@ func (r *Reconciler) reconcileDue(ctx context.Context, s *scope, root *render.Ro
 			return ctrl.Result{RequeueAfter: time.Second}, nil
 		}
 	}
+	// A state that records an inputs hash was applied by captf: neither
+	// lost nor a first apply. Otherwise the API server says which.
+	var past history
 	if stateHash == "" {
-		stop, err := r.guardLostState(ctx, tc)
+		if past, err = r.readHistory(ctx, tc); err != nil {
+			return ctrl.Result{}, err
+		}
+		stop, err := r.guardLostState(ctx, tc, past)
 		if err != nil {
 			return ctrl.Result{}, err
 		}
@@ -280,11 +286,7 @@ func (r *Reconciler) reconcileDue(ctx context.Context, s *scope, root *render.Ro
 		tc.Status.Plan = nil
 		return ctrl.Result{}, r.startJob(ctx, tc, root, jobRequest{op: infrav1.OperationApply})
 	}
-	first, err := r.firstApply(ctx, tc)
-	if err != nil {
-		return ctrl.Result{}, err
-	}
-	if first {
+	if stateHash == "" && past.first() {
 		// The first apply of a new object is not gated: there is no state
 		// yet to damage.
 		tc.Status.Plan = nil

@@ -86,8 +86,8 @@ func (r *Reconciler) writeDurableInputs(ctx context.Context, tc *infrav1.Terrafo
 
 // markApplied sets the applied marker on the durable inputs Secret: after
 // a successful apply, and whenever the manager reads a state that records
-// an inputs hash. Without the Secret there is nothing to mark; firstApply
-// then still sees the state.
+// an inputs hash. Without the Secret there is nothing to mark; the first-apply
+// check (history.first) then still sees the state.
 func (r *Reconciler) markApplied(ctx context.Context, tc *infrav1.TerraformCluster) error {
 	var s corev1.Secret
 	err := r.Client.Get(ctx, client.ObjectKey{Namespace: tc.Namespace, Name: inputsName(tc.Name)}, &s)
@@ -109,30 +109,6 @@ func (r *Reconciler) markApplied(ctx context.Context, tc *infrav1.TerraformClust
 		return fmt.Errorf("applied marker: %w", err)
 	}
 	return nil
-}
-
-// firstApply reports whether an apply would be the object's first, which
-// is not gated. It reads the API server itself and fails closed: only
-// when there is neither an applied marker nor a state Secret at all. A
-// state without captf's inputs hash, or a marker without a state, needs
-// an approval like any other change.
-func (r *Reconciler) firstApply(ctx context.Context, tc *infrav1.TerraformCluster) (bool, error) {
-	var s corev1.Secret
-	err := r.Reader.Get(ctx, client.ObjectKey{Namespace: tc.Namespace, Name: inputsName(tc.Name)}, &s)
-	switch {
-	case err == nil && s.Annotations[infrav1.AnnotationApplied] == "true":
-		return false, nil
-	case err != nil && !apierrors.IsNotFound(err):
-		return false, fmt.Errorf("durable inputs: %w", err)
-	}
-	err = r.Reader.Get(ctx, client.ObjectKey{Namespace: tc.Namespace, Name: stateSecretName(tc.Name)}, &corev1.Secret{})
-	if apierrors.IsNotFound(err) {
-		return true, nil
-	}
-	if err != nil {
-		return false, fmt.Errorf("state: %w", err)
-	}
-	return false, nil
 }
 
 // stateInputsHash reads the inputs hash the state records through reader

@@ -244,13 +244,22 @@ func (r *Reconciler) setEndpoint(ctx context.Context, tc *infrav1.TerraformClust
 	if tc.Spec.ControlPlaneEndpoint == e {
 		return nil
 	}
-	patch := client.MergeFrom(tc.DeepCopy())
-	tc.Spec.ControlPlaneEndpoint = e
-	status := tc.Status
-	if err := r.Client.Patch(ctx, tc, patch); err != nil {
+	if err := r.patchObject(ctx, tc, func(tc *infrav1.TerraformCluster) { tc.Spec.ControlPlaneEndpoint = e }); err != nil {
 		return fmt.Errorf("control plane endpoint: %w", err)
 	}
-	// The patch answers with the stored status; the reconcile's own stays.
+	return nil
+}
+
+// patchObject changes tc as change does, in a merge patch of the object
+// (not its status, which the reconcile writes at its end). The patch
+// answers with the stored status; the reconcile's own stays.
+func (r *Reconciler) patchObject(ctx context.Context, tc *infrav1.TerraformCluster, change func(*infrav1.TerraformCluster)) error {
+	patch := client.MergeFrom(tc.DeepCopy())
+	change(tc)
+	status := tc.Status
+	if err := r.Client.Patch(ctx, tc, patch); err != nil {
+		return err
+	}
 	tc.Status = status
 	return nil
 }

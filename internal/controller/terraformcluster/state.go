@@ -19,38 +19,53 @@ import (
 // exists.
 const ReasonStateLost = "StateLost"
 
-// stateLost reports, reading the API server, whether tc applied before
-// (the applied marker, or an image digest pinned by a successful apply, on
-// its durable inputs Secret) and its state Secret is gone.
-func (r *Reconciler) stateLost(ctx context.Context, tc *infrav1.TerraformCluster) (bool, error) {
-	err := r.Reader.Get(ctx, client.ObjectKey{Namespace: tc.Namespace, Name: stateSecretName(tc.Name)}, &corev1.Secret{})
-	if err == nil {
-		return false, nil
-	}
-	if !apierrors.IsNotFound(err) {
-		return false, fmt.Errorf("state: %w", err)
-	}
-	var s corev1.Secret
-	err = r.Reader.Get(ctx, client.ObjectKey{Namespace: tc.Namespace, Name: inputsName(tc.Name)}, &s)
-	if apierrors.IsNotFound(err) {
-		return false, nil
-	}
-	if err != nil {
-		return false, fmt.Errorf("durable inputs: %w", err)
-	}
-	return s.Annotations[infrav1.AnnotationApplied] == "true" || s.Annotations[infrav1.AnnotationImageDigest] != "", nil
+// history is what the API server says of tc's past, read right before a
+// Job would start while the state records no inputs hash: whether it
+// applied (the applied marker on its durable inputs Secret, or an image
+// digest a successful apply pinned there) and whether its state Secret
+// exists.
+type history struct {
+	applied, pinned, state bool
 }
 
-// guardLostState stops tc when its state is lost and nobody accepted
-// starting from an empty one: it says so in ApplyJobSucceeded and in one
-// Warning event, and reports true.
-func (r *Reconciler) guardLostState(ctx context.Context, tc *infrav1.TerraformCluster) (bool, error) {
-	if tc.Annotations[infrav1.AnnotationAcceptEmptyState] == "true" {
-		return false, nil
+// first reports whether an apply would be the object's first, which is not
+// gated. It fails closed: only when there is neither an applied marker nor
+// a state Secret at all. A state without captf's inputs hash, or a marker
+// without a state, needs an approval like any other change.
+func (h history) first() bool { return !h.applied && !h.state }
+
+// lost reports whether the object applied before and its state Secret is
+// gone.
+func (h history) lost() bool { return (h.applied || h.pinned) && !h.state }
+
+// readHistory reads tc's history from the API server itself.
+func (r *Reconciler) readHistory(ctx context.Context, tc *infrav1.TerraformCluster) (history, error) {
+	var h history
+	var s corev1.Secret
+	err := r.Reader.Get(ctx, client.ObjectKey{Namespace: tc.Namespace, Name: inputsName(tc.Name)}, &s)
+	switch {
+	case err == nil:
+		h.applied = s.Annotations[infrav1.AnnotationApplied] == "true"
+		h.pinned = s.Annotations[infrav1.AnnotationImageDigest] != ""
+	case !apierrors.IsNotFound(err):
+		return h, fmt.Errorf("durable inputs: %w", err)
 	}
-	lost, err := r.stateLost(ctx, tc)
-	if err != nil || !lost {
-		return false, err
+	err = r.Reader.Get(ctx, client.ObjectKey{Namespace: tc.Namespace, Name: stateSecretName(tc.Name)}, &corev1.Secret{})
+	switch {
+	case err == nil:
+		h.state = true
+	case !apierrors.IsNotFound(err):
+		return h, fmt.Errorf("state: %w", err)
+	}
+	return h, nil
+}
+
+// guardLostState stops tc when its history says its state is lost and
+// nobody accepted starting from an empty one: it says so in
+// ApplyJobSucceeded and in one Warning event, and reports true.
+func (r *Reconciler) guardLostState(ctx context.Context, tc *infrav1.TerraformCluster, past history) (bool, error) {
+	if !past.lost() || tc.Annotations[infrav1.AnnotationAcceptEmptyState] == "true" {
+		return false, nil
 	}
 	msg := fmt.Sprintf("The object applied before and its terraform state Secret %s is gone; nothing runs, since an apply would create everything a second time. Restore the state Secret, or annotate the object %s=true to start again from an empty state.",
 		stateSecretName(tc.Name), infrav1.AnnotationAcceptEmptyState)
@@ -64,18 +79,15 @@ func (r *Reconciler) guardLostState(ctx context.Context, tc *infrav1.TerraformCl
 type acceptedEmptyState struct{}
 
 func (acceptedEmptyState) apply(r *Reconciler, x *stepContext) error {
-	tc := x.tc
-	if _, ok := tc.Annotations[infrav1.AnnotationAcceptEmptyState]; !ok {
+	if _, ok := x.tc.Annotations[infrav1.AnnotationAcceptEmptyState]; !ok {
 		return nil
 	}
-	patch := client.MergeFrom(tc.DeepCopy())
-	delete(tc.Annotations, infrav1.AnnotationAcceptEmptyState)
-	status := tc.Status
-	if err := r.Client.Patch(x.ctx, tc, patch); err != nil {
+	err := r.patchObject(x.ctx, x.tc, func(tc *infrav1.TerraformCluster) {
+		delete(tc.Annotations, infrav1.AnnotationAcceptEmptyState)
+	})
+	if err != nil {
 		return fmt.Errorf("accept-empty-state annotation: %w", err)
 	}
-	// The patch answers with the stored status; the reconcile's own stays.
-	tc.Status = status
 	return nil
 }
 
