@@ -57,7 +57,39 @@ type RunnerSpec struct {
 	// +kubebuilder:default=Destroy
 	// +optional
 	DeletionPolicy DeletionPolicy `json:"deletionPolicy,omitempty"`
+	// Drift says how often the manager checks the infrastructure for
+	// changes made outside terraform, and what it does when it finds some.
+	// +optional
+	Drift DriftSpec `json:"drift,omitempty"`
 }
+
+// DriftSpec is how drift is checked and handled.
+type DriftSpec struct {
+	// IntervalSeconds is the time between two drift checks of a
+	// provisioned object; 0 turns them off. Unset: the manager's
+	// --drift-interval (30 minutes unless set).
+	// +kubebuilder:validation:Minimum=0
+	// +optional
+	IntervalSeconds *int32 `json:"intervalSeconds,omitempty"`
+	// Action is Report (drift is reported in status and events) or
+	// Remediate (an apply brings the infrastructure back to its
+	// configuration; under applyPolicy Manual its plan waits for approval).
+	// +kubebuilder:default=Report
+	// +optional
+	Action DriftAction `json:"action,omitempty"`
+}
+
+// DriftAction is what the manager does with drift it found.
+// +kubebuilder:validation:Enum=Report;Remediate
+type DriftAction string
+
+const (
+	// DriftActionReport reports drift and changes nothing.
+	DriftActionReport DriftAction = "Report"
+	// DriftActionRemediate applies the configuration again when drift is
+	// found.
+	DriftActionRemediate DriftAction = "Remediate"
+)
 
 // DeletionPolicy is what deleting an object does to its infrastructure.
 // +kubebuilder:validation:Enum=Destroy;Retain
@@ -250,6 +282,28 @@ type RunStatus struct {
 	// Error says why the run did not succeed.
 	// +optional
 	Error *RunError `json:"error,omitempty"`
+	// Drift is what a drift check found: counts by action and addresses,
+	// never a value.
+	// +optional
+	Drift *DriftReport `json:"drift,omitempty"`
+}
+
+// DriftReport is what a drift check found: the resources whose real
+// state no longer matches the configuration, counted by the action an
+// apply would take to bring them back. Imports, moves and output changes
+// are not drift.
+type DriftReport struct {
+	Create  int32 `json:"create"`
+	Update  int32 `json:"update"`
+	Replace int32 `json:"replace"`
+	Delete  int32 `json:"delete"`
+	// Resources are up to 20 entries "<address> (<action>)", sorted.
+	// +kubebuilder:validation:MaxItems=20
+	// +optional
+	Resources []string `json:"resources,omitempty"`
+	// Truncated is set when more than 20 resources drifted.
+	// +optional
+	Truncated bool `json:"truncated,omitempty"`
 }
 
 // RunError is why a run did not succeed, without a value.

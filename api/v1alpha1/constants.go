@@ -63,13 +63,16 @@ const (
 )
 
 // Operation is what a runner Job does.
-// +kubebuilder:validation:Enum=plan;apply;destroy
+// +kubebuilder:validation:Enum=plan;apply;destroy;drift
 type Operation string
 
 const (
 	OperationPlan    Operation = "plan"
 	OperationApply   Operation = "apply"
 	OperationDestroy Operation = "destroy"
+	// OperationDrift is a drift check: a refresh-only apply, then a plan
+	// without refresh that is counted and never applied.
+	OperationDrift Operation = "drift"
 )
 
 // Condition types.
@@ -80,6 +83,39 @@ const (
 	// ConditionApplyJobSucceeded is about the last apply; Unknown while a
 	// plan waits for approval.
 	ConditionApplyJobSucceeded = "ApplyJobSucceeded"
+	// ConditionDriftDetected says whether the last drift check found the
+	// infrastructure changed outside terraform, and what is done about it.
+	ConditionDriftDetected = "DriftDetected"
+	// ConditionDriftJobSucceeded is about the last drift check's Job.
+	ConditionDriftJobSucceeded = "DriftJobSucceeded"
+)
+
+// Reasons of DriftDetected and DriftJobSucceeded, and the drift event.
+const (
+	// ReasonNoDrift: the last check found none, or an apply since brought
+	// the infrastructure back to its configuration (False).
+	ReasonNoDrift = "NoDrift"
+	// ReasonDriftReported: drift found under action Report (True).
+	ReasonDriftReported = "DriftReported"
+	// ReasonDriftPending: drift found under action Remediate and
+	// applyPolicy Manual; a plan that undoes it waits for approval (True).
+	ReasonDriftPending = "DriftPending"
+	// ReasonDriftRemediating: drift found under action Remediate and
+	// applyPolicy Automatic; an apply undoes it (True).
+	ReasonDriftRemediating = "DriftRemediating"
+	// ReasonDriftNotChecked: drift checks are off, or none ran yet
+	// (Unknown).
+	ReasonDriftNotChecked = "DriftNotChecked"
+	// ReasonDriftRemediationFailed: remediation failed as many times as
+	// spec.jobs.failedJobsHistoryLimit since the last good check; it is
+	// tried again after the next check that still finds drift (True).
+	ReasonDriftRemediationFailed = "DriftRemediationFailed"
+	// ReasonDriftCheckSucceeded and ReasonDriftCheckFailed are the
+	// reasons of DriftJobSucceeded.
+	ReasonDriftCheckSucceeded = "DriftCheckSucceeded"
+	ReasonDriftCheckFailed    = "DriftCheckFailed"
+	// EventDriftDetected is a Warning event naming the drifted addresses.
+	EventDriftDetected = "DriftDetected"
 )
 
 // Condition reasons and event reasons of spec 001.

@@ -89,6 +89,10 @@ type TerraformClusterStatus struct {
 	// with each failure. A plan that moved is not a failure.
 	// +optional
 	Failures int32 `json:"failures,omitempty"`
+	// LastDriftCheck is when the last drift check finished, whatever it
+	// found; the next is due spec.drift.intervalSeconds later.
+	// +optional
+	LastDriftCheck *metav1.Time `json:"lastDriftCheck,omitempty"`
 	// +listType=map
 	// +listMapKey=type
 	// +kubebuilder:validation:MaxItems=32

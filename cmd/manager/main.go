@@ -49,6 +49,7 @@ func run(args []string, stdout io.Writer) error {
 	managerUsername := fs.String("manager-username", "", "the username of this manager's own requests, system:serviceaccount:<namespace>:<name>; "+
 		"the webhook lets only it create plans in any phase and move their phase label (required with --enable-webhooks)")
 	recheck := fs.Duration("recheck-interval", terraformcluster.Recheck, "how long an idle or waiting TerraformCluster rests before it is looked at again")
+	drift := fs.Duration("drift-interval", terraformcluster.DefaultDriftInterval, "the time between drift checks of an object whose spec.drift.intervalSeconds is unset; 0 turns them off")
 	qps := fs.Float64("kube-api-qps", 50, "requests per second to the API server, sustained; negative turns client-side limiting off")
 	burst := fs.Int("kube-api-burst", 100, "requests to the API server in a burst above --kube-api-qps")
 	workers := fs.Int("max-concurrent-reconciles", 4, "TerraformClusters reconciled at once")
@@ -70,6 +71,9 @@ func run(args []string, stdout io.Writer) error {
 	}
 	if *recheck <= 0 {
 		return fmt.Errorf("--recheck-interval must be positive, not %s", *recheck)
+	}
+	if *drift < 0 {
+		return fmt.Errorf("--drift-interval must not be negative, not %s", *drift)
 	}
 	if *qps == 0 {
 		// client-go would read 0 as its own default of 5.
@@ -121,6 +125,7 @@ func run(args []string, stdout io.Writer) error {
 		JobEnv:          []corev1.EnvVar{{Name: "KUBE_IN_CLUSTER_CONFIG", Value: "true"}},
 		RetryBase:       *retry,
 		RecheckInterval: *recheck,
+		DriftInterval:   *drift,
 	}
 	if err := r.SetupWithManager(mgr, controller.Options{MaxConcurrentReconciles: *workers}); err != nil {
 		return fmt.Errorf("TerraformCluster controller: %w", err)

@@ -50,6 +50,16 @@ func TestRender(t *testing.T) {
 	if bytes.Contains([]byte(root.InputsHash), []byte("s3cr3t")) || len(root.InputsHash) != len(HashPrefix)+64 {
 		t.Errorf("hash %q", root.InputsHash)
 	}
+	// The durable inputs say which inputs they are.
+	if h, err := RootInputsHash(root.MainTF); err != nil || h != root.InputsHash {
+		t.Errorf("RootInputsHash: %q, %v; want %q", h, err, root.InputsHash)
+	}
+	if h, err := RootInputsHash([]byte(`{"output":{}}`)); err != nil || h != "" {
+		t.Errorf("RootInputsHash of a root without the output: %q, %v", h, err)
+	}
+	if _, err := RootInputsHash([]byte(`{`)); err == nil {
+		t.Error("RootInputsHash of a broken root: no error")
+	}
 }
 
 func TestInputsHash(t *testing.T) {

@@ -36,3 +36,21 @@ func StateInputsHash(tfstate []byte) (string, error) {
 	}
 	return h, nil
 }
+
+// RootInputsHash returns the inputs hash a rendered main.tf.json records
+// in its output HashOutput, "" when it records none.
+func RootInputsHash(mainTF []byte) (string, error) {
+	var root struct {
+		Output map[string]struct {
+			Value json.RawMessage `json:"value"`
+		} `json:"output"`
+	}
+	if err := json.Unmarshal(mainTF, &root); err != nil {
+		return "", fmt.Errorf("root module: %w", err)
+	}
+	var h string
+	if out, ok := root.Output[HashOutput]; ok {
+		_ = json.Unmarshal(out.Value, &h)
+	}
+	return h, nil
+}

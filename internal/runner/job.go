@@ -20,7 +20,7 @@ var InputFiles = []string{"main.tf.json", "terraform.tfvars.json"}
 // Job is one run of a runner Job: the operation, where its inputs, runtime
 // and key are mounted, and where the report for the manager goes.
 type Job struct {
-	Operation  string // plan, apply or destroy
+	Operation  string // plan, apply, destroy or drift
 	Inputs     string // folder holding InputFiles
 	Module     string // the module folder; linked as ./module in Workdir
 	Workdir    string // writable folder the root module runs in
@@ -62,7 +62,7 @@ func (j *Job) Run(ctx context.Context) int {
 func (j *Job) run(ctx context.Context) (Message, error) {
 	var msg Message
 	gated := j.Operation == "plan" || (j.Operation == "apply" && j.ExpectPlan != "")
-	if j.Operation != "plan" && j.Operation != "apply" && j.Operation != "destroy" {
+	if j.Operation != "plan" && j.Operation != "apply" && j.Operation != "destroy" && j.Operation != "drift" {
 		return msg, fmt.Errorf("%w: unknown operation %q", ErrBadInput, j.Operation)
 	}
 	if err := CheckHash(j.ExpectPlan); err != nil {
@@ -105,6 +105,15 @@ func (j *Job) run(ctx context.Context) (Message, error) {
 		}
 		defer p.Close()
 		msg.Outcome, msg.Plan = OutcomePlanned, &p.Report
+		return msg, nil
+	case j.Operation == "drift":
+		// A drift check is not gated: it reports counts and addresses,
+		// and no plan key is mounted (spec 004).
+		d, err := r.Drift(ctx)
+		if err != nil {
+			return msg, err
+		}
+		msg.Outcome, msg.Drift = OutcomeChecked, d
 		return msg, nil
 	case j.Operation == "destroy":
 		// Destroy is not gated (spec 004 mounts no plan key on it).

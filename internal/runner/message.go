@@ -15,6 +15,7 @@ const (
 	OutcomePlanned     = "planned"      // a plan Job made a plan
 	OutcomeApplied     = "applied"      // the approved plan was applied
 	OutcomeDestroyed   = "destroyed"    // a destroy Job destroyed everything
+	OutcomeChecked     = "checked"      // a drift Job checked for drift
 	OutcomeNoChanges   = "no-changes"   // the fresh plan was empty; nothing to apply
 	OutcomePlanChanged = "plan-changed" // the fresh plan moved; nothing applied
 	OutcomeBadInput    = "bad-input"    // plan key, plan document or arguments refused
@@ -35,6 +36,8 @@ type Message struct {
 	// the only values a report carries.
 	Endpoint       *Endpoint       `json:"endpoint,omitempty"`
 	FailureDomains []FailureDomain `json:"failureDomains,omitempty"`
+	// Drift is what a drift Job found.
+	Drift *Drift `json:"drift,omitempty"`
 }
 
 // Encode returns the message as JSON of at most MaxMessage bytes. The hash
@@ -45,6 +48,11 @@ func (m Message) Encode() []byte {
 		p := *m.Plan
 		p.Resources = append([]string(nil), p.Resources...)
 		m.Plan = &p
+	}
+	if m.Drift != nil {
+		d := *m.Drift
+		d.Resources = append([]string(nil), d.Resources...)
+		m.Drift = &d
 	}
 	for {
 		b, err := json.Marshal(m)
@@ -58,6 +66,9 @@ func (m Message) Encode() []byte {
 		case m.Plan != nil && len(m.Plan.Resources) > 0:
 			m.Plan.Resources = m.Plan.Resources[:len(m.Plan.Resources)-1]
 			m.Plan.Truncated = true
+		case m.Drift != nil && len(m.Drift.Resources) > 0:
+			m.Drift.Resources = m.Drift.Resources[:len(m.Drift.Resources)-1]
+			m.Drift.Truncated = true
 		case len(m.Error) > 0:
 			m.Error = m.Error[:max(0, len(m.Error)-(len(b)-MaxMessage)-3)] + "..."
 			if len(m.Error) <= 3 {

@@ -164,6 +164,12 @@ func (t *Terraform) ApplyAuto(ctx context.Context) error {
 	return t.run(ctx, t.Stdout, "apply", "-input=false", "-no-color", "-auto-approve")
 }
 
+// ApplyRefreshOnly records in the state what every resource really is,
+// and changes no infrastructure: a drift check's first step.
+func (t *Terraform) ApplyRefreshOnly(ctx context.Context) error {
+	return t.run(ctx, t.Stdout, "apply", "-refresh-only", "-input=false", "-no-color", "-auto-approve")
+}
+
 // Destroy destroys everything the state holds, with no saved plan.
 func (t *Terraform) Destroy(ctx context.Context) error {
 	return t.run(ctx, t.Stdout, "apply", "-destroy", "-input=false", "-no-color", "-auto-approve")

@@ -16,12 +16,14 @@ import (
 // reconcileManual runs the Manual flow once an apply is due: plan first,
 // then wait for an approval of the plan hash, then apply with
 // --expect-plan on the image digest the plan Job ran.
-func (r *Reconciler) reconcileManual(ctx context.Context, tc *infrav1.TerraformCluster, root *render.Root) (ctrl.Result, error) {
+// stateHash is the inputs hash the state records.
+func (r *Reconciler) reconcileManual(ctx context.Context, tc *infrav1.TerraformCluster, root *render.Root, stateHash string) (ctrl.Result, error) {
 	p := tc.Status.Plan
 	oldScheme := p != nil && !strings.HasPrefix(p.PlanHash, fingerprint.Prefix)
-	if p != nil && (p.InputsHash != root.InputsHash || oldScheme) {
-		// A plan made for other inputs, or recorded by an older release
-		// under another hash scheme (p1:): plan again.
+	if p != nil && (p.InputsHash != root.InputsHash || oldScheme || planPredatesDrift(tc, p)) {
+		// A plan made for other inputs, recorded by an older release
+		// under another hash scheme (p1:), or made before drift that is
+		// to be undone: plan again.
 		tc.Status.Plan, p = nil, nil
 	}
 	if p == nil {
@@ -53,8 +55,18 @@ func (r *Reconciler) reconcileManual(ctx context.Context, tc *infrav1.TerraformC
 		}
 		// An empty plan needs no approval; any other does.
 		by, err := r.approvedBy(ctx, tc, p.PlanHash)
-		if err != nil || by == "" {
-			return ctrl.Result{RequeueAfter: r.recheck()}, err
+		if err != nil {
+			return ctrl.Result{}, err
+		}
+		if by == "" {
+			// Drift checks continue while a plan waits, on the inputs the
+			// state records; after failed applies there are none to check.
+			return r.checkDrift(ctx, tc, func() (*render.Root, error) {
+				if tc.Status.Failures > 0 {
+					return nil, nil
+				}
+				return r.appliedInputs(ctx, tc, stateHash)
+			})
 		}
 		req.approved = true
 		if ref := tc.Status.PendingPlanRef; ref != nil {

@@ -75,6 +75,9 @@ type Reconciler struct {
 	// RecheckInterval is how long an idle or waiting object rests before
 	// the manager looks again; zero means Recheck.
 	RecheckInterval time.Duration
+	// DriftInterval is the time between drift checks of an object whose
+	// spec.drift.intervalSeconds is unset; zero turns them off.
+	DriftInterval time.Duration
 }
 
 // recheck is the re-check interval in effect.
@@ -245,18 +248,25 @@ func (r *Reconciler) reconcileDue(ctx context.Context, s *scope, root *render.Ro
 	// while runs have failed since the last successful apply: a failed
 	// apply may have changed things even where it wrote the new inputs
 	// hash, and only a successful apply clears the failures.
-	if stateHash == root.InputsHash && tc.Status.Failures == 0 {
-		// Nothing is due: a waiting plan is moot.
+	// Drift the last check found makes an apply due under action
+	// Remediate, until remediation failed too often since that check.
+	upToDate := stateHash == root.InputsHash
+	if upToDate && tc.Status.Failures == 0 && !remediating(tc) {
+		// Nothing is due: a waiting plan is moot; a drift check may be.
 		tc.Status.Plan = nil
 		setProvisioned(tc)
-		return ctrl.Result{RequeueAfter: r.recheck()}, nil
+		return r.checkDrift(ctx, tc, func() (*render.Root, error) { return root, nil })
+	}
+	if upToDate && capRemediation(tc) {
+		tc.Status.Plan = nil
+		return r.checkDrift(ctx, tc, func() (*render.Root, error) { return root, nil })
 	}
 	if failedRun(tc.Status.LastRun) {
 		if wait := r.backoff(tc); wait > 0 {
 			return ctrl.Result{RequeueAfter: wait}, nil
 		}
 	}
-	if tc.Status.Failures == 0 {
+	if tc.Status.Failures == 0 && !remediating(tc) {
 		// The cache may lag behind an apply that just finished: ask the
 		// API server before starting anything.
 		if stateHash, err = r.stateInputsHash(ctx, r.Reader, tc); err != nil {
@@ -292,14 +302,15 @@ func (r *Reconciler) reconcileDue(ctx context.Context, s *scope, root *render.Ro
 		tc.Status.Plan = nil
 		return ctrl.Result{}, r.startJob(ctx, tc, root, jobRequest{op: infrav1.OperationApply})
 	}
-	return r.reconcileManual(ctx, tc, root)
+	return r.reconcileManual(ctx, tc, root, stateHash)
 }
 
 // failedRun reports whether the last run failed for a reason other than a
-// moved plan (which counts toward no retry). A failed apply is due again;
+// moved plan (which counts toward no retry) or a drift check (whose
+// failure makes nothing due). A failed apply is due again;
 // either kind waits out the backoff first, so a failing Job never loops.
 func failedRun(run *infrav1.RunStatus) bool {
-	return run != nil && !run.Succeeded &&
+	return run != nil && !run.Succeeded && run.Operation != infrav1.OperationDrift &&
 		(run.Error == nil || run.Error.Kind != infrav1.ErrorKindPlanChanged)
 }
 

@@ -16,7 +16,6 @@ import (
 	eventsv1 "k8s.io/api/events/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -78,8 +77,9 @@ func startWith(t *testing.T, webhooks bool) *harness {
 }
 
 // startEnv runs the manager (as cfg, else as the administrator), the test
-// node and the fixtures on env.
-func startEnv(t *testing.T, env *testenv.Env, cfg *rest.Config) *harness {
+// node and the fixtures on env; more add to the node (images, environment)
+// before it starts.
+func startEnv(t *testing.T, env *testenv.Env, cfg *rest.Config, more ...func(*testnode.Node)) *harness {
 	if cfg == nil {
 		cfg = env.Config
 	}
@@ -115,6 +115,9 @@ func startEnv(t *testing.T, env *testenv.Env, cfg *rest.Config) *harness {
 			runnerImage:  {{Path: filepath.Dir(RunnerImagePath), Dir: runnerDir}},
 		},
 		Env: []string{"KUBE_CONFIG_PATH=" + env.Kubeconfig(t)},
+	}
+	for _, m := range more {
+		m(node)
 	}
 	node.Start(t)
 
@@ -246,10 +249,6 @@ func planKeyMount(j *batchv1.Job) (mounted bool, mode int32) {
 		}
 	}
 	return false, 0
-}
-
-func condition(tc *infrav1.TerraformCluster, typ string) *metav1.Condition {
-	return meta.FindStatusCondition(tc.Status.Conditions, typ)
 }
 
 func ready(tc *infrav1.TerraformCluster) bool {

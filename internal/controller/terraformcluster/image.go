@@ -30,7 +30,7 @@ func checkImage(ref string) error {
 }
 
 // jobImage is the image a Job of op runs: the reference the durable inputs
-// recorded for a destroy, the object's own otherwise, pinned to the digest
+// recorded for a destroy or a drift check, the object's own otherwise, pinned to the digest
 // of the last successful apply while the reference has not changed.
 func (r *Reconciler) jobImage(ctx context.Context, tc *infrav1.TerraformCluster, op infrav1.Operation) (string, error) {
 	var s corev1.Secret
@@ -42,7 +42,7 @@ func (r *Reconciler) jobImage(ctx context.Context, tc *infrav1.TerraformCluster,
 		return "", fmt.Errorf("durable inputs: %w", err)
 	}
 	image := tc.Spec.Image
-	if recorded := s.Annotations[infrav1.AnnotationImage]; op == infrav1.OperationDestroy && recorded != "" {
+	if recorded := s.Annotations[infrav1.AnnotationImage]; (op == infrav1.OperationDestroy || op == infrav1.OperationDrift) && recorded != "" {
 		image = recorded
 	}
 	if s.Annotations[infrav1.AnnotationImage] != image {

@@ -150,6 +150,8 @@ func (r *Reconciler) resume(ctx context.Context, tc *infrav1.TerraformCluster, r
 		setCondition(tc, infrav1.ConditionApplyJobSucceeded, unknown, ReasonPlanning, "A plan Job runs; its plan will wait for approval.")
 	case op == infrav1.OperationDestroy:
 		setCondition(tc, infrav1.ConditionReady, false, ReasonDestroying, "A destroy Job runs.")
+	case op == infrav1.OperationDrift:
+		setCondition(tc, infrav1.ConditionDriftJobSucceeded, unknown, ReasonDriftChecking, "Drift check "+job.Name+" runs.")
 	case job.Annotations[infrav1.AnnotationApprovedPlan] != "":
 		setCondition(tc, infrav1.ConditionApplyJobSucceeded, unknown, ReasonApplying, "The approved plan is being applied.")
 	default:

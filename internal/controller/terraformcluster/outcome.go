@@ -112,6 +112,9 @@ func decide(tc *infrav1.TerraformCluster, o outcome, now metav1.Time) (infrav1.T
 }
 
 func decideRun(tc *infrav1.TerraformCluster, o outcome, now metav1.Time) (infrav1.TerraformClusterStatus, []step) {
+	if o.Operation == infrav1.OperationDrift {
+		return decideDrift(tc, o, now)
+	}
 	view := tc.DeepCopy()
 	st := &view.Status
 	st.ActiveJob = nil
@@ -157,6 +160,7 @@ func decideRun(tc *infrav1.TerraformCluster, o outcome, now metav1.Time) (infrav
 		st.Failures = 0
 		st.Plan = nil
 		st.FailureDomains = failureDomains(msg.FailureDomains)
+		driftUndone(view, o.Job)
 		steps := []step{markApplied{}, ownState{}}
 		if e := msg.Endpoint; e != nil {
 			steps = append(steps, publishEndpoint{Host: e.Host, Port: e.Port})

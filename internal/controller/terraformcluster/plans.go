@@ -145,7 +145,8 @@ func (r *Reconciler) reattach(ctx context.Context, tc *infrav1.TerraformCluster,
 	}
 	for i := range plans {
 		plan := &plans[i]
-		if phaseOf(plan).Terminal() || plan.Spec.InputsHash != root.InputsHash {
+		if phaseOf(plan).Terminal() || plan.Spec.InputsHash != root.InputsHash ||
+			planPredatesDrift(tc, &infrav1.PlanStatus{CreatedAt: plan.CreationTimestamp}) {
 			continue
 		}
 		sum := plan.Spec.Summary

@@ -20,6 +20,8 @@ const (
 	ReasonProvisioned     = "Provisioned"
 	ReasonDestroying      = "Destroying"
 	ReasonDestroyFailed   = "DestroyFailed"
+	// ReasonDriftChecking: a drift Job runs (DriftJobSucceeded Unknown).
+	ReasonDriftChecking = "DriftChecking"
 )
 
 // EventRetained: the object was deleted under deletionPolicy Retain.
@@ -43,6 +45,11 @@ func setCondition[B bool | int](tc *infrav1.TerraformCluster, typ string, status
 	meta.SetStatusCondition(&tc.Status.Conditions, metav1.Condition{
 		Type: typ, Status: s, Reason: reason, Message: message, ObservedGeneration: tc.Generation,
 	})
+}
+
+// condition is tc's condition typ, nil when it has none.
+func condition(tc *infrav1.TerraformCluster, typ string) *metav1.Condition {
+	return meta.FindStatusCondition(tc.Status.Conditions, typ)
 }
 
 // setProvisioned records that the infrastructure is as the spec says.

@@ -1,0 +1,204 @@
+package terraformcluster
+
+import (
+	"context"
+	"fmt"
+	"hash/fnv"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	infrav1 "github.com/captf/captf/api/v1alpha1"
+	"github.com/captf/captf/internal/render"
+	"github.com/captf/captf/internal/runner"
+)
+
+// Drift checks (spec 000, "Drift is classified separately"; spec 001: they
+// continue while a plan waits). A drift Job of a provisioned object runs
+// every spec.drift.intervalSeconds, never beside another Job of the
+// object, on the inputs the state records: a refresh-only apply, then a
+// plan without refresh, counted by action. Under action Remediate, drift
+// makes an apply due: at once under Automatic, through an approved plan
+// under Manual.
+
+// DefaultDriftInterval is the manager's default time between drift checks.
+const DefaultDriftInterval = 30 * time.Minute
+
+// driftInterval is the time between two drift checks of tc; 0: off.
+func (r *Reconciler) driftInterval(tc *infrav1.TerraformCluster) time.Duration {
+	if s := tc.Spec.Drift.IntervalSeconds; s != nil {
+		return time.Duration(*s) * time.Second
+	}
+	return r.DriftInterval
+}
+
+// driftDueIn is how long until tc's next drift check: the interval after
+// the last check (or, before the first, after the last run), plus a fixed
+// share of up to a tenth of it derived from the object, so that objects
+// made together do not all check at once.
+func (r *Reconciler) driftDueIn(tc *infrav1.TerraformCluster, now time.Time) time.Duration {
+	interval := r.driftInterval(tc)
+	last := tc.CreationTimestamp.Time
+	if run := tc.Status.LastRun; run != nil && run.FinishedAt != nil {
+		last = run.FinishedAt.Time
+	}
+	if c := tc.Status.LastDriftCheck; c != nil {
+		last = c.Time
+	}
+	h := fnv.New64a()
+	h.Write([]byte(tc.UID))
+	spread := time.Duration(h.Sum64() % uint64(interval/10+1))
+	return last.Add(interval + spread).Sub(now)
+}
+
+// remediating reports whether drift the last check found waits to be
+// undone: an apply is due for it (Automatic) or its plan waits (Manual).
+func remediating(tc *infrav1.TerraformCluster) bool {
+	c := condition(tc, infrav1.ConditionDriftDetected)
+	return c != nil && c.Status == metav1.ConditionTrue &&
+		(c.Reason == infrav1.ReasonDriftRemediating || c.Reason == infrav1.ReasonDriftPending)
+}
+
+// remediationCap is how many failed remediation runs stop remediation until
+// the next check: spec.jobs.failedJobsHistoryLimit, at least one.
+func remediationCap(tc *infrav1.TerraformCluster) int32 {
+	return int32(max(1, limit(tc.Spec.Jobs.FailedJobsHistoryLimit)))
+}
+
+// capRemediation stops a remediation that failed remediationCap times:
+// nothing is due for it until a later check finds drift again.
+func capRemediation(tc *infrav1.TerraformCluster) bool {
+	if !remediating(tc) || tc.Status.Failures < remediationCap(tc) {
+		return false
+	}
+	setCondition(tc, infrav1.ConditionDriftDetected, true, infrav1.ReasonDriftRemediationFailed, fmt.Sprintf(
+		"Remediation failed %d times since the last drift check; it is tried again after the next check that still finds drift.", tc.Status.Failures))
+	return true
+}
+
+// planPredatesDrift reports whether p was made before the drift check whose
+// remediation is due: it does not undo that drift, so a new plan is made.
+func planPredatesDrift(tc *infrav1.TerraformCluster, p *infrav1.PlanStatus) bool {
+	c := tc.Status.LastDriftCheck
+	return p != nil && c != nil && remediating(tc) && p.CreatedAt.Before(c)
+}
+
+// checkDrift starts a drift Job of an idle object when one is due, with
+// the inputs its state records (what applied gives; nil: they are not at
+// hand, no check runs), and otherwise says when to look again.
+func (r *Reconciler) checkDrift(ctx context.Context, tc *infrav1.TerraformCluster, applied func() (*render.Root, error)) (ctrl.Result, error) {
+	interval := r.driftInterval(tc)
+	if interval <= 0 {
+		setCondition(tc, infrav1.ConditionDriftDetected, unknown, infrav1.ReasonDriftNotChecked, "Drift checks are off (spec.drift.intervalSeconds is 0, or the manager's --drift-interval).")
+		return ctrl.Result{RequeueAfter: r.recheck()}, nil
+	}
+	if condition(tc, infrav1.ConditionDriftDetected) == nil {
+		setCondition(tc, infrav1.ConditionDriftDetected, unknown, infrav1.ReasonDriftNotChecked, fmt.Sprintf("No drift check has run yet; they run every %s.", interval))
+	}
+	if wait := r.driftDueIn(tc, time.Now()); wait > 0 {
+		return ctrl.Result{RequeueAfter: min(r.recheck(), wait)}, nil
+	}
+	root, err := applied()
+	if err != nil || root == nil {
+		return ctrl.Result{RequeueAfter: r.recheck()}, err
+	}
+	return ctrl.Result{}, r.startJob(ctx, tc, root, jobRequest{op: infrav1.OperationDrift})
+}
+
+// appliedInputs are the inputs the state records, from the durable inputs
+// Secret: what a drift check runs while a plan of newer inputs waits. nil
+// when that Secret holds other inputs (an apply of them failed) or none.
+func (r *Reconciler) appliedInputs(ctx context.Context, tc *infrav1.TerraformCluster, stateHash string) (*render.Root, error) {
+	if stateHash == "" {
+		return nil, nil
+	}
+	var s corev1.Secret
+	err := r.Client.Get(ctx, client.ObjectKey{Namespace: tc.Namespace, Name: inputsName(tc.Name)}, &s)
+	if apierrors.IsNotFound(err) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("durable inputs: %w", err)
+	}
+	root := &render.Root{MainTF: s.Data["main.tf.json"], Vars: s.Data["terraform.tfvars.json"], InputsHash: stateHash}
+	if h, err := render.RootInputsHash(root.MainTF); err != nil || h != stateHash {
+		return nil, nil
+	}
+	return root, nil
+}
+
+// decideDrift is what a finished drift Job implies. It never counts as a
+// failed run: the object's failures and retries are about applies.
+func decideDrift(tc *infrav1.TerraformCluster, o outcome, now metav1.Time) (infrav1.TerraformClusterStatus, []step) {
+	view := tc.DeepCopy()
+	st := &view.Status
+	st.ActiveJob = nil
+	run := &infrav1.RunStatus{Job: o.Job, Operation: o.Operation, StartedAt: o.StartedAt, FinishedAt: &now, Succeeded: o.Succeeded}
+	st.LastRun = run
+	st.LastDriftCheck = &now
+	msg := o.Msg
+	switch {
+	case o.Unreadable || (msg != nil && msg.Outcome == runner.OutcomeChecked && msg.Drift == nil):
+		run.Error = &infrav1.RunError{Kind: runner.OutcomeFailed, Message: "the Job's report could not be read"}
+	case msg == nil && o.DeadlineExceeded:
+		run.Error = &infrav1.RunError{Kind: "deadline", Message: "the Job was stopped at its deadline"}
+	case msg == nil:
+		run.Error = &infrav1.RunError{Kind: runner.OutcomeFailed, Message: "the Job left no report"}
+	case msg.Outcome != runner.OutcomeChecked:
+		run.Error = &infrav1.RunError{Kind: msg.Outcome, Message: msg.Error}
+	}
+	if run.Error != nil {
+		run.Succeeded = false
+		setCondition(view, infrav1.ConditionDriftJobSucceeded, false, infrav1.ReasonDriftCheckFailed,
+			fmt.Sprintf("Drift check %s failed (%s): %s; the next runs in one interval.", o.Job, run.Error.Kind, run.Error.Message))
+		if condition(view, infrav1.ConditionDriftDetected) == nil {
+			setCondition(view, infrav1.ConditionDriftDetected, unknown, infrav1.ReasonDriftNotChecked, "No drift check has succeeded yet.")
+		}
+		return *st, nil
+	}
+	d := msg.Drift
+	run.Succeeded = true
+	run.Drift = &infrav1.DriftReport{
+		Create: int32(d.Create), Update: int32(d.Update), Replace: int32(d.Replace), Delete: int32(d.Delete),
+		Resources: d.Resources, Truncated: d.Truncated,
+	}
+	setCondition(view, infrav1.ConditionDriftJobSucceeded, true, infrav1.ReasonDriftCheckSucceeded, fmt.Sprintf("Drift check %s succeeded.", o.Job))
+	if c := condition(tc, infrav1.ConditionDriftDetected); c != nil && c.Reason == infrav1.ReasonDriftRemediationFailed {
+		// A good check since remediation stopped: the cap starts again.
+		st.Failures = 0
+	}
+	if d.Total() == 0 {
+		setCondition(view, infrav1.ConditionDriftDetected, false, infrav1.ReasonNoDrift, fmt.Sprintf("Drift check %s found no drift.", o.Job))
+		return *st, nil
+	}
+	found := fmt.Sprintf("%d to create, %d to update, %d to replace, %d to delete: %s",
+		d.Create, d.Update, d.Replace, d.Delete, strings.Join(d.Resources, ", "))
+	if d.Truncated {
+		found += ", …"
+	}
+	reason, then := infrav1.ReasonDriftReported, "It is reported only (spec.drift.action Report)."
+	switch {
+	case tc.Spec.Drift.Action != infrav1.DriftActionRemediate:
+	case tc.Spec.ApplyPolicy == infrav1.ApplyManual:
+		reason, then = infrav1.ReasonDriftPending, "A plan that undoes it will wait for approval."
+	default:
+		reason, then = infrav1.ReasonDriftRemediating, "An apply undoes it."
+	}
+	note := fmt.Sprintf("Drift check %s found the infrastructure changed outside terraform (%s). %s", o.Job, found, then)
+	setCondition(view, infrav1.ConditionDriftDetected, true, reason, note)
+	return *st, []step{announce{Key: o.Job, Type: corev1.EventTypeWarning, Reason: infrav1.EventDriftDetected, Action: "DriftCheck", Related: o.Job, Note: note}}
+}
+
+// driftUndone records that a successful apply brought the infrastructure
+// back to its configuration: drift found before it is gone.
+func driftUndone(tc *infrav1.TerraformCluster, job string) {
+	if c := condition(tc, infrav1.ConditionDriftDetected); c != nil && c.Status == metav1.ConditionTrue {
+		setCondition(tc, infrav1.ConditionDriftDetected, false, infrav1.ReasonNoDrift,
+			fmt.Sprintf("Apply %s brought the infrastructure back to its configuration; the next drift check confirms it.", job))
+	}
+}

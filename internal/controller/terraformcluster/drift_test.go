@@ -1,0 +1,308 @@
+package terraformcluster
+
+import (
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	infrav1 "github.com/captf/captf/api/v1alpha1"
+	"github.com/captf/captf/internal/testenv"
+	"github.com/captf/captf/internal/testnode"
+	"github.com/captf/captf/internal/tftest"
+)
+
+// Module images of testdata/drift, whose captftest files drift when the
+// test edits them: with terraform and with tofu.
+const (
+	driftImage     = "example.test/drift:1"
+	driftImageTofu = "example.test/drift-tofu:1"
+	// Values that must never reach status, events or TerraformPlans.
+	driftCanary  = "CANARY-DRIFT-CONTENT-41f2"
+	editedCanary = "CANARY-DRIFT-EDITED-8a0c"
+)
+
+// driftHarness is a harness whose node also runs the drift module, with
+// captftest installed from the tests' mirror and its files under files.
+type driftHarness struct {
+	*harness
+	files string
+}
+
+func startDrift(t *testing.T) *driftHarness {
+	p := tftest.Provider(t)
+	files := t.TempDir()
+	module, _ := filepath.Abs("testdata/drift")
+	runtimes := map[string]tftest.Binary{driftImage: tftest.Terraform(t), driftImageTofu: tftest.Tofu(t)}
+	h := startEnv(t, testenv.Start(t, "../../.."), nil, func(n *testnode.Node) {
+		for image, bin := range runtimes {
+			dir := t.TempDir()
+			if err := os.Symlink(bin.Path, filepath.Join(dir, bin.Name)); err != nil {
+				t.Fatal(err)
+			}
+			n.Images[image] = []testnode.Image{{Path: infrav1.PathModule, Dir: module}, {Path: infrav1.PathRuntime, Dir: dir}}
+		}
+		n.Env = append(n.Env, "TF_CLI_CONFIG_FILE="+p.CLIConfig, tftest.ProviderRootEnv+"="+files)
+	})
+	return &driftHarness{harness: h, files: files}
+}
+
+// createDrift creates an object of the drift module checked every
+// interval seconds.
+func (h *driftHarness) createDrift(name, image string, policy infrav1.ApplyPolicy, action infrav1.DriftAction, interval int32, mutate ...func(*infrav1.TerraformCluster)) *infrav1.TerraformCluster {
+	h.t.Helper()
+	return h.create(name, policy, "", append([]func(*infrav1.TerraformCluster){func(tc *infrav1.TerraformCluster) {
+		tc.Spec.Image = image
+		tc.Spec.Variables = []infrav1.Variable{
+			{Name: "dir", Value: &apiextensionsv1.JSON{Raw: []byte(`"` + name + `"`)}},
+			{Name: "content", Value: &apiextensionsv1.JSON{Raw: []byte(`"` + driftCanary + `"`)}},
+		}
+		tc.Spec.Drift = infrav1.DriftSpec{IntervalSeconds: ptr.To(interval), Action: action}
+		// Every Job is kept, so the tests can count them.
+		tc.Spec.Jobs.SuccessfulJobsHistoryLimit = ptr.To(int32(100))
+	}}, mutate...)...)
+}
+
+func (h *driftHarness) path(tc *infrav1.TerraformCluster, file string) string {
+	return filepath.Join(h.files, tc.Name, file)
+}
+
+func (h *driftHarness) edit(tc *infrav1.TerraformCluster, file string) {
+	h.t.Helper()
+	if err := os.WriteFile(h.path(tc, file), []byte(editedCanary), 0o644); err != nil {
+		h.t.Fatal(err)
+	}
+}
+
+func (h *driftHarness) content(tc *infrav1.TerraformCluster, file string) string {
+	h.t.Helper()
+	b, err := os.ReadFile(h.path(tc, file))
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	return string(b)
+}
+
+// driftIs waits for DriftDetected with reason.
+func (h *driftHarness) driftIs(tc *infrav1.TerraformCluster, reason string) {
+	h.t.Helper()
+	h.wait(tc, "DriftDetected "+reason, func(tc *infrav1.TerraformCluster) bool {
+		c := condition(tc, infrav1.ConditionDriftDetected)
+		return c != nil && c.Reason == reason
+	})
+}
+
+// opJobs counts tc's Jobs of op.
+func (h *driftHarness) opJobs(tc *infrav1.TerraformCluster, op infrav1.Operation) int {
+	n := 0
+	for _, j := range h.jobs(tc) {
+		if j.Labels[labelOperation] == string(op) {
+			n++
+		}
+	}
+	return n
+}
+
+// noValues fails if tc's status, its events or its TerraformPlans hold a
+// value of the module.
+func (h *driftHarness) noValues(tc *infrav1.TerraformCluster) {
+	h.t.Helper()
+	var plans infrav1.TerraformPlanList
+	if err := h.c.List(context.Background(), &plans, client.InNamespace(tc.Namespace)); err != nil {
+		h.t.Fatal(err)
+	}
+	for _, v := range []any{tc.Status, h.events(tc), plans.Items} {
+		b, _ := json.Marshal(v)
+		for _, canary := range []string{driftCanary, editedCanary} {
+			if strings.Contains(string(b), canary) {
+				h.t.Fatalf("a value reached the API: %s", b)
+			}
+		}
+	}
+}
+
+// TestDriftReport: a drift check finds an edit outside terraform, reports
+// it by address and action, and changes nothing; with terraform and tofu.
+func TestDriftReport(t *testing.T) {
+	h := startDrift(t)
+	objs := []*infrav1.TerraformCluster{
+		h.createDrift("report-tf", driftImage, infrav1.ApplyAutomatic, "", 2),
+		h.createDrift("report-tofu", driftImageTofu, infrav1.ApplyAutomatic, "", 2),
+	}
+	for _, tc := range objs {
+		h.wait(tc, "first apply", ready)
+		h.driftIs(tc, infrav1.ReasonNoDrift)
+		if c := condition(tc, infrav1.ConditionDriftJobSucceeded); c == nil || c.Status != metav1.ConditionTrue || tc.Status.LastDriftCheck == nil {
+			t.Fatalf("%s: after a good check: %+v", tc.Name, tc.Status)
+		}
+		// No plan key on a drift Job.
+		for _, j := range h.jobs(tc) {
+			if mounted, _ := planKeyMount(&j); mounted && j.Labels[labelOperation] == string(infrav1.OperationDrift) {
+				t.Errorf("drift Job %s mounts the plan key", j.Name)
+			}
+		}
+		h.edit(tc, "a.txt")
+		if err := os.Remove(h.path(tc, "b.txt")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, tc := range objs {
+		h.driftIs(tc, infrav1.ReasonDriftReported)
+		d := tc.Status.LastRun.Drift
+		want := []string{"module.main.captftest_file.a (update)", "module.main.captftest_file.b (create)"}
+		if tc.Status.LastRun.Operation != infrav1.OperationDrift || d == nil || d.Update != 1 || d.Create != 1 || d.Replace != 0 || d.Delete != 0 || !slices.Equal(d.Resources, want) {
+			t.Fatalf("%s: lastRun %+v, drift %+v", tc.Name, tc.Status.LastRun, d)
+		}
+		if count(h.events(tc), infrav1.EventDriftDetected) == 0 {
+			t.Errorf("%s: no DriftDetected event", tc.Name)
+		}
+		// Report changes nothing: no apply ran, the edit stays.
+		if n := h.opJobs(tc, infrav1.OperationApply); n != 1 {
+			t.Errorf("%s: %d apply Jobs under Report", tc.Name, n)
+		}
+		if got := h.content(tc, "a.txt"); got != editedCanary {
+			t.Errorf("%s: a.txt was changed under Report", tc.Name)
+		}
+		if c := condition(tc, infrav1.ConditionReady); c == nil || c.Status != metav1.ConditionTrue {
+			t.Errorf("%s: drift made Ready %+v", tc.Name, c)
+		}
+		h.noValues(tc)
+	}
+}
+
+// TestDriftRemediateAutomatic: drift is undone by an apply.
+func TestDriftRemediateAutomatic(t *testing.T) {
+	h := startDrift(t)
+	tc := h.createDrift("remedy", driftImage, infrav1.ApplyAutomatic, infrav1.DriftActionRemediate, 2)
+	h.wait(tc, "first apply", ready)
+	h.driftIs(tc, infrav1.ReasonNoDrift)
+	h.edit(tc, "a.txt")
+	h.wait(tc, "drift undone", func(tc *infrav1.TerraformCluster) bool {
+		c := condition(tc, infrav1.ConditionDriftDetected)
+		return c != nil && c.Reason == infrav1.ReasonNoDrift && strings.HasPrefix(c.Message, "Apply ")
+	})
+	if got := h.content(tc, "a.txt"); got != driftCanary {
+		t.Fatalf("a.txt after remediation: %q", got)
+	}
+	if n := h.opJobs(tc, infrav1.OperationApply); n != 2 {
+		t.Errorf("%d apply Jobs, want the first and the remediation", n)
+	}
+	if count(h.events(tc), infrav1.EventDriftDetected) != 1 {
+		t.Errorf("events: %v", h.events(tc))
+	}
+	h.noValues(tc)
+}
+
+// TestDriftRemediateManual: under Manual, a drift check runs while the
+// plan of a changed input waits; Report leaves that plan alone, Remediate
+// replaces it by a plan that also undoes the drift, and only its approval
+// applies.
+func TestDriftRemediateManual(t *testing.T) {
+	h := startDrift(t)
+	tc := h.createDrift("manual-drift", driftImage, infrav1.ApplyManual, infrav1.DriftActionReport, 2)
+	h.wait(tc, "first apply", ready)
+	h.driftIs(tc, infrav1.ReasonNoDrift)
+	h.setVar(tc, "content", `"`+driftCanary+`-2"`)
+	waiting := h.waitingPlan(tc, infrav1.ReasonPlanAwaitingApproval)
+	h.edit(tc, "b.txt")
+	h.driftIs(tc, infrav1.ReasonDriftReported)
+	if p := tc.Status.Plan; p == nil || p.PlanHash != waiting.PlanHash || tc.Status.PendingPlanRef == nil {
+		t.Fatalf("a drift check under Report touched the waiting plan: %+v", tc.Status)
+	}
+	if got := h.content(tc, "b.txt"); got != editedCanary {
+		t.Fatalf("b.txt changed without approval")
+	}
+
+	before := tc.DeepCopy()
+	tc.Spec.Drift.Action = infrav1.DriftActionRemediate
+	if err := h.c.Patch(context.Background(), tc, client.MergeFrom(before)); err != nil {
+		t.Fatal(err)
+	}
+	h.driftIs(tc, infrav1.ReasonDriftPending)
+	h.wait(tc, "a plan that also undoes the drift", func(tc *infrav1.TerraformCluster) bool {
+		p := tc.Status.Plan
+		return p != nil && p.PlanHash != waiting.PlanHash && tc.Status.ActiveJob == nil && tc.Status.PendingPlanRef != nil
+	})
+	p := tc.Status.Plan
+	if p.Change != 2 || !slices.Contains(p.Resources, "module.main.captftest_file.b (update)") {
+		t.Fatalf("remediation plan: %+v", p)
+	}
+	var plan infrav1.TerraformPlan
+	if err := h.c.Get(context.Background(), client.ObjectKey{Namespace: "default", Name: tc.Status.PendingPlanRef.Name}, &plan); err != nil {
+		t.Fatal(err)
+	}
+	if plan.Spec.Reason != infrav1.ReasonManual {
+		t.Errorf("TerraformPlan reason %q", plan.Spec.Reason)
+	}
+	// Nothing applies until approved: drift checks keep finding it.
+	time.Sleep(3 * time.Second)
+	if got, n := h.content(tc, "b.txt"), h.opJobs(tc, infrav1.OperationApply); got != editedCanary || n != 1 {
+		var names []string
+		for _, j := range h.jobs(tc) {
+			names = append(names, j.Name)
+		}
+		t.Fatalf("applied without approval: b.txt changed %v, %d apply Jobs: %v", got != editedCanary, n, names)
+	}
+	h.approve(tc, h.waitingPlan(tc, infrav1.ReasonPlanAwaitingApproval).PlanHash)
+	h.wait(tc, "the approved remediation", func(tc *infrav1.TerraformCluster) bool {
+		c := condition(tc, infrav1.ConditionDriftDetected)
+		return ready(tc) && tc.Status.Plan == nil && c != nil && c.Reason == infrav1.ReasonNoDrift
+	})
+	if a, b := h.content(tc, "a.txt"), h.content(tc, "b.txt"); a != driftCanary+"-2" || b != "b" {
+		t.Fatalf("after the approved apply: a %q, b %q", a, b)
+	}
+	h.noValues(tc)
+}
+
+// TestDriftRemediationCap: a remediation that keeps failing stops after
+// spec.jobs.failedJobsHistoryLimit failures, until the next check.
+func TestDriftRemediationCap(t *testing.T) {
+	h := startDrift(t)
+	tc := h.createDrift("capped", driftImage, infrav1.ApplyAutomatic, infrav1.DriftActionRemediate, 40, func(tc *infrav1.TerraformCluster) {
+		tc.Spec.Jobs.FailedJobsHistoryLimit = ptr.To(int32(2))
+	})
+	h.wait(tc, "first apply", ready)
+	marker := filepath.Join(h.files, "fail-"+tc.Name)
+	if err := os.WriteFile(marker, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Remove(h.path(tc, "p.txt")); err != nil {
+		t.Fatal(err)
+	}
+	h.driftIs(tc, infrav1.ReasonDriftRemediationFailed)
+	if tc.Status.Failures != 2 {
+		t.Fatalf("capped after %d failures, want 2", tc.Status.Failures)
+	}
+	applies := h.opJobs(tc, infrav1.OperationApply)
+	check := tc.Status.LastDriftCheck
+	time.Sleep(5 * time.Second)
+	if n := h.opJobs(tc, infrav1.OperationApply); n != applies {
+		t.Fatalf("%d apply Jobs after the cap, %d before", n, applies)
+	}
+	if err := h.c.Get(context.Background(), client.ObjectKeyFromObject(tc), tc); err != nil {
+		t.Fatal(err)
+	}
+	if !tc.Status.LastDriftCheck.Equal(check) {
+		t.Fatal("the next check came within 5 s of the cap; the cap's pause cannot be told from it")
+	}
+	// The next good check starts remediation again; it now succeeds.
+	if err := os.Remove(marker); err != nil {
+		t.Fatal(err)
+	}
+	h.wait(tc, "remediated after the next check", func(tc *infrav1.TerraformCluster) bool {
+		c := condition(tc, infrav1.ConditionDriftDetected)
+		return c != nil && c.Reason == infrav1.ReasonNoDrift && tc.Status.Failures == 0 && ready(tc)
+	})
+	if _, err := os.Stat(h.path(tc, "p.txt")); err != nil {
+		t.Fatalf("p.txt not made again: %v", err)
+	}
+}
