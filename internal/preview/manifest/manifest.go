@@ -7,6 +7,8 @@ package manifest
 import (
 	"bufio"
 	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
@@ -38,24 +40,38 @@ type Document struct {
 // manifestExts are the files a manifest directory contributes.
 var manifestExts = []string{".yaml", ".yml", ".json"}
 
+// File is one file a manifest was read from: its path relative to the
+// root, with forward slashes, and the hex SHA-256 of its bytes.
+type File struct {
+	Path   string `json:"path"`
+	SHA256 string `json:"sha256"`
+}
+
 // Read reads every document of the manifest file, or of each
 // .yaml, .yml and .json file directly in the manifest directory in name
 // order (not its subdirectories, as kubectl apply -f DIR). rel is relative
 // to root and may not leave it.
 func Read(root, rel string) ([]Document, error) {
+	docs, _, err := ReadFiles(root, rel)
+	return docs, err
+}
+
+// ReadFiles is Read that also returns the files it read, each with the
+// digest of the bytes its documents were decoded from.
+func ReadFiles(root, rel string) ([]Document, []File, error) {
 	if filepath.IsAbs(rel) || !filepath.IsLocal(rel) {
-		return nil, fmt.Errorf("inputs: manifest %q must be a path inside the repository, relative to its root", rel)
+		return nil, nil, fmt.Errorf("inputs: manifest %q must be a path inside the repository, relative to its root", rel)
 	}
 	full := filepath.Join(root, rel)
 	info, err := os.Stat(full)
 	if err != nil {
-		return nil, fmt.Errorf("manifest: %w", err)
+		return nil, nil, fmt.Errorf("manifest: %w", err)
 	}
 	files := []string{rel}
 	if info.IsDir() {
 		entries, err := os.ReadDir(full)
 		if err != nil {
-			return nil, fmt.Errorf("manifest: %w", err)
+			return nil, nil, fmt.Errorf("manifest: %w", err)
 		}
 		files = nil
 		for _, e := range entries {
@@ -64,26 +80,30 @@ func Read(root, rel string) ([]Document, error) {
 			}
 		}
 		if len(files) == 0 {
-			return nil, fmt.Errorf("manifest: %s holds no .yaml, .yml or .json file", rel)
+			return nil, nil, fmt.Errorf("manifest: %s holds no .yaml, .yml or .json file", rel)
 		}
 	}
 	var docs []Document
+	var read []File
 	for _, f := range files {
-		d, err := readFile(root, f)
+		b, err := os.ReadFile(filepath.Join(root, f))
 		if err != nil {
-			return nil, err
+			return nil, nil, fmt.Errorf("manifest: %w", err)
+		}
+		d, err := readFile(f, b)
+		if err != nil {
+			return nil, nil, err
 		}
 		docs = append(docs, d...)
+		sum := sha256.Sum256(b)
+		read = append(read, File{Path: filepath.ToSlash(f), SHA256: hex.EncodeToString(sum[:])})
 	}
-	return docs, nil
+	return docs, read, nil
 }
 
-// readFile splits one file into its YAML documents and checks each.
-func readFile(root, rel string) ([]Document, error) {
-	b, err := os.ReadFile(filepath.Join(root, rel))
-	if err != nil {
-		return nil, fmt.Errorf("manifest: %w", err)
-	}
+// readFile splits the bytes of one file into its YAML documents and
+// checks each.
+func readFile(rel string, b []byte) ([]Document, error) {
 	r := utilyaml.NewYAMLReader(bufio.NewReader(bytes.NewReader(b)))
 	var docs []Document
 	for n := 1; ; n++ {
