@@ -89,7 +89,7 @@ func (c *Capability) Apply(ctx context.Context, req preview.Request, approved *p
 	if len(req.Missing) > 0 {
 		return nil, fmt.Errorf("apply: inputs from %v have no value yet; nothing was applied", req.Missing)
 	}
-	p, resources, err := c.plan(ctx, req)
+	p, _, err := c.plan(ctx, req)
 	if err != nil {
 		return nil, fmt.Errorf("plan before apply: %w", err)
 	}
@@ -99,7 +99,14 @@ func (c *Capability) Apply(ctx context.Context, req preview.Request, approved *p
 	if err := p.apply(ctx); err != nil {
 		return nil, fmt.Errorf("%s: %w", p.in.Stack, err)
 	}
-	return p.liveOutputs(ctx, resources)
+	// A resource with a hole was left alone, and its read may fail again.
+	var read []*resource
+	for _, o := range p.ops {
+		if o.hole == "" {
+			read = append(read, o.res)
+		}
+	}
+	return p.liveOutputs(ctx, read)
 }
 
 // Outputs reads the outputs of the manifest's resources as the API
