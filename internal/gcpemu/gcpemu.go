@@ -15,6 +15,7 @@ import (
 	"net/http"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"syscall"
 	"time"
 )
@@ -78,7 +79,7 @@ func StartSpanner() (*Server, error) {
 // StartGCS starts fake-gcs-server over HTTP with an in-memory backend,
 // answering the Cloud Storage JSON API at storage/v1.
 func StartGCS() (*Server, error) {
-	bin, err := find(GCSEnv, "", "fake-gcs-server (hack/install-fake-gcs.sh builds it)")
+	bin, err := find(GCSEnv, gcsDefault(), "fake-gcs-server (hack/install-fake-gcs.sh builds it)")
 	if err != nil {
 		return nil, err
 	}
@@ -88,6 +89,19 @@ func StartGCS() (*Server, error) {
 	}
 	return start("fake-gcs-server", fmt.Sprint(port), "/storage/v1/b?project=captf-probe", bin,
 		"-scheme", "http", "-host", "127.0.0.1", "-port", fmt.Sprint(port), "-backend", "memory", "-log-level", "error")
+}
+
+// gcsDefault is where hack/install-fake-gcs.sh puts fake-gcs-server.
+func gcsDefault() string {
+	cache := os.Getenv("XDG_CACHE_HOME")
+	if cache == "" {
+		home, err := os.UserHomeDir()
+		if err != nil {
+			return ""
+		}
+		cache = filepath.Join(home, ".cache")
+	}
+	return filepath.Join(cache, "captf", "fake-gcs-server", "v1.56.1", "fake-gcs-server")
 }
 
 func find(env, fallback, what string) (string, error) {

@@ -106,6 +106,7 @@ var mappings = []*mapping{
 		Path: "v1/projects/{project}/instances/{name}", Collection: "v1/projects/{project}/instances", ListKey: "instances",
 		Create: createPostWrapped, Update: updatePatchMask, Wrap: "instance", IDParam: "instanceId", MaskParam: "fieldMask",
 		OperationVersion: "v1",
+		Renames:          map[string]string{"numNodes": "nodeCount"},
 		Refs:             map[string]ref{"config": {Field: "config", Format: "projects/{project}/instanceConfigs/{value}"}},
 	},
 	{
