@@ -1,19 +1,15 @@
 package gcp
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"net/http"
 	"strings"
 	"time"
-)
 
-// maxAnswer bounds an answer read from the API.
-const maxAnswer = 32 << 20
+	"github.com/captf/captf/internal/preview/rest"
+)
 
 // apiError is an error answer: Google's {"error":{"code","message",
 // "status"}}, or a gRPC gateway's {"code","message"}.
@@ -54,47 +50,14 @@ func (c *client) url(m *mapping, path string) string {
 // do sends one request and decodes the answer's JSON, numbers as written.
 // An answer of 400 or more is an *apiError.
 func (c *client) do(ctx context.Context, method string, m *mapping, path string, body any) (int, map[string]any, error) {
-	var reader io.Reader
-	if body != nil {
-		b, err := json.Marshal(body)
-		if err != nil {
-			return 0, nil, fmt.Errorf("encode the body: %w", err)
-		}
-		reader = bytes.NewReader(b)
-	}
-	req, err := http.NewRequestWithContext(ctx, method, c.url(m, path), reader)
+	status, answer, raw, err := rest.Do(ctx, c.http, method, c.url(m, path), c.token, body)
 	if err != nil {
-		return 0, nil, err
+		return status, nil, err
 	}
-	req.Header.Set("Accept", "application/json")
-	if body != nil {
-		req.Header.Set("Content-Type", "application/json")
+	if status >= 400 {
+		return status, answer, c.apiError(status, answer, raw)
 	}
-	if c.token != "" {
-		req.Header.Set("Authorization", "Bearer "+c.token)
-	}
-	resp, err := c.http.Do(req)
-	if err != nil {
-		// The error names the URL, never a header or a body.
-		return 0, nil, err
-	}
-	defer resp.Body.Close()
-	raw, err := io.ReadAll(io.LimitReader(resp.Body, maxAnswer))
-	if err != nil {
-		return resp.StatusCode, nil, fmt.Errorf("read the answer: %w", err)
-	}
-	var answer map[string]any
-	if len(bytes.TrimSpace(raw)) > 0 {
-		dec := json.NewDecoder(bytes.NewReader(raw))
-		dec.UseNumber()
-		if err := dec.Decode(&answer); err != nil && resp.StatusCode < 400 {
-			return resp.StatusCode, nil, fmt.Errorf("HTTP %d: the answer is not a JSON object", resp.StatusCode)
-		}
-	}
-	if resp.StatusCode >= 400 {
-		return resp.StatusCode, answer, c.apiError(resp.StatusCode, answer, raw)
-	}
-	return resp.StatusCode, answer, nil
+	return status, answer, nil
 }
 
 func (c *client) apiError(status int, answer map[string]any, raw []byte) *apiError {
@@ -106,20 +69,12 @@ func (c *client) apiError(status int, answer map[string]any, raw []byte) *apiErr
 	ae.Status, _ = e["status"].(string)
 	ae.Message, _ = e["message"].(string)
 	if answer == nil && len(raw) > 0 {
-		ae.Message = firstLine(string(raw), 200)
+		ae.Message = rest.FirstLine(string(raw), 200)
 	}
 	if c.token != "" {
 		ae.Message = strings.ReplaceAll(ae.Message, c.token, "(redacted)")
 	}
 	return ae
-}
-
-func firstLine(s string, n int) string {
-	s, _, _ = strings.Cut(strings.TrimSpace(s), "\n")
-	if len(s) > n {
-		s = s[:n] + "…"
-	}
-	return s
 }
 
 // get reads a resource: its body, or nil when the answer is 404. Any
@@ -216,12 +171,5 @@ func operationError(e map[string]any) error {
 }
 
 func (c *client) sleep(ctx context.Context) error {
-	t := time.NewTimer(c.poll)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-t.C:
-		return nil
-	}
+	return rest.Sleep(ctx, c.poll)
 }

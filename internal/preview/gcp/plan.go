@@ -211,13 +211,9 @@ func (c *Capability) plan(ctx context.Context, req preview.Request) (*planned, [
 	if err := preview.CheckKey(req.Key); err != nil {
 		return nil, nil, fmt.Errorf("%s: %w", p.in.Stack, err)
 	}
-	missing := slices.Clone(req.Missing)
-	slices.Sort(missing)
-	missing = slices.Compact(missing)
+	missing, waiting := preview.WaitingHoles(req.Missing)
 	if len(missing) > 0 {
-		for _, m := range missing {
-			p.holes = append(p.holes, changeset.Hole{Reason: "inputs from " + m + "; re-checked on apply"})
-		}
+		p.holes = append(p.holes, waiting...)
 		p.digest, err = p.computeDigest(req, missing)
 		return p, resources, err
 	}
