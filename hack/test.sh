@@ -3,7 +3,8 @@
 # installing what is missing first: terraform (on the machine image),
 # OpenTofu, kube-apiserver and etcd (built from the Go module proxy and
 # cached outside the repository), moto_server (on the machine image, else
-# pip), and curl and jq for the CI examples (apt when missing). A missing
+# pip), the Pub/Sub and Spanner emulators (on the machine image),
+# fake-gcs-server (built from the Go module proxy and cached), and curl and jq for the CI examples (apt when missing). A missing
 # part fails the run; no test skips.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -12,12 +13,18 @@ export CAPTF_TERRAFORM="${CAPTF_TERRAFORM:-$(hack/install-terraform.sh)}"
 export CAPTF_TOFU="${CAPTF_TOFU:-$(hack/install-tofu.sh)}"
 export KUBEBUILDER_ASSETS="${KUBEBUILDER_ASSETS:-$(hack/install-envtest.sh)}"
 export CAPTF_MOTO_SERVER="${CAPTF_MOTO_SERVER:-$(hack/install-moto.sh)}"
+export CAPTF_PUBSUB_EMULATOR="${CAPTF_PUBSUB_EMULATOR:-$(hack/install-gcloud-emulator.sh pubsub)}"
+export CAPTF_SPANNER_EMULATOR="${CAPTF_SPANNER_EMULATOR:-$(hack/install-gcloud-emulator.sh spanner)}"
+export CAPTF_FAKE_GCS_SERVER="${CAPTF_FAKE_GCS_SERVER:-$(hack/install-fake-gcs.sh)}"
 hack/install-ci-tools.sh
 export CAPTF_CAPI_CRDS="${CAPTF_CAPI_CRDS:-$(hack/install-capi-crds.sh)}"
 echo "terraform: $CAPTF_TERRAFORM ($(TF_CLI_CONFIG_FILE=/dev/null "$CAPTF_TERRAFORM" version | head -1))"
 echo "tofu:      $CAPTF_TOFU ($(TF_CLI_CONFIG_FILE=/dev/null "$CAPTF_TOFU" version | head -1))"
 echo "envtest:   $KUBEBUILDER_ASSETS"
 echo "moto:      $CAPTF_MOTO_SERVER"
+echo "pubsub:    $CAPTF_PUBSUB_EMULATOR"
+echo "spanner:   $CAPTF_SPANNER_EMULATOR"
+echo "fake-gcs:  $CAPTF_FAKE_GCS_SERVER"
 echo "capi:      $CAPTF_CAPI_CRDS"
 
 unformatted="$(gofmt -l .)"

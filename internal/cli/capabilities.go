@@ -6,6 +6,7 @@ import (
 	"github.com/captf/captf/internal/preview"
 	"github.com/captf/captf/internal/preview/arm"
 	"github.com/captf/captf/internal/preview/cfn"
+	"github.com/captf/captf/internal/preview/gcp"
 	"github.com/captf/captf/internal/preview/kubectl"
 	"github.com/captf/captf/internal/preview/terraform"
 )
@@ -21,5 +22,6 @@ func capabilities(stderr io.Writer) preview.Registry {
 		cfn.New(),
 		kubectl.Capability{},
 		&arm.Capability{},
+		&gcp.Capability{},
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io/fs"
+	"net/http"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -25,9 +26,11 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/captf/captf/internal/gcpemu"
 	"github.com/captf/captf/internal/motoserver"
 	"github.com/captf/captf/internal/preview/arm"
 	"github.com/captf/captf/internal/preview/arm/armtest"
+	"github.com/captf/captf/internal/preview/gcp"
 	"github.com/captf/captf/internal/runner"
 	"github.com/captf/captf/internal/testenv"
 	"github.com/captf/captf/internal/tftest"
@@ -36,18 +39,24 @@ import (
 
 // The end-to-end test of captf preview across deploy tools (issue 5). The
 // fixture testdata/e2e has a terraform root, a manifest directory, a
-// CloudFormation template, an ARM template and a shell step in four
-// components wired by outputs (its captf.yaml draws the wiring). Everything
-// is real but ARM: terraform, git, a kube-apiserver with etcd
-// (internal/testenv), a moto_server (internal/motoserver), the command line
-// run in-process with the capabilities it registers. No ARM emulator runs
-// here: the arm-deploy member deploys to internal/preview/arm/armtest, a
-// test server in the shapes of ARM's REST API reference.
+// CloudFormation template, an ARM template, a Config Connector manifest
+// and a shell step in five components (its captf.yaml draws the wiring).
+// Everything is real but ARM: terraform, git, a kube-apiserver with etcd
+// (internal/testenv), a moto_server (internal/motoserver), Google's
+// Pub/Sub emulator for the gcp-apply member (internal/gcpemu), the command
+// line run in-process with the capabilities it registers. No ARM emulator
+// runs here: the arm-deploy member deploys to
+// internal/preview/arm/armtest, a test server in the shapes of ARM's REST
+// API reference.
 
 // The canaries are a terraform sensitive variable, a Kubernetes Secret's
-// value, a NoEcho parameter and a securestring parameter of the fixture;
-// captf must show none.
-var e2eCanaries = []string{"CANARY-TF-SENSITIVE-9e4d", "CANARY-K8S-SECRET-0a7f", "CANARY-CFN-NOECHO-51c2", "CANARY-ARM-SECURE-3d8b"}
+// value, a NoEcho parameter and a securestring parameter of the fixture,
+// and the access token gcp-apply sends; captf must show none.
+var e2eCanaries = []string{"CANARY-TF-SENSITIVE-9e4d", "CANARY-K8S-SECRET-0a7f", "CANARY-CFN-NOECHO-51c2", "CANARY-ARM-SECURE-3d8b", "CANARY-GCP-TOKEN-2f6a"}
+
+// e2eProject is the Google Cloud project of the fixture's events
+// component, given by GCP_PROJECT_ID.
+const e2eProject = "captf-e2e"
 
 // The ARM resources of the fixture, in its resource group "storage".
 var (
@@ -68,6 +77,7 @@ type e2e struct {
 	kube     client.Client
 	cfn      *cloudformation.Client
 	arm      *armtest.Server
+	pubsub   string
 	root     string
 	out      string
 	outcomes []outcome
@@ -113,6 +123,9 @@ type world struct {
 	// ARM is every group and resource of the ARM test server with its
 	// etag, which changes with every PUT.
 	ARM string
+	// PubSub is every topic and subscription of the fixture's project in
+	// the Pub/Sub emulator; empty when there are none.
+	PubSub string
 }
 
 func (w *e2e) world(t *testing.T) world {
@@ -169,7 +182,54 @@ func (w *e2e) world(t *testing.T) world {
 		got.Marker = fmt.Sprintf("%q at %v", b, info.ModTime().UnixNano())
 	}
 	got.ARM = w.arm.State()
+	for _, c := range []string{"topics", "subscriptions"} {
+		if list := w.pubsubGet(t, "/v1/projects/"+e2eProject+"/"+c); len(list[c].([]any)) > 0 {
+			b, _ := json.Marshal(list)
+			got.PubSub += string(b)
+		}
+	}
 	return got
+}
+
+// pubsubGet reads the Pub/Sub emulator; a list with nothing in it is
+// decoded as an empty list.
+func (w *e2e) pubsubGet(t *testing.T, path string) map[string]any {
+	t.Helper()
+	resp, err := http.Get(w.pubsub + path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	out := map[string]any{}
+	if err := json.NewDecoder(resp.Body).Decode(&out); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []string{"topics", "subscriptions"} {
+		if _, ok := out[c]; !ok && strings.HasSuffix(path, "/"+c) {
+			out[c] = []any{}
+		}
+	}
+	return out
+}
+
+// pubsubPatch changes a subscription in the emulator as someone outside
+// captf would.
+func (w *e2e) pubsubPatch(t *testing.T, sub string, ackDeadline int) {
+	t.Helper()
+	body := fmt.Sprintf(`{"subscription":{"ackDeadlineSeconds":%d},"updateMask":"ackDeadlineSeconds"}`, ackDeadline)
+	req, err := http.NewRequest(http.MethodPatch, w.pubsub+"/v1/projects/"+e2eProject+"/subscriptions/"+sub, strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("PATCH subscription %s: %d", sub, resp.StatusCode)
+	}
 }
 
 func sha(b []byte) string {
@@ -177,7 +237,8 @@ func sha(b []byte) string {
 	return hex.EncodeToString(s[:])
 }
 
-// startE2E starts the API server, moto_server and the ARM test server,
+// startE2E starts the API server, moto_server, the ARM test server and
+// the Pub/Sub emulator,
 // copies the fixture into
 // a git repository, creates the namespaces and points captf's
 // capabilities at the servers through their usual environment variables.
@@ -191,6 +252,15 @@ func startE2E(t *testing.T) *e2e {
 		t.Fatal(err)
 	}
 	t.Cleanup(moto.Stop)
+	pubsub, err := gcpemu.StartPubSub()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(pubsub.Stop)
+	t.Setenv(gcp.EndpointEnv, pubsub.URL)
+	t.Setenv(gcp.ProjectEnv, e2eProject)
+	t.Setenv(gcp.CloudProjectEnv, "")
+	t.Setenv(gcp.TokenEnv, e2eCanaries[4]) // the emulator takes any token
 	kubeconfig := kube.Kubeconfig(t)
 	tf := tftest.Terraform(t)
 	for _, kv := range tftest.Env(t) {
@@ -226,9 +296,10 @@ func startE2E(t *testing.T) *e2e {
 		t.Fatal(err)
 	}
 	w := &e2e{
-		kube: kube.Client,
-		arm:  azure,
-		cfn:  cloudformation.NewFromConfig(cfg, func(o *cloudformation.Options) { o.BaseEndpoint = aws.String(moto.URL) }),
+		kube:   kube.Client,
+		arm:    azure,
+		pubsub: pubsub.URL,
+		cfn:    cloudformation.NewFromConfig(cfg, func(o *cloudformation.Options) { o.BaseEndpoint = aws.String(moto.URL) }),
 	}
 	w.root = fixtureRepo(t, "testdata/e2e")
 	w.out = filepath.Join(w.root, ".captf", "preview")
@@ -241,7 +312,7 @@ func startE2E(t *testing.T) *e2e {
 // kubectl digest covers the API server's URL, whose port is random, and
 // every digest above it moves with it) and the repository's path.
 func (w *e2e) normalise(note string) string {
-	note = regexp.MustCompile(`\b(cs1|tf2|k8s1|cfn1|arm1|cd1):[0-9a-f]{64}\b`).ReplaceAllString(note, "$1:<digest>")
+	note = regexp.MustCompile(`\b(cs1|tf2|k8s1|cfn1|arm1|gcp1|cd1):[0-9a-f]{64}\b`).ReplaceAllString(note, "$1:<digest>")
 	return strings.ReplaceAll(note, w.root, "<root>")
 }
 
@@ -318,7 +389,7 @@ func TestPreviewAcrossTools(t *testing.T) {
 
 	// 2. The apply of that digest: every tool really changed.
 	applied := w.captf(t, runner.ExitOK, "preview", "apply", "--env", "prod", "--expect-digest", doc.Digest)
-	for _, line := range []string{"captf: applied  network", "captf: applied  app", "captf: applied  queue", "captf: applied  storage"} {
+	for _, line := range []string{"captf: applied  network", "captf: applied  app", "captf: applied  queue", "captf: applied  storage", "captf: applied  events"} {
 		if !strings.Contains(applied.stdout, line) {
 			t.Errorf("apply output lacks %q:\n%s", line, applied.stdout)
 		}
@@ -328,7 +399,7 @@ func TestPreviewAcrossTools(t *testing.T) {
 
 	// The same plan again changes nothing.
 	again := w.captf(t, runner.ExitOK, "preview", "plan", "--env", "prod")
-	if diff := cmp.Diff([]string{"network planned 0/0/0/0", "app planned 0/0/0/0", "app#inputs planned 0/0/0/0", "storage planned 0/0/0/0", "queue planned 0/0/0/0"}, counts(document())); diff != "" {
+	if diff := cmp.Diff([]string{"network planned 0/0/0/0", "events planned 0/0/0/0", "app planned 0/0/0/0", "app#inputs planned 0/0/0/0", "storage planned 0/0/0/0", "queue planned 0/0/0/0"}, counts(document())); diff != "" {
 		t.Errorf("a plan after the apply (-want +got):\n%s\n%s", diff, again.stdout)
 	}
 	if diff := cmp.Diff(after, w.world(t)); diff != "" {
@@ -341,10 +412,11 @@ func TestPreviewAcrossTools(t *testing.T) {
 	w.edit(t, "infra/network/prod.tfvars", `release     = "1"`, `release     = "2"`)
 	w.edit(t, "k8s/app.yaml", "color: blue", "color: green")
 	w.edit(t, "cfn/queue.yaml", "captf e2e v1", "captf e2e v2")
+	w.edit(t, "gcp/events.yaml", "ackDeadlineSeconds: 20", "ackDeadlineSeconds: 30")
 	write(t, filepath.Join(w.root, "config/message.txt"), []byte("release two\n"), 0o644)
 	w.captf(t, runner.ExitOK, "preview", "plan", "--env", "prod")
 	reviewed := document()
-	if diff := cmp.Diff([]string{"network planned 0/1/0/0", "app planned 0/1/0/0", "app#inputs planned 0/0/0/0", "storage planned 0/1/0/0", "queue planned 0/1/0/0"}, counts(reviewed)); diff != "" {
+	if diff := cmp.Diff([]string{"network planned 0/1/0/0", "events planned 0/1/0/0", "app planned 0/1/0/0", "app#inputs planned 0/0/0/0", "storage planned 0/1/0/0", "queue planned 0/1/0/0"}, counts(reviewed)); diff != "" {
 		t.Errorf("the reviewed change (-want +got):\n%s", diff)
 	}
 	moves := []struct {
@@ -366,6 +438,13 @@ func TestPreviewAcrossTools(t *testing.T) {
 		{"an ARM resource drifted", []string{"storage"}, func(t *testing.T) func() {
 			w.arm.Edit(e2eStorageAccount, func(o map[string]any) { o["kind"] = "BlobStorage" })
 			return func() { w.arm.Edit(e2eStorageAccount, func(o map[string]any) { o["kind"] = "StorageV2" }) }
+		}},
+		{"a Config Connector manifest field", []string{"events"}, func(t *testing.T) func() {
+			return w.edit(t, "gcp/events.yaml", "ackDeadlineSeconds: 30", "ackDeadlineSeconds: 40")
+		}},
+		{"a Pub/Sub subscription drifted", []string{"events"}, func(t *testing.T) func() {
+			w.pubsubPatch(t, "orders-billing", 25)
+			return func() { w.pubsubPatch(t, "orders-billing", 20) }
 		}},
 		{"a file the shell step reads", []string{"app#inputs"}, func(t *testing.T) func() {
 			return w.edit(t, "config/message.txt", "release two", "release three")
@@ -428,14 +507,14 @@ func TestPreviewAcrossTools(t *testing.T) {
 		want []string
 	}{
 		{"cloudformation", func(t *testing.T) func() { return w.edit(t, "cfn/queue.yaml", "  Color:\n    Type: String\n", "") },
-			[]string{"network planned 0/1/0/0", "app planned 0/1/0/0", "app#inputs planned 0/0/0/0", "storage planned 0/1/0/0", "queue failed ?"}},
+			[]string{"network planned 0/1/0/0", "events planned 0/1/0/0", "app planned 0/1/0/0", "app#inputs planned 0/0/0/0", "storage planned 0/1/0/0", "queue failed ?"}},
 		{"kubectl", newFile("k8s/widget.yaml", "apiVersion: example.com/v1\nkind: Widget\nmetadata:\n  name: w\n"),
-			[]string{"network planned 0/1/0/0", "app failed ?", "app#inputs failed ?", "storage planned 0/1/0/0", "queue held ?"}},
+			[]string{"network planned 0/1/0/0", "events planned 0/1/0/0", "app failed ?", "app#inputs failed ?", "storage planned 0/1/0/0", "queue held ?"}},
 		{"terraform", newFile("infra/network/broken.tf", "resource \"terraform_data\" \"broken\" {\n  no_such_argument = 1\n}\n"),
-			[]string{"network failed ?", "app held ?", "app#inputs planned 0/0/0/0", "storage held ?", "queue held ?"}},
+			[]string{"network failed ?", "events planned 0/1/0/0", "app held ?", "app#inputs planned 0/0/0/0", "storage held ?", "queue held ?"}},
 		{"arm", func(t *testing.T) func() {
 			return w.edit(t, "arm/storage.json", `"name": "[variables('account')]"`, `"name": "[uniqueString(resourceGroup().id)]"`)
-		}, []string{"network planned 0/1/0/0", "app planned 0/1/0/0", "app#inputs planned 0/0/0/0", "storage failed ?", "queue planned 0/1/0/0"}},
+		}, []string{"network planned 0/1/0/0", "events planned 0/1/0/0", "app planned 0/1/0/0", "app#inputs planned 0/0/0/0", "storage failed ?", "queue planned 0/1/0/0"}},
 	}
 	for _, f := range failures {
 		t.Run("failed/"+f.name, func(t *testing.T) {
@@ -491,7 +570,7 @@ func (w *e2e) sensitiveAndKey(t *testing.T) {
 	defer w.edit(t, tfvars, secret, secret+"-v2")()
 	w.captf(t, runner.ExitOK, "preview", "plan", "--env", "prod")
 	reviewed := readDocument(t, filepath.Join(w.out, DocumentFile))
-	if diff := cmp.Diff([]string{"network planned 0/1/0/0", "app planned 0/0/0/0", "app#inputs planned 0/0/0/0", "storage planned 0/0/0/0", "queue planned 0/0/0/0"}, counts(reviewed)); diff != "" {
+	if diff := cmp.Diff([]string{"network planned 0/1/0/0", "events planned 0/0/0/0", "app planned 0/0/0/0", "app#inputs planned 0/0/0/0", "storage planned 0/0/0/0", "queue planned 0/0/0/0"}, counts(reviewed)); diff != "" {
 		t.Fatalf("the reviewed change (-want +got):\n%s", diff)
 	}
 
@@ -519,7 +598,7 @@ func (w *e2e) sensitiveAndKey(t *testing.T) {
 		write(t, other, []byte("another-preview-key-of-32-bytes!"), 0o600)
 		before := w.world(t)
 		o := w.captf(t, runner.ExitPlanChanged, "preview", "apply", "--env", "prod", "--key-file", other, "--expect-digest", reviewed.Digest)
-		if diff := cmp.Diff([]string{"network", "app", "storage", "queue"}, movedMembers(reviewed, readDocument(t, filepath.Join(w.out, DocumentFile)))); diff != "" {
+		if diff := cmp.Diff([]string{"network", "events", "app", "storage", "queue"}, movedMembers(reviewed, readDocument(t, filepath.Join(w.out, DocumentFile)))); diff != "" {
 			t.Errorf("moved members (-want +got):\n%s", diff)
 		}
 		if !strings.Contains(o.stderr, "plan and apply must read the same preview key") {
@@ -611,6 +690,15 @@ func (w *e2e) checkApplied(t *testing.T, release, color, message string) {
 	tags, _ := account["tags"].(map[string]any)
 	if tags["release"] != release || tags[arm.OwnerTag] != "storage" {
 		t.Errorf("storage account tags %v", tags)
+	}
+	sub := w.pubsubGet(t, "/v1/projects/"+e2eProject+"/subscriptions/orders-billing")
+	ack := map[string]string{"1": "20", "2": "30"}[release]
+	if fmt.Sprint(sub["ackDeadlineSeconds"]) != ack || sub["topic"] != "projects/"+e2eProject+"/topics/orders" {
+		t.Errorf("subscription orders-billing: %v", sub)
+	}
+	topic := w.pubsubGet(t, "/v1/projects/"+e2eProject+"/topics/orders")
+	if labels, _ := topic["labels"].(map[string]any); labels[gcp.ManagedByLabel] != gcp.ManagedByValue || labels[gcp.StackLabel] != "events" || labels["team"] != "shop" {
+		t.Errorf("topic orders: %v", topic)
 	}
 	server := w.arm.Resource(e2eSQLServer)
 	if tag, _ := server["tags"].(map[string]any)[arm.SecureTag].(string); !strings.HasPrefix(tag, "hmac-sha256:") {

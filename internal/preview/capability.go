@@ -8,6 +8,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"slices"
 
 	"github.com/captf/captf/pkg/changeset"
 )
@@ -89,4 +90,19 @@ type Plan struct {
 	// Private is what Apply needs beyond the document (a plan file path, a
 	// digest of the changes read). It is never written to the document.
 	Private any
+}
+
+// WaitingHoles is what a step that waits on upstream outputs plans: the
+// upstreams of missing, sorted and each once, and a hole for each,
+// "inputs from <component>; re-checked on apply". It is empty when the
+// step waits on none.
+func WaitingHoles(missing []string) ([]string, []changeset.Hole) {
+	sorted := slices.Clone(missing)
+	slices.Sort(sorted)
+	sorted = slices.Compact(sorted)
+	var holes []changeset.Hole
+	for _, m := range sorted {
+		holes = append(holes, changeset.Hole{Reason: "inputs from " + m + "; re-checked on apply"})
+	}
+	return sorted, holes
 }

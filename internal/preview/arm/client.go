@@ -1,18 +1,18 @@
 package arm
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"net/http"
 	"net/url"
 	"slices"
 	"sort"
 	"strings"
 	"time"
+
+	"github.com/captf/captf/internal/preview/rest"
 )
 
 // API versions of the calls that are not a template resource's.
@@ -21,9 +21,6 @@ const (
 	listAPIVersion     = "2021-04-01"
 	providerAPIVersion = "2021-04-01"
 )
-
-// maxAnswer bounds an answer read from ARM.
-const maxAnswer = 32 << 20
 
 // notFoundCodes are the codes of a 404 that says the resource (or its
 // group) is not there. A 404 with another code (InvalidResourceType: the
@@ -91,63 +88,22 @@ func (c *client) do(ctx context.Context, method, idOrLink, apiVersion string, bo
 	if err != nil {
 		return 0, nil, err
 	}
-	var reader io.Reader
-	if body != nil {
-		b, err := json.Marshal(body)
-		if err != nil {
-			return 0, nil, fmt.Errorf("encode the body: %w", err)
-		}
-		reader = bytes.NewReader(b)
-	}
-	req, err := http.NewRequestWithContext(ctx, method, u, reader)
+	status, answer, raw, err := rest.Do(ctx, c.http, method, u, c.token, body)
 	if err != nil {
-		return 0, nil, err
+		return status, nil, err
 	}
-	req.Header.Set("Accept", "application/json")
-	if body != nil {
-		req.Header.Set("Content-Type", "application/json")
-	}
-	if c.token != "" {
-		req.Header.Set("Authorization", "Bearer "+c.token)
-	}
-	resp, err := c.http.Do(req)
-	if err != nil {
-		// The error names the URL, never a header or a body.
-		return 0, nil, err
-	}
-	defer resp.Body.Close()
-	raw, err := io.ReadAll(io.LimitReader(resp.Body, maxAnswer))
-	if err != nil {
-		return resp.StatusCode, nil, fmt.Errorf("read the answer: %w", err)
-	}
-	var answer map[string]any
-	if len(bytes.TrimSpace(raw)) > 0 {
-		dec := json.NewDecoder(bytes.NewReader(raw))
-		dec.UseNumber()
-		if err := dec.Decode(&answer); err != nil && resp.StatusCode < 400 {
-			return resp.StatusCode, nil, fmt.Errorf("HTTP %d: the answer is not a JSON object", resp.StatusCode)
-		}
-	}
-	if resp.StatusCode >= 400 {
-		ae := &apiError{Status: resp.StatusCode}
+	if status >= 400 {
+		ae := &apiError{Status: status}
 		if e, ok := answer["error"].(map[string]any); ok {
 			ae.Code, _ = e["code"].(string)
 			msg, _ := e["message"].(string)
 			ae.Message = c.redact.text(msg)
 		} else if answer == nil && len(raw) > 0 {
-			ae.Message = c.redact.text(firstLine(string(raw), 200))
+			ae.Message = c.redact.text(rest.FirstLine(string(raw), 200))
 		}
-		return resp.StatusCode, answer, ae
+		return status, answer, ae
 	}
-	return resp.StatusCode, answer, nil
-}
-
-func firstLine(s string, n int) string {
-	s, _, _ = strings.Cut(strings.TrimSpace(s), "\n")
-	if len(s) > n {
-		s = s[:n] + "…"
-	}
-	return s
+	return status, answer, nil
 }
 
 // get reads a resource (or a group); nil and no error when it is not
@@ -239,14 +195,7 @@ func (c *client) delete(ctx context.Context, id, apiVersion string) error {
 }
 
 func (c *client) sleep(ctx context.Context) error {
-	t := time.NewTimer(c.poll)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-t.C:
-		return nil
-	}
+	return rest.Sleep(ctx, c.poll)
 }
 
 // listed is a resource the group's list returned.

@@ -103,13 +103,9 @@ func (c *Capability) plan(ctx context.Context, req preview.Request) (*planned, e
 	if err := preview.CheckKey(req.Key); err != nil {
 		return nil, fmt.Errorf("resource group %s: %w", p.in.ResourceGroup, err)
 	}
-	missing := slices.Clone(req.Missing)
-	slices.Sort(missing)
-	missing = slices.Compact(missing)
+	missing, waiting := preview.WaitingHoles(req.Missing)
 	if len(missing) > 0 {
-		for _, m := range missing {
-			p.holes = append(p.holes, changeset.Hole{Reason: "inputs from " + m + "; re-checked on apply"})
-		}
+		p.holes = append(p.holes, waiting...)
 		p.digest, err = p.computeDigest(req, missing)
 		return p, err
 	}
