@@ -57,6 +57,14 @@ type RunnerSpec struct {
 	// +kubebuilder:default=Destroy
 	// +optional
 	DeletionPolicy DeletionPolicy `json:"deletionPolicy,omitempty"`
+	// AllowDestructivePlans turns the destructive-plan guard off. With it
+	// off (the default), an applyPolicy Automatic apply of an object that
+	// applied before plans first and applies nothing if the plan deletes
+	// or replaces a resource: that plan waits for approval instead, as a
+	// TerraformPlan with reason Destructive. Under Manual every plan waits
+	// anyway. lifecycle { prevent_destroy } in the module holds either way.
+	// +optional
+	AllowDestructivePlans bool `json:"allowDestructivePlans,omitempty"`
 	// Drift says how often the manager checks the infrastructure for
 	// changes made outside terraform, and what it does when it finds some.
 	// +optional
@@ -257,6 +265,11 @@ type PlanStatus struct {
 	Truncated bool `json:"truncated,omitempty"`
 	// CreatedAt is when the manager recorded the plan.
 	CreatedAt metav1.Time `json:"createdAt"`
+	// Reason is why the plan waits: Manual (the applyPolicy), or
+	// Destructive (under Automatic, the plan deletes or replaces a
+	// resource and the destructive-plan guard stopped it).
+	// +optional
+	Reason PlanReason `json:"reason,omitempty"`
 	// ImageDigest is the digest of the module image the plan Job ran, as
 	// its pod reported it; the approved apply runs on exactly that digest.
 	// Empty when the node reported none.

@@ -7,6 +7,15 @@ const (
 	// AnnotationApprovePlan is set by a person to the status.plan.planHash
 	// they approve.
 	AnnotationApprovePlan = "captf.io/approve-plan"
+	// AnnotationApproveDestructivePlan is set by a person to the
+	// status.plan.planHash of a plan the destructive-plan guard stopped
+	// under applyPolicy Automatic (captf.io/approve-plan does as well).
+	AnnotationApproveDestructivePlan = "captf.io/approve-destructive-plan"
+	// AnnotationInterruptedApply marks an object whose apply Job ended
+	// without a report (deleted, stopped at its deadline, killed): its next
+	// apply plans first under the destructive-plan guard, even a first
+	// apply. The manager removes it after a successful apply.
+	AnnotationInterruptedApply = "captf.io/interrupted-apply"
 	// AnnotationApprovedPlan marks an apply Job that carries an approved plan.
 	AnnotationApprovedPlan = "captf.io/approved-plan"
 	// AnnotationPlanChanged marks an apply Job that found another plan than
@@ -88,6 +97,23 @@ const (
 	ConditionDriftDetected = "DriftDetected"
 	// ConditionDriftJobSucceeded is about the last drift check's Job.
 	ConditionDriftJobSucceeded = "DriftJobSucceeded"
+	// ConditionInfrastructureHealthy is the module's health output, sampled
+	// after each apply and drift check: only its state word.
+	ConditionInfrastructureHealthy = "InfrastructureHealthy"
+)
+
+// Reasons of InfrastructureHealthy, by the health output's state.
+const (
+	// ReasonHealthy: running (True).
+	ReasonHealthy = "Healthy"
+	// ReasonUnhealthy: failed (False); Ready is False too.
+	ReasonUnhealthy = "Unhealthy"
+	// ReasonHealthUnknown: unknown, a word that is none of these, or a
+	// sensitive output (Unknown).
+	ReasonHealthUnknown = "HealthUnknown"
+	// ReasonProvisioning: pending (Unknown); sampled again after 30 s,
+	// then less often, up to every 5 minutes.
+	ReasonProvisioning = "Provisioning"
 )
 
 // Reasons of DriftDetected and DriftJobSucceeded, and the drift event.
@@ -131,6 +157,15 @@ const (
 // ErrorKindPlanChanged is status.lastRun.error.kind of an apply Job that
 // found another plan than the approved one.
 const ErrorKindPlanChanged = "plan-changed"
+
+// The destructive-plan guard: status.lastRun.error.kind of a guarded apply
+// that applied nothing because its plan deletes or replaces resources,
+// the reason of ApplyJobSucceeded=False, and a Warning event naming them.
+const (
+	ErrorKindDestructivePlanBlocked = "destructive-plan-blocked"
+	ReasonDestructivePlanBlocked    = "DestructivePlanBlocked"
+	EventDestructivePlanBlocked     = "DestructivePlanBlocked"
+)
 
 // Fixed paths inside the runner Job: a module image bundles the module and
 // the terraform or tofu binary at these paths (a contract for module

@@ -42,6 +42,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs.StringVar(&j.Runtime, "runtime", infrav1.PathRuntime, "folder holding terraform or tofu")
 	fs.StringVar(&j.KeyFile, "plan-key-file", infrav1.PathPlanKey, "the plan key (plan and approved apply)")
 	fs.StringVar(&j.ExpectPlan, "expect-plan", "", "the approved p2: hash")
+	fs.BoolVar(&j.Guard, "guard", false, "an ungated apply: plan first, and apply nothing if the plan deletes or replaces a resource")
 	fs.StringVar(&j.MessagePath, "termination-message-path", "/dev/termination-log", "where the report for the manager goes")
 	showVersion := fs.Bool("version", false, "print the version and exit")
 	if err := fs.Parse(args); err != nil {

@@ -3,6 +3,7 @@ package runner
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -12,67 +13,113 @@ import (
 	tfjson "github.com/hashicorp/terraform-json"
 )
 
-// MaxDriftResources is how many drifted addresses a report lists.
-const MaxDriftResources = 20
+// MaxChangedResources is how many changed addresses a report lists.
+const MaxChangedResources = 20
 
-// Drift is what a drift check found: the managed resources an apply of the
-// unchanged configuration would create, update, replace or delete, counted
-// by action (spec 000: an import or a move alone is not drift, and neither
-// is an output change). It holds addresses, never a value.
-type Drift struct {
+// Changes are a plan's managed resource changes counted by action: what a
+// drift check found (spec 000: an import or a move alone is not drift, and
+// neither is an output change), or what the destructive-plan guard
+// stopped. They hold addresses, never a value.
+type Changes struct {
 	Create  int `json:"create"`
 	Update  int `json:"update"`
 	Replace int `json:"replace"`
 	Delete  int `json:"delete"`
-	// Resources are up to MaxDriftResources entries "<address> (<action>)",
-	// sorted by address.
+	// Resources are up to MaxChangedResources entries "<address>
+	// (<action>)", sorted by address.
 	Resources []string `json:"resources,omitempty"`
 	Truncated bool     `json:"truncated,omitempty"`
 }
 
-// Total is how many resources drifted.
-func (d *Drift) Total() int { return d.Create + d.Update + d.Replace + d.Delete }
+// Total is how many resources change.
+func (d *Changes) Total() int { return d.Create + d.Update + d.Replace + d.Delete }
+
+// Destructive reports whether a resource is deleted or replaced.
+func (d *Changes) Destructive() bool { return d.Replace+d.Delete > 0 }
 
 // Drift checks the root for drift: init, a refresh-only apply that records
 // the real state of every resource, then a plan without refresh whose JSON
 // is read in memory and counted. It needs no plan key and applies no
 // change to the infrastructure; only the state is refreshed.
-func (r *Runner) Drift(ctx context.Context) (*Drift, error) {
+func (r *Runner) Drift(ctx context.Context) (*Changes, error) {
 	if err := r.prepare(ctx); err != nil {
 		return nil, err
 	}
 	if err := r.TF.ApplyRefreshOnly(ctx); err != nil {
 		return nil, err
 	}
-	dir, err := os.MkdirTemp(r.TempDir, "captf-drift-*")
+	p, err := r.countedPlan(ctx, "-refresh=false")
 	if err != nil {
-		return nil, fmt.Errorf("drift: %w", err)
-	}
-	defer os.RemoveAll(dir)
-	file := filepath.Join(dir, "plan.tfplan")
-	if err := r.TF.Plan(ctx, file, "-refresh=false"); err != nil {
 		return nil, err
 	}
-	var d *Drift
-	err = r.TF.Show(ctx, file, func(plan io.Reader) error {
+	defer p.Close()
+	return p.changes, nil
+}
+
+// ErrDestructive says the destructive-plan guard stopped a plan that
+// deletes or replaces a resource; nothing was applied.
+var ErrDestructive = errors.New("the plan deletes or replaces resources")
+
+// Guarded is the apply of the destructive-plan guard: it plans, with
+// refresh, and applies exactly that saved plan unless it deletes or
+// replaces a resource; then it applies nothing and the error wraps
+// ErrDestructive. Either way the Changes say what the plan does. It needs
+// no plan key: the plan that waits for approval is made by a plan Job.
+func (r *Runner) Guarded(ctx context.Context) (*Changes, error) {
+	if err := r.prepare(ctx); err != nil {
+		return nil, err
+	}
+	p, err := r.countedPlan(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer p.Close()
+	if p.changes.Destructive() {
+		return p.changes, fmt.Errorf("%w (%d to replace, %d to delete); nothing was applied", ErrDestructive, p.changes.Replace, p.changes.Delete)
+	}
+	return p.changes, r.TF.Apply(ctx, p.file)
+}
+
+// counted is a saved plan and its changes; Close removes the file.
+type counted struct {
+	dir, file string
+	changes   *Changes
+}
+
+func (c *counted) Close() { os.RemoveAll(c.dir) }
+
+// countedPlan plans into a private file, with extra flags, and counts the
+// plan's changes from its JSON, read in memory.
+func (r *Runner) countedPlan(ctx context.Context, extra ...string) (*counted, error) {
+	dir, err := os.MkdirTemp(r.TempDir, "captf-plan-*")
+	if err != nil {
+		return nil, fmt.Errorf("plan: %w", err)
+	}
+	c := &counted{dir: dir, file: filepath.Join(dir, "plan.tfplan")}
+	if err := r.TF.Plan(ctx, c.file, extra...); err != nil {
+		c.Close()
+		return nil, err
+	}
+	err = r.TF.Show(ctx, c.file, func(plan io.Reader) error {
 		var p tfjson.Plan
 		if err := json.NewDecoder(plan).Decode(&p); err != nil {
 			return fmt.Errorf("read the plan: %w", err)
 		}
-		d = CountDrift(&p)
+		c.changes = CountChanges(&p)
 		return nil
 	})
 	if err != nil {
-		return nil, fmt.Errorf("drift: %w", err)
+		c.Close()
+		return nil, fmt.Errorf("count the plan's changes: %w", err)
 	}
-	return d, nil
+	return c, nil
 }
 
-// CountDrift counts a plan's managed resource changes by action. No-ops
+// CountChanges counts a plan's managed resource changes by action. No-ops
 // (an import or a move alone among them), reads of data sources and
 // forgets are not drift; outputs are not counted.
-func CountDrift(p *tfjson.Plan) *Drift {
-	d := &Drift{}
+func CountChanges(p *tfjson.Plan) *Changes {
+	d := &Changes{}
 	var entries []string
 	for _, rc := range p.ResourceChanges {
 		if rc.Mode != tfjson.ManagedResourceMode || rc.Change == nil {
@@ -98,8 +145,8 @@ func CountDrift(p *tfjson.Plan) *Drift {
 		entries = append(entries, addr+" ("+action+")")
 	}
 	sort.Strings(entries)
-	if len(entries) > MaxDriftResources {
-		entries, d.Truncated = entries[:MaxDriftResources], true
+	if len(entries) > MaxChangedResources {
+		entries, d.Truncated = entries[:MaxChangedResources], true
 	}
 	d.Resources = entries
 	return d

@@ -3,6 +3,7 @@ package runner
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -65,7 +66,7 @@ func (d *driftRoot) apply() {
 	}
 }
 
-func (d *driftRoot) drift() *Drift {
+func (d *driftRoot) drift() *Changes {
 	d.t.Helper()
 	got, err := d.r.Drift(context.Background())
 	if err != nil {
@@ -179,9 +180,9 @@ import {
 	}
 }
 
-// TestCountDriftTruncates: at most MaxDriftResources addresses, the
+// TestCountChangesTruncates: at most MaxChangedResources addresses, the
 // counts whole.
-func TestCountDriftTruncates(t *testing.T) {
+func TestCountChangesTruncates(t *testing.T) {
 	var raw strings.Builder
 	raw.WriteString(`{"format_version":"1.2","resource_changes":[`)
 	for i := range 25 {
@@ -196,8 +197,49 @@ func TestCountDriftTruncates(t *testing.T) {
 	if err := json.Unmarshal([]byte(raw.String()), &p); err != nil {
 		t.Fatal(err)
 	}
-	d := CountDrift(&p)
-	if d.Delete != 25 || d.Total() != 25 || len(d.Resources) != MaxDriftResources || !d.Truncated {
+	d := CountChanges(&p)
+	if d.Delete != 25 || d.Total() != 25 || len(d.Resources) != MaxChangedResources || !d.Truncated {
 		t.Fatalf("%+v", d)
+	}
+}
+
+// TestGuarded checks the destructive-plan guard's apply on a real
+// provider: an update applies, a replace or a delete applies nothing.
+func TestGuarded(t *testing.T) {
+	for _, bin := range tftest.Binaries(t) {
+		t.Run(bin.Name, func(t *testing.T) {
+			d := newDriftRoot(t, bin)
+			d.config(driftFiles)
+			d.apply()
+			ctx := context.Background()
+
+			d.config(strings.Replace(driftFiles, `content   = "b"`, `content   = "b2"`, 1))
+			c, err := d.r.Guarded(ctx)
+			if err != nil || c.Update != 1 || c.Destructive() {
+				t.Fatalf("an update: %+v, %v", c, err)
+			}
+			if b, _ := os.ReadFile(filepath.Join(d.files, "d/b.txt")); string(b) != "b2" {
+				t.Fatalf("the update was not applied: %q", b)
+			}
+
+			applied := strings.Replace(driftFiles, `content   = "b"`, `content   = "b2"`, 1)
+			replace := strings.Replace(applied, `content   = "b2"`, "content   = \"b2\"\n  mode      = \"0600\"", 1)
+			c0 := strings.Index(applied, `resource "captftest_file" "c"`)
+			remove := applied[:c0] + applied[strings.Index(applied, "output \"out\""):]
+			for name, config := range map[string]string{"replace": replace, "delete": remove} {
+				d.config(config)
+				c, err := d.r.Guarded(ctx)
+				if !errors.Is(err, ErrDestructive) || ExitCode(err) != ExitPlanChanged || !c.Destructive() {
+					t.Fatalf("%s: %+v, %v", name, c, err)
+				}
+				info, err := os.Stat(filepath.Join(d.files, "d/b.txt"))
+				if err != nil || info.Mode().Perm() != 0o644 {
+					t.Fatalf("%s: b.txt was touched: %v %v", name, info, err)
+				}
+				if _, err := os.Stat(filepath.Join(d.files, "d/c.txt")); err != nil {
+					t.Fatalf("%s: c.txt was deleted: %v", name, err)
+				}
+			}
+		})
 	}
 }

@@ -32,8 +32,9 @@ const (
 	OutputFailureDomains = "failure_domains"
 )
 
-// contractOutputs are the outputs the runner forwards, in order.
-var contractOutputs = []string{OutputEndpointHost, OutputEndpointPort, OutputFailureDomains}
+// contractOutputs are the outputs the runner forwards, in order: the
+// contract's, and the module's health (health.go).
+var contractOutputs = []string{OutputEndpointHost, OutputEndpointPort, OutputFailureDomains, OutputHealth}
 
 // endpointFile is the root file that forwards the module's outputs.
 const endpointFile = "captf_endpoint.tf.json"
@@ -172,25 +173,40 @@ func moduleCall(mainTF string) (string, error) {
 	return "", nil
 }
 
-// readContract reads the forwarded outputs after an apply into msg: the
-// endpoint when the module provides both and neither is sensitive, the
-// failure domains when it provides them and they are not sensitive.
-func readContract(ctx context.Context, tf *tfexec.Terraform, workdir string, msg *Message) error {
+// outputValue is one root output as output -json gives it.
+type outputValue struct {
+	Sensitive bool            `json:"sensitive"`
+	Value     json.RawMessage `json:"value"`
+}
+
+// forwardedOutputs reads the root's outputs, nil when it forwards none of
+// the module's. The values stay in memory.
+func forwardedOutputs(ctx context.Context, tf *tfexec.Terraform, workdir string) (map[string]outputValue, error) {
 	if _, err := os.Stat(filepath.Join(workdir, endpointFile)); err != nil {
-		return nil
+		return nil, nil
 	}
-	var outs map[string]struct {
-		Sensitive bool            `json:"sensitive"`
-		Value     json.RawMessage `json:"value"`
-	}
+	var outs map[string]outputValue
 	err := tf.Output(ctx, func(r io.Reader) error {
 		dec := json.NewDecoder(r)
 		dec.UseNumber()
 		return dec.Decode(&outs)
 	})
 	if err != nil {
-		return fmt.Errorf("read the contract's outputs: %w", err)
+		return nil, fmt.Errorf("read the contract's outputs: %w", err)
 	}
+	return outs, nil
+}
+
+// readContract reads the forwarded outputs after an apply into msg: the
+// endpoint when the module provides both and neither is sensitive, the
+// failure domains when it provides them and they are not sensitive, and
+// the health's state word.
+func readContract(ctx context.Context, tf *tfexec.Terraform, workdir string, msg *Message) error {
+	outs, err := forwardedOutputs(ctx, tf, workdir)
+	if err != nil || outs == nil {
+		return err
+	}
+	msg.Health = healthState(outs)
 	host, port := outs[OutputEndpointHost], outs[OutputEndpointPort]
 	if !host.Sensitive && !port.Sensitive && host.Value != nil && port.Value != nil {
 		var e Endpoint

@@ -38,7 +38,7 @@ func ExitCode(err error) int {
 	switch {
 	case err == nil:
 		return ExitOK
-	case errors.Is(err, ErrPlanChanged), errors.Is(err, tfexec.ErrStalePlan):
+	case errors.Is(err, ErrPlanChanged), errors.Is(err, tfexec.ErrStalePlan), errors.Is(err, ErrDestructive):
 		return ExitPlanChanged
 	case errors.Is(err, ErrBadInput),
 		errors.Is(err, tfexec.ErrInvalidInput),

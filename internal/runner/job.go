@@ -27,6 +27,9 @@ type Job struct {
 	Runtime    string // folder holding the terraform or tofu binary
 	KeyFile    string // the plan key; required for plan and approved apply
 	ExpectPlan string // the approved hash; empty for an ungated apply
+	// Guard has an ungated apply plan first and apply that plan only if it
+	// deletes or replaces no resource (the destructive-plan guard).
+	Guard bool
 	// MessagePath receives the Message (the container's termination
 	// message file).
 	MessagePath string
@@ -44,6 +47,8 @@ func (j *Job) Run(ctx context.Context) int {
 	case err == nil:
 	case errors.Is(err, ErrPlanChanged):
 		msg.Outcome = OutcomePlanChanged
+	case errors.Is(err, ErrDestructive):
+		msg.Outcome, msg.Error = OutcomeDestructive, err.Error()
 	case ExitCode(err) == ExitBadInput:
 		msg.Outcome, msg.Error = OutcomeBadInput, err.Error()
 	default:
@@ -114,7 +119,10 @@ func (j *Job) run(ctx context.Context) (Message, error) {
 			return msg, err
 		}
 		msg.Outcome, msg.Drift = OutcomeChecked, d
-		return msg, nil
+		// The refresh brought the outputs up to date: sample the health.
+		outs, err := forwardedOutputs(ctx, r.TF, j.Workdir)
+		msg.Health = healthState(outs)
+		return msg, err
 	case j.Operation == "destroy":
 		// Destroy is not gated (spec 004 mounts no plan key on it).
 		if err := r.prepare(ctx); err != nil {
@@ -137,6 +145,15 @@ func (j *Job) run(ctx context.Context) (Message, error) {
 		if err != nil {
 			return msg, err
 		}
+		err = readContract(ctx, r.TF, j.Workdir, &msg)
+		return msg, err
+	case j.Guard:
+		c, err := r.Guarded(ctx)
+		msg.Guarded = c
+		if err != nil {
+			return msg, err
+		}
+		msg.Outcome = OutcomeApplied
 		err = readContract(ctx, r.TF, j.Workdir, &msg)
 		return msg, err
 	default:

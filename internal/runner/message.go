@@ -16,6 +16,9 @@ const (
 	OutcomeApplied     = "applied"      // the approved plan was applied
 	OutcomeDestroyed   = "destroyed"    // a destroy Job destroyed everything
 	OutcomeChecked     = "checked"      // a drift Job checked for drift
+	// OutcomeDestructive: the destructive-plan guard stopped a plan that
+	// deletes or replaces resources; nothing applied.
+	OutcomeDestructive = "destructive-plan-blocked"
 	OutcomeNoChanges   = "no-changes"   // the fresh plan was empty; nothing to apply
 	OutcomePlanChanged = "plan-changed" // the fresh plan moved; nothing applied
 	OutcomeBadInput    = "bad-input"    // plan key, plan document or arguments refused
@@ -37,7 +40,14 @@ type Message struct {
 	Endpoint       *Endpoint       `json:"endpoint,omitempty"`
 	FailureDomains []FailureDomain `json:"failureDomains,omitempty"`
 	// Drift is what a drift Job found.
-	Drift *Drift `json:"drift,omitempty"`
+	Drift *Changes `json:"drift,omitempty"`
+	// Guarded is what the plan of a guarded apply does: the changes it
+	// applied, or those the destructive-plan guard stopped.
+	Guarded *Changes `json:"guarded,omitempty"`
+	// Health is the state word of the module's health output after an
+	// apply or a drift check (running, pending, failed or unknown); empty
+	// when the module has none.
+	Health string `json:"health,omitempty"`
 }
 
 // Encode returns the message as JSON of at most MaxMessage bytes. The hash
@@ -49,11 +59,7 @@ func (m Message) Encode() []byte {
 		p.Resources = append([]string(nil), p.Resources...)
 		m.Plan = &p
 	}
-	if m.Drift != nil {
-		d := *m.Drift
-		d.Resources = append([]string(nil), d.Resources...)
-		m.Drift = &d
-	}
+	m.Drift, m.Guarded = m.Drift.copy(), m.Guarded.copy()
 	for {
 		b, err := json.Marshal(m)
 		if err != nil {
@@ -66,9 +72,7 @@ func (m Message) Encode() []byte {
 		case m.Plan != nil && len(m.Plan.Resources) > 0:
 			m.Plan.Resources = m.Plan.Resources[:len(m.Plan.Resources)-1]
 			m.Plan.Truncated = true
-		case m.Drift != nil && len(m.Drift.Resources) > 0:
-			m.Drift.Resources = m.Drift.Resources[:len(m.Drift.Resources)-1]
-			m.Drift.Truncated = true
+		case m.Drift.shorten(), m.Guarded.shorten():
 		case len(m.Error) > 0:
 			m.Error = m.Error[:max(0, len(m.Error)-(len(b)-MaxMessage)-3)] + "..."
 			if len(m.Error) <= 3 {
@@ -78,4 +82,23 @@ func (m Message) Encode() []byte {
 			return b
 		}
 	}
+}
+
+// copy is a copy of c whose Resources can be shortened.
+func (c *Changes) copy() *Changes {
+	if c == nil {
+		return nil
+	}
+	d := *c
+	d.Resources = append([]string(nil), c.Resources...)
+	return &d
+}
+
+// shorten drops the last resource entry, if any, and says whether it did.
+func (c *Changes) shorten() bool {
+	if c == nil || len(c.Resources) == 0 {
+		return false
+	}
+	c.Resources, c.Truncated = c.Resources[:len(c.Resources)-1], true
+	return true
 }

@@ -76,12 +76,21 @@ func (r *Reconciler) reconcileManual(ctx context.Context, tc *infrav1.TerraformC
 	return ctrl.Result{}, r.startJob(ctx, tc, root, req)
 }
 
-// approveCommand is the exact command that approves hash.
+// approvals are the annotations that approve a plan by its hash: any
+// plan, and by its own name one the destructive-plan guard stopped.
+var approvals = []string{infrav1.AnnotationApprovePlan, infrav1.AnnotationApproveDestructivePlan}
+
+// approveCommand is the exact command that approves hash: for a plan the
+// destructive-plan guard stopped, through captf.io/approve-destructive-plan.
 func approveCommand(tc *infrav1.TerraformCluster, hash string) string {
-	return fmt.Sprintf("kubectl annotate terraformcluster %s -n %s %s=%s --overwrite", tc.Name, tc.Namespace, infrav1.AnnotationApprovePlan, hash)
+	annotation := infrav1.AnnotationApprovePlan
+	if waitsDestructive(tc) {
+		annotation = infrav1.AnnotationApproveDestructivePlan
+	}
+	return fmt.Sprintf("kubectl annotate terraformcluster %s -n %s %s=%s --overwrite", tc.Name, tc.Namespace, annotation, hash)
 }
 
-// consumeApproval removes captf.io/approve-plan after the approved apply,
+// consumeApproval removes the approvals of hash after the approved apply,
 // in its own patch with an optimistic lock: a newer value written in the
 // meantime survives, and a conflict fails the reconcile so it runs again.
 func (r *Reconciler) consumeApproval(ctx context.Context, tc *infrav1.TerraformCluster, hash string) error {
@@ -89,11 +98,17 @@ func (r *Reconciler) consumeApproval(ctx context.Context, tc *infrav1.TerraformC
 	if err := r.Reader.Get(ctx, client.ObjectKeyFromObject(tc), latest); err != nil {
 		return fmt.Errorf("read the approval: %w", err)
 	}
-	if latest.Annotations[infrav1.AnnotationApprovePlan] != hash {
+	patch := client.MergeFromWithOptions(latest.DeepCopy(), client.MergeFromWithOptimisticLock{})
+	found := false
+	for _, a := range approvals {
+		if latest.Annotations[a] == hash {
+			delete(latest.Annotations, a)
+			found = true
+		}
+	}
+	if !found {
 		return nil
 	}
-	patch := client.MergeFromWithOptions(latest.DeepCopy(), client.MergeFromWithOptimisticLock{})
-	delete(latest.Annotations, infrav1.AnnotationApprovePlan)
 	if err := r.Client.Patch(ctx, latest, patch); err != nil {
 		return fmt.Errorf("remove the consumed approval: %w", err)
 	}

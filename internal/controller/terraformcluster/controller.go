@@ -291,12 +291,19 @@ func (r *Reconciler) reconcileDue(ctx context.Context, s *scope, root *render.Ro
 			return ctrl.Result{RequeueAfter: r.recheck()}, nil
 		}
 	}
+	first := stateHash == "" && past.first() && !interrupted(tc)
 	if tc.Spec.ApplyPolicy != infrav1.ApplyManual {
+		guard := !first && !tc.Spec.AllowDestructivePlans
+		if guard && (blocked(tc.Status.LastRun) || waitsDestructive(tc)) {
+			// The guard stopped a plan that deletes or replaces: a plan
+			// of it waits for approval, as under Manual.
+			return r.reconcileManual(ctx, tc, root, stateHash)
+		}
 		// Switching to Automatic applies what waited and clears the plan.
 		tc.Status.Plan = nil
-		return ctrl.Result{}, r.startJob(ctx, tc, root, jobRequest{op: infrav1.OperationApply})
+		return ctrl.Result{}, r.startJob(ctx, tc, root, jobRequest{op: infrav1.OperationApply, guard: guard})
 	}
-	if stateHash == "" && past.first() {
+	if first {
 		// The first apply of a new object is not gated: there is no state
 		// yet to damage.
 		tc.Status.Plan = nil
@@ -306,11 +313,12 @@ func (r *Reconciler) reconcileDue(ctx context.Context, s *scope, root *render.Ro
 }
 
 // failedRun reports whether the last run failed for a reason other than a
-// moved plan (which counts toward no retry) or a drift check (whose
+// moved plan (which counts toward no retry), a plan the destructive-plan
+// guard stopped (which waits for approval instead) or a drift check (whose
 // failure makes nothing due). A failed apply is due again;
 // either kind waits out the backoff first, so a failing Job never loops.
 func failedRun(run *infrav1.RunStatus) bool {
-	return run != nil && !run.Succeeded && run.Operation != infrav1.OperationDrift &&
+	return run != nil && !run.Succeeded && run.Operation != infrav1.OperationDrift && !blocked(run) &&
 		(run.Error == nil || run.Error.Kind != infrav1.ErrorKindPlanChanged)
 }
 

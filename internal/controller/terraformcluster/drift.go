@@ -53,8 +53,23 @@ func (r *Reconciler) driftDueIn(tc *infrav1.TerraformCluster, now time.Time) tim
 	h := fnv.New64a()
 	h.Write([]byte(tc.UID))
 	spread := time.Duration(h.Sum64() % uint64(interval/10+1))
-	return last.Add(interval + spread).Sub(now)
+	due := last.Add(interval + spread)
+	if c := condition(tc, infrav1.ConditionInfrastructureHealthy); c != nil && c.Reason == infrav1.ReasonProvisioning {
+		// Pending health is sampled again sooner: 30 s after it was
+		// last sampled, then as long as it has been pending, up to 5 min.
+		backoff := min(max(now.Sub(c.LastTransitionTime.Time), pendingFirst), pendingMax)
+		if sooner := last.Add(backoff); sooner.Before(due) {
+			due = sooner
+		}
+	}
+	return due.Sub(now)
 }
+
+// The backoff of sampling pending health.
+const (
+	pendingFirst = 30 * time.Second
+	pendingMax   = 5 * time.Minute
+)
 
 // remediating reports whether drift the last check found waits to be
 // undone: an apply is due for it (Automatic) or its plan waits (Manual).
@@ -168,6 +183,7 @@ func decideDrift(tc *infrav1.TerraformCluster, o outcome, now metav1.Time) (infr
 		Resources: d.Resources, Truncated: d.Truncated,
 	}
 	setCondition(view, infrav1.ConditionDriftJobSucceeded, true, infrav1.ReasonDriftCheckSucceeded, fmt.Sprintf("Drift check %s succeeded.", o.Job))
+	setHealth(view, msg.Health)
 	if c := condition(tc, infrav1.ConditionDriftDetected); c != nil && c.Reason == infrav1.ReasonDriftRemediationFailed {
 		// A good check since remediation stopped: the cap starts again.
 		st.Failures = 0

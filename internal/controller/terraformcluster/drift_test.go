@@ -306,3 +306,68 @@ func TestDriftRemediationCap(t *testing.T) {
 		t.Fatalf("p.txt not made again: %v", err)
 	}
 }
+
+// healthIs waits for InfrastructureHealthy with reason.
+func (h *driftHarness) healthIs(tc *infrav1.TerraformCluster, reason string) {
+	h.t.Helper()
+	h.wait(tc, "InfrastructureHealthy "+reason, func(tc *infrav1.TerraformCluster) bool {
+		c := condition(tc, infrav1.ConditionInfrastructureHealthy)
+		return c != nil && c.Reason == reason
+	})
+}
+
+func (h *driftHarness) write(tc *infrav1.TerraformCluster, file, content string) {
+	h.t.Helper()
+	if err := os.WriteFile(h.path(tc, file), []byte(content), 0o644); err != nil {
+		h.t.Fatal(err)
+	}
+}
+
+// TestHealth: the module's health output, sampled after the apply and
+// with each drift check, moves InfrastructureHealthy and Ready; pending
+// health is sampled again long before the drift interval.
+func TestHealth(t *testing.T) {
+	h := startDrift(t)
+	tc := h.createDrift("health", driftImage, infrav1.ApplyAutomatic, "", 2)
+	pending := h.createDrift("pending", driftImage, infrav1.ApplyAutomatic, "", 3600, func(tc *infrav1.TerraformCluster) {
+		tc.Spec.Variables = append(tc.Spec.Variables, infrav1.Variable{Name: "health", Value: &apiextensionsv1.JSON{Raw: []byte(`"pending"`)}})
+	})
+	h.wait(tc, "first apply", ready)
+	h.healthIs(tc, infrav1.ReasonHealthy)
+
+	h.write(tc, "h.txt", "failed")
+	h.healthIs(tc, infrav1.ReasonUnhealthy)
+	if c := condition(tc, infrav1.ConditionReady); c == nil || c.Status != metav1.ConditionFalse || c.Reason != infrav1.ReasonUnhealthy {
+		t.Fatalf("Ready while unhealthy: %+v", c)
+	}
+	if !tc.Status.Ready {
+		t.Error("failed health took back status.ready, the contract's provisioning flag")
+	}
+	h.write(tc, "h.txt", "CANARY-HEALTH-WORD")
+	h.healthIs(tc, infrav1.ReasonHealthUnknown)
+	if b, _ := json.Marshal(tc.Status); strings.Contains(string(b), "CANARY-HEALTH-WORD") {
+		t.Fatalf("the health output's value reached status: %s", b)
+	}
+	if c := condition(tc, infrav1.ConditionReady); c == nil || c.Status != metav1.ConditionTrue {
+		t.Fatalf("Ready after failed health passed: %+v", c)
+	}
+
+	// Pending after the first apply: sampled again after about 30 s,
+	// though drift checks run only hourly.
+	h.wait(pending, "first apply", func(tc *infrav1.TerraformCluster) bool { return tc.Status.Ready })
+	h.healthIs(pending, infrav1.ReasonProvisioning)
+	h.write(pending, "h.txt", "running")
+	deadline := time.Now().Add(2 * time.Minute)
+	for {
+		if err := h.c.Get(context.Background(), client.ObjectKeyFromObject(pending), pending); err != nil {
+			t.Fatal(err)
+		}
+		if c := condition(pending, infrav1.ConditionInfrastructureHealthy); c != nil && c.Reason == infrav1.ReasonHealthy {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("pending health not sampled again within 2 minutes: %+v", pending.Status.Conditions)
+		}
+		time.Sleep(time.Second)
+	}
+}

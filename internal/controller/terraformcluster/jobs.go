@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"path"
+	"slices"
 	"sort"
 	"time"
 
@@ -72,6 +73,9 @@ type jobRequest struct {
 	plan     string
 	// digest pins the module image to what the plan Job ran.
 	digest string
+	// guard has an ungated apply plan first and apply nothing that
+	// deletes or replaces a resource (the destructive-plan guard).
+	guard bool
 }
 
 // startJob creates a runner Job and its per-run inputs Secret and records
@@ -104,6 +108,12 @@ func (r *Reconciler) startJob(ctx context.Context, tc *infrav1.TerraformCluster,
 		image = pin(tc.Spec.Image, req.digest)
 	}
 	job := r.buildJob(tc, image, req.op, req.expect, req.expect != "" || req.op == infrav1.OperationPlan)
+	if req.guard && req.expect == "" {
+		// The guard's run does not mount the plan key: the plan that
+		// waits for approval, if any, is made by a plan Job.
+		c := &job.Spec.Template.Spec.Containers[0]
+		c.Command = append(c.Command, "--guard")
+	}
 	job.Annotations[annotationInputsHash] = root.InputsHash
 	if req.approved {
 		job.Annotations[infrav1.AnnotationApprovedPlan] = req.expect
@@ -154,6 +164,8 @@ func (r *Reconciler) resume(ctx context.Context, tc *infrav1.TerraformCluster, r
 		setCondition(tc, infrav1.ConditionDriftJobSucceeded, unknown, ReasonDriftChecking, "Drift check "+job.Name+" runs.")
 	case job.Annotations[infrav1.AnnotationApprovedPlan] != "":
 		setCondition(tc, infrav1.ConditionApplyJobSucceeded, unknown, ReasonApplying, "The approved plan is being applied.")
+	case slices.Contains(job.Spec.Template.Spec.Containers[0].Command, "--guard"):
+		setCondition(tc, infrav1.ConditionApplyJobSucceeded, unknown, ReasonApplying, "An apply Job runs; it plans first and applies nothing that deletes or replaces a resource.")
 	default:
 		setCondition(tc, infrav1.ConditionApplyJobSucceeded, unknown, ReasonApplying, "An apply Job runs.")
 	}

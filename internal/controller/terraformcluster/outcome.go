@@ -76,6 +76,7 @@ type consumeApproval struct{ Hash string }
 // and supersedes any other live plan of the object.
 type openPlan struct {
 	Name, Job, InputsHash, Digest string
+	Reason                        infrav1.PlanReason
 	Report                        *fingerprint.Report
 }
 
@@ -86,6 +87,13 @@ type finishPlan struct {
 	Phase           infrav1.PlanPhase
 	Reason, Message string
 }
+
+// markInterrupted sets captf.io/interrupted-apply: the next apply plans
+// first.
+type markInterrupted struct{}
+
+// clearInterrupted removes captf.io/interrupted-apply.
+type clearInterrupted struct{}
 
 // annotateJob sets an annotation on the finished Job.
 type annotateJob struct{ Key, Value string }
@@ -130,16 +138,25 @@ func decideRun(tc *infrav1.TerraformCluster, o outcome, now metav1.Time) (infrav
 	case msg == nil && o.DeadlineExceeded:
 		run.Error = &infrav1.RunError{Kind: "deadline", Message: "the Job was stopped at its deadline"}
 		failed(view, run)
-		return *st, nil
+		return *st, interruption(o)
 	case msg == nil:
 		run.Error = &infrav1.RunError{Kind: runner.OutcomeFailed, Message: "the Job left no report"}
 		failed(view, run)
-		return *st, nil
+		return *st, interruption(o)
 	}
 	switch msg.Outcome {
 	case runner.OutcomePlanned:
 		run.Succeeded = true
-		st.Plan = planStatus(o, msg.Plan, now)
+		reason := planReason(tc, msg.Plan)
+		st.Plan = planStatus(o, msg.Plan, reason, now)
+		if reason == "" {
+			// Under Automatic a plan waits only when it deletes or
+			// replaces; this one does not (any more): the guarded apply
+			// runs again.
+			st.Plan = nil
+			setCondition(view, infrav1.ConditionApplyJobSucceeded, unknown, ReasonApplying, "The plan deletes or replaces nothing; it applies under the destructive-plan guard.")
+			return *st, nil
+		}
 		if msg.Plan.Empty() {
 			// An empty plan needs no approval and opens no TerraformPlan;
 			// the apply plans again and stops if it is no longer empty.
@@ -150,7 +167,7 @@ func decideRun(tc *infrav1.TerraformCluster, o outcome, now metav1.Time) (infrav
 		st.PendingPlanRef = &infrav1.PlanReference{Name: name}
 		setCondition(view, infrav1.ConditionApplyJobSucceeded, unknown, infrav1.ReasonPlanAwaitingApproval, awaiting(view, msg.Plan))
 		return *st, []step{
-			openPlan{Name: name, Job: o.Job, InputsHash: o.InputsHash, Digest: o.Digest, Report: msg.Plan},
+			openPlan{Name: name, Job: o.Job, InputsHash: o.InputsHash, Digest: o.Digest, Reason: reason, Report: msg.Plan},
 			announce{Key: name, Type: corev1.EventTypeNormal, Reason: infrav1.EventPlanReady, Action: "Plan", Related: o.Job,
 				Note: fmt.Sprintf("Plan %s waits for approval: %d to add, %d to change, %d to destroy, %d output changes.",
 					msg.Plan.PlanHash, msg.Plan.Add, msg.Plan.Change, msg.Plan.Destroy, msg.Plan.OutputChanges)},
@@ -161,6 +178,7 @@ func decideRun(tc *infrav1.TerraformCluster, o outcome, now metav1.Time) (infrav
 		st.Plan = nil
 		st.FailureDomains = failureDomains(msg.FailureDomains)
 		driftUndone(view, o.Job)
+		setHealth(view, msg.Health)
 		steps := []step{markApplied{}, ownState{}}
 		if e := msg.Endpoint; e != nil {
 			steps = append(steps, publishEndpoint{Host: e.Host, Port: e.Port})
@@ -170,6 +188,9 @@ func decideRun(tc *infrav1.TerraformCluster, o outcome, now metav1.Time) (infrav
 		}
 		if _, ok := tc.Annotations[infrav1.AnnotationAcceptEmptyState]; ok {
 			steps = append(steps, acceptedEmptyState{})
+		}
+		if interrupted(tc) {
+			steps = append(steps, clearInterrupted{})
 		}
 		plan := o.Plan
 		if plan == "" && st.PendingPlanRef != nil {
@@ -206,19 +227,35 @@ func decideRun(tc *infrav1.TerraformCluster, o outcome, now metav1.Time) (infrav
 				Message: "The apply found other changes than the approved ones and applied nothing; a new plan waits."})
 		}
 		st.PendingPlanRef = nil
-		st.Plan = planStatus(o, msg.Plan, now)
+		reason := planReason(tc, msg.Plan)
+		st.Plan = planStatus(o, msg.Plan, reason, now)
 		note := fmt.Sprintf("The plan moved since %s was approved; nothing was applied. The new plan %s waits for approval.", o.Approved, msg.Plan.PlanHash)
-		if msg.Plan.Empty() {
+		switch {
+		case reason == "":
+			// Under Automatic: the new plan deletes nothing and need not
+			// wait; the guarded apply runs again.
+			st.Plan = nil
+			note = fmt.Sprintf("The plan moved since %s was approved; nothing was applied. The new plan deletes or replaces nothing and applies under the destructive-plan guard.", o.Approved)
+			setCondition(view, infrav1.ConditionApplyJobSucceeded, unknown, infrav1.ReasonPlanChanged, note)
+		case msg.Plan.Empty():
 			// An empty plan opens no TerraformPlan and needs no approval.
 			note = fmt.Sprintf("The plan moved since %s was approved; nothing was applied. The new plan is empty and applies without approval.", o.Approved)
 			setCondition(view, infrav1.ConditionApplyJobSucceeded, unknown, infrav1.ReasonPlanChanged, note)
-		} else {
+		default:
 			name := planName(tc.Name, o.Job, msg.Plan.PlanHash)
 			st.PendingPlanRef = &infrav1.PlanReference{Name: name}
 			setCondition(view, infrav1.ConditionApplyJobSucceeded, unknown, infrav1.ReasonPlanChanged, awaiting(view, msg.Plan))
-			steps = append(steps, openPlan{Name: name, Job: o.Job, InputsHash: o.InputsHash, Digest: o.Digest, Report: msg.Plan})
+			steps = append(steps, openPlan{Name: name, Job: o.Job, InputsHash: o.InputsHash, Digest: o.Digest, Reason: reason, Report: msg.Plan})
 		}
 		return *st, append(steps, announce{Key: o.Job, Type: corev1.EventTypeWarning, Reason: infrav1.EventPlanChanged, Action: "Apply", Related: o.Job, Note: note})
+	case runner.OutcomeDestructive:
+		// Nothing was applied, and nothing failed: no backoff, no cap.
+		// A plan of these changes is made next and waits for approval.
+		note := blockedNote(o.Job, msg.Guarded)
+		run.Error = &infrav1.RunError{Kind: infrav1.ErrorKindDestructivePlanBlocked, Message: "The plan deletes or replaces resources; nothing was applied."}
+		st.Plan, st.PendingPlanRef = nil, nil
+		setCondition(view, infrav1.ConditionApplyJobSucceeded, false, infrav1.ReasonDestructivePlanBlocked, note)
+		return *st, []step{announce{Key: o.Job, Type: corev1.EventTypeWarning, Reason: infrav1.EventDestructivePlanBlocked, Action: "Apply", Related: o.Job, Note: note}}
 	case runner.OutcomeDestroyed:
 		run.Succeeded = true
 		return *st, nil
@@ -231,8 +268,8 @@ func decideRun(tc *infrav1.TerraformCluster, o outcome, now metav1.Time) (infrav
 }
 
 // planStatus is status.plan for a plan the Job o reported.
-func planStatus(o outcome, p *fingerprint.Report, now metav1.Time) *infrav1.PlanStatus {
-	return &infrav1.PlanStatus{
+func planStatus(o outcome, p *fingerprint.Report, reason infrav1.PlanReason, now metav1.Time) *infrav1.PlanStatus {
+	return &infrav1.PlanStatus{Reason: reason,
 		InputsHash: o.InputsHash, Job: o.Job, PlanHash: p.PlanHash,
 		Add: int32(p.Add), Change: int32(p.Change), Destroy: int32(p.Destroy),
 		OutputChanges: int32(p.OutputChanges), Resources: p.Resources, Truncated: p.Truncated,
@@ -249,6 +286,15 @@ func awaiting(tc *infrav1.TerraformCluster, p *fingerprint.Report) string {
 		msg += fmt.Sprintf(" (or approve TerraformPlan %s: kubectl captf approve %s -n %s)", ref.Name, ref.Name, tc.Namespace)
 	}
 	return msg
+}
+
+// interruption is what an apply Job that ended without a report leaves:
+// the mark that has the next apply plan first.
+func interruption(o outcome) []step {
+	if o.Operation != infrav1.OperationApply {
+		return nil
+	}
+	return []step{markInterrupted{}}
 }
 
 // failed records a failed run, whatever the Job's own condition says (a

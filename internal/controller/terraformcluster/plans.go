@@ -64,13 +64,13 @@ func (r *Reconciler) openPlan(ctx context.Context, tc *infrav1.TerraformCluster,
 				infrav1.LabelClusterName: nameLabel(cluster),
 				infrav1.LabelDestructive: strconv.FormatBool(summary.Destructive()),
 				infrav1.LabelPlanPhase:   string(infrav1.PlanPending),
-				infrav1.LabelPlanReason:  string(infrav1.ReasonManual),
+				infrav1.LabelPlanReason:  string(o.Reason),
 			},
 			Annotations: map[string]string{infrav1.AnnotationPlanJob: o.Job},
 		},
 		Spec: infrav1.TerraformPlanSpec{
 			TargetRef: infrav1.PlanTargetReference{Kind: "TerraformCluster", Name: tc.Name},
-			PlanHash:  report.PlanHash, InputsHash: o.InputsHash, Reason: infrav1.ReasonManual, Summary: summary,
+			PlanHash:  report.PlanHash, InputsHash: o.InputsHash, Reason: o.Reason, Summary: summary,
 		},
 	}
 	if o.Digest != "" {
@@ -155,6 +155,7 @@ func (r *Reconciler) reattach(ctx context.Context, tc *infrav1.TerraformCluster,
 			Add: sum.Create + sum.Replace, Change: sum.Update, Destroy: sum.Delete + sum.Replace,
 			OutputChanges: sum.OutputChanges, Resources: sum.Resources, Truncated: len(sum.Resources) >= 50,
 			CreatedAt: plan.CreationTimestamp, ImageDigest: plan.Annotations[infrav1.AnnotationImageDigest],
+			Reason: plan.Spec.Reason,
 		}
 		tc.Status.Plan = p
 		tc.Status.PendingPlanRef = &infrav1.PlanReference{Name: plan.Name}
@@ -174,8 +175,10 @@ func (r *Reconciler) approvedBy(ctx context.Context, tc *infrav1.TerraformCluste
 	if !strings.HasPrefix(hash, fingerprint.Prefix) {
 		return "", nil
 	}
-	if tc.Annotations[infrav1.AnnotationApprovePlan] == hash {
-		return "the " + infrav1.AnnotationApprovePlan + " annotation", nil
+	for _, a := range approvals {
+		if tc.Annotations[a] == hash {
+			return "the " + a + " annotation", nil
+		}
 	}
 	ref := tc.Status.PendingPlanRef
 	if ref == nil {

@@ -71,7 +71,13 @@ func (r *Reconciler) settleJobs(ctx context.Context, s *scope, root *render.Root
 		err := r.Reader.Get(ctx, client.ObjectKey{Namespace: tc.Namespace, Name: a.Name}, job)
 		switch {
 		case apierrors.IsNotFound(err):
-			// Deleted before it finished: nothing to record.
+			// Deleted before it finished: nothing to record, but an apply
+			// may have changed things half-way; the next plans first.
+			if a.Operation == infrav1.OperationApply {
+				if err := r.markInterrupted(ctx, tc); err != nil {
+					return nil, err
+				}
+			}
 			tc.Status.ActiveJob = nil
 		case err != nil:
 			return nil, fmt.Errorf("read Job %s: %w", a.Name, err)

@@ -5,6 +5,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	infrav1 "github.com/captf/captf/api/v1alpha1"
+	"github.com/captf/captf/internal/runner"
 )
 
 // Condition reasons of this controller beyond spec 001's.
@@ -57,6 +58,49 @@ func setProvisioned(tc *infrav1.TerraformCluster) {
 	t := true
 	tc.Status.Ready = true
 	tc.Status.Initialization = &infrav1.Initialization{Provisioned: &t}
-	setCondition(tc, infrav1.ConditionReady, true, ReasonProvisioned, "The last apply succeeded and nothing is due.")
+	if h := condition(tc, infrav1.ConditionInfrastructureHealthy); h != nil && h.Status == metav1.ConditionFalse {
+		setCondition(tc, infrav1.ConditionReady, false, infrav1.ReasonUnhealthy, unhealthy)
+	} else {
+		setCondition(tc, infrav1.ConditionReady, true, ReasonProvisioned, "The last apply succeeded and nothing is due.")
+	}
 	setCondition(tc, infrav1.ConditionApplyJobSucceeded, true, ReasonApplied, "The inputs are applied.")
+}
+
+// unhealthy is Ready's message while the health output says failed.
+const unhealthy = "Provisioned, but the module's health output says failed."
+
+// setHealth records the state word of the module's health output
+// (runner.Health*) in InfrastructureHealthy; "" (the module has none)
+// removes the condition. Once provisioned, failed health makes Ready False.
+func setHealth(tc *infrav1.TerraformCluster, state string) {
+	const from = "The module's health output says "
+	switch state {
+	case "":
+		meta.RemoveStatusCondition(&tc.Status.Conditions, infrav1.ConditionInfrastructureHealthy)
+	case runner.HealthRunning:
+		setCondition(tc, infrav1.ConditionInfrastructureHealthy, true, infrav1.ReasonHealthy, from+"running.")
+	case runner.HealthFailed:
+		setCondition(tc, infrav1.ConditionInfrastructureHealthy, false, infrav1.ReasonUnhealthy, from+"failed.")
+	case runner.HealthPending:
+		setCondition(tc, infrav1.ConditionInfrastructureHealthy, unknown, infrav1.ReasonProvisioning, from+"pending; it is sampled again after 30 s, then less often, up to every 5 minutes.")
+	default:
+		setCondition(tc, infrav1.ConditionInfrastructureHealthy, unknown, infrav1.ReasonHealthUnknown,
+			from+"unknown, or holds no known state word (running, pending, failed), or is sensitive.")
+	}
+	healthReady(tc)
+}
+
+// healthReady makes Ready follow the health of provisioned infrastructure:
+// False while it is failed, back to True when it is no longer.
+func healthReady(tc *infrav1.TerraformCluster) {
+	if i := tc.Status.Initialization; i == nil || i.Provisioned == nil || !*i.Provisioned {
+		return
+	}
+	h, ready := condition(tc, infrav1.ConditionInfrastructureHealthy), condition(tc, infrav1.ConditionReady)
+	switch {
+	case h != nil && h.Status == metav1.ConditionFalse:
+		setCondition(tc, infrav1.ConditionReady, false, infrav1.ReasonUnhealthy, unhealthy)
+	case ready != nil && ready.Reason == infrav1.ReasonUnhealthy:
+		setCondition(tc, infrav1.ConditionReady, true, ReasonProvisioned, "Provisioned, and the module's health output no longer says failed.")
+	}
 }

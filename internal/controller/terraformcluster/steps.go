@@ -42,6 +42,12 @@ func (s annotateJob) apply(r *Reconciler, x *stepContext) error {
 	return r.annotateJob(x.ctx, x.job, s.Key, s.Value)
 }
 func (s announce) apply(r *Reconciler, x *stepContext) error { return r.announce(x.ctx, x.tc, s) }
+func (markInterrupted) apply(r *Reconciler, x *stepContext) error {
+	return r.markInterrupted(x.ctx, x.tc)
+}
+func (clearInterrupted) apply(r *Reconciler, x *stepContext) error {
+	return r.clearInterrupted(x.ctx, x.tc)
+}
 
 // eventSource is the reporting controller of the manager's events.
 const eventSource = "captf-manager"
