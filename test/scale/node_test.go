@@ -51,6 +51,8 @@ type node struct {
 	mu       sync.Mutex
 	approved map[string]time.Time // TerraformCluster name → first seen
 	failures []string
+	// drifts counts the drift Jobs completed.
+	drifts int
 }
 
 // start runs the node until ctx ends; wait returns once its goroutines
@@ -116,6 +118,13 @@ func (n *node) seenApproved(name string) (time.Time, bool) {
 	return at, ok
 }
 
+// driftJobs returns how many drift Jobs the node completed.
+func (n *node) driftJobs() int {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	return n.drifts
+}
+
 // errors returns what went wrong while completing Jobs.
 func (n *node) errors() []string {
 	n.mu.Lock()
@@ -170,6 +179,11 @@ func (n *node) report(job *batchv1.Job) (runner.Message, error) {
 	switch op {
 	case string(infrav1.OperationPlan):
 		return runner.Message{Operation: op, Outcome: runner.OutcomePlanned, Plan: planReport(owner, job.Annotations["captf.io/inputs-hash"])}, nil
+	case string(infrav1.OperationDrift):
+		n.mu.Lock()
+		n.drifts++
+		n.mu.Unlock()
+		return runner.Message{Operation: op, Outcome: runner.OutcomeChecked, Drift: &runner.Changes{}}, nil
 	case string(infrav1.OperationApply):
 		msg := runner.Message{Operation: op, Outcome: runner.OutcomeApplied}
 		if expect != "" {

@@ -230,6 +230,7 @@ func TestScale(t *testing.T) {
 			approvedFlow.Round(time.Second), requests(m2, m3)/float64(s.n), reconciles(m2, m3)/float64(s.n), cpu(m2, m3), cpu(idle0, idle1),
 			idle1.sum("rest_client_requests_total", `code="409"`), idle1.sum("controller_runtime_reconcile_errors_total", `controller="terraformcluster"`)),
 	}
+	lines = append(lines, driftPhase(t, c, s, mgr, nd, names, cpu, requests, byMethod)...)
 	for _, l := range lines {
 		fmt.Println(l)
 		t.Log(l)
@@ -354,4 +355,37 @@ func awaiting(tc *infrav1.TerraformCluster) bool {
 func applied(tc *infrav1.TerraformCluster) bool {
 	_, approval := tc.Annotations[infrav1.AnnotationApprovePlan]
 	return ready(tc) && !approval
+}
+
+// driftInterval is how often every object checks for drift in the drift
+// phase: often, so that a short window holds several checks per object.
+const driftInterval = 20 * time.Second
+
+// driftPhase turns drift checks on for every object and measures the
+// manager's requests per drift check (the Job's own aside: the node plays
+// it) over the idle window, and from that the cost per object and hour at
+// the default interval.
+func driftPhase(t *testing.T, c client.Client, s settings, mgr *manager, nd *node, names []string,
+	cpu, requests func(a, b metrics) float64, byMethod func(a, b metrics) map[string]float64) []string {
+	ctx := context.Background()
+	patch := fmt.Appendf(nil, `{"spec":{"drift":{"intervalSeconds":%d}}}`, int(driftInterval.Seconds()))
+	parallel(t, names, func(name string) error {
+		return c.Patch(ctx, &infrav1.TerraformCluster{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: namespace}}, client.RawPatch(types.MergePatchType, patch))
+	})
+	// Past the first checks, whose Jobs are not pruned yet: the window
+	// sees the steady state, where each check's Job replaces an old one.
+	time.Sleep(4 * driftInterval)
+	d0, j0 := scrape(t, mgr.metricsURL), nd.driftJobs()
+	time.Sleep(s.idle)
+	d1, j1 := scrape(t, mgr.metricsURL), nd.driftJobs()
+	checks := float64(j1 - j0)
+	if checks == 0 {
+		t.Fatalf("no drift check ran in %s at spec.drift.intervalSeconds=%s", s.idle, driftInterval)
+	}
+	// The window's re-checks are in the figure too: an upper bound.
+	perCheck := requests(d0, d1) / checks
+	perHour := perCheck * (time.Hour.Minutes() / terraformcluster.DefaultDriftInterval.Minutes())
+	return []string{fmt.Sprintf("scale: N=%d drift checks every %s, idle %s: %.0f checks, %.0f requests (%s), manager CPU %.1fs; %.1f requests per check (re-checks in the window included) × %.0f checks an hour at the default %s = %.1f requests per object per hour for drift",
+		s.n, driftInterval, s.idle, checks, requests(d0, d1), formatCounts(byMethod(d0, d1)), cpu(d0, d1), perCheck,
+		time.Hour.Minutes()/terraformcluster.DefaultDriftInterval.Minutes(), terraformcluster.DefaultDriftInterval, perHour)}
 }
