@@ -43,6 +43,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -149,8 +150,40 @@ func (n *Node) poll(ctx context.Context, t testing.TB) {
 	}
 }
 
-// run plays one Job from Pod creation to the Job's final status.
+// run plays one Job from Pod creation to the Job's final status. A Job
+// deleted while it runs has its containers stopped as a kubelet stops a
+// deleted pod's: SIGTERM, then SIGKILL after the grace period; nothing
+// more is written of it.
 func (n *Node) run(ctx context.Context, t testing.TB, job *batchv1.Job) error {
+	live, stop := context.WithCancel(ctx)
+	defer stop()
+	go n.stopWhenDeleted(live, job, stop)
+	if err := n.play(live, job); err != nil && ctx.Err() == nil && live.Err() == nil {
+		return err
+	}
+	return nil
+}
+
+// stopWhenDeleted calls stop once job is gone or being deleted.
+func (n *Node) stopWhenDeleted(ctx context.Context, job *batchv1.Job, stop func()) {
+	tick := time.NewTicker(200 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+		}
+		var now batchv1.Job
+		err := n.Client.Get(ctx, client.ObjectKeyFromObject(job), &now)
+		if apierrors.IsNotFound(err) || (err == nil && (now.UID != job.UID || now.DeletionTimestamp != nil)) {
+			stop()
+			return
+		}
+	}
+}
+
+func (n *Node) play(ctx context.Context, job *batchv1.Job) error {
 	start := metav1.Now()
 	job.Status.StartTime = &start
 	if err := n.Client.Status().Update(ctx, job); err != nil {
@@ -256,6 +289,8 @@ func (n *Node) container(ctx context.Context, root string, pod *corev1.Pod, c co
 		argv[i] = rewrite(argv[i])
 	}
 	cmd := exec.CommandContext(ctx, argv[0], argv[1:]...)
+	cmd.Cancel = func() error { return cmd.Process.Signal(syscall.SIGTERM) }
+	cmd.WaitDelay = 30 * time.Second
 	cmd.Dir = root
 	cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + root}
 	// As the kubelet: envFrom first, then env, each later one winning.

@@ -245,13 +245,9 @@ func (r *Reconciler) reconcileDue(ctx context.Context, s *scope, root *render.Ro
 		}
 	}
 	// An apply is due when the state records other inputs (or none), or
-	// while runs have failed since the last successful apply: a failed
-	// apply may have changed things even where it wrote the new inputs
-	// hash, and only a successful apply clears the failures.
-	// Drift the last check found makes an apply due under action
-	// Remediate, until remediation failed too often since that check.
+	// when one is owed whatever the state records (owed).
 	upToDate := stateHash == root.InputsHash
-	if upToDate && tc.Status.Failures == 0 && !remediating(tc) {
+	if upToDate && !owed(tc) {
 		// Nothing is due: a waiting plan is moot; a drift check may be.
 		tc.Status.Plan = nil
 		setProvisioned(tc)
@@ -266,7 +262,7 @@ func (r *Reconciler) reconcileDue(ctx context.Context, s *scope, root *render.Ro
 			return ctrl.Result{RequeueAfter: wait}, nil
 		}
 	}
-	if tc.Status.Failures == 0 && !remediating(tc) {
+	if !owed(tc) {
 		// The cache may lag behind an apply that just finished: ask the
 		// API server before starting anything.
 		if stateHash, err = r.stateInputsHash(ctx, r.Reader, tc); err != nil {
@@ -310,6 +306,18 @@ func (r *Reconciler) reconcileDue(ctx context.Context, s *scope, root *render.Ro
 		return ctrl.Result{}, r.startJob(ctx, tc, root, jobRequest{op: infrav1.OperationApply})
 	}
 	return r.reconcileManual(ctx, tc, root, stateHash)
+}
+
+// owed reports whether an apply is due even where the state records the
+// current inputs hash, which an apply that did not finish may have
+// written: while runs have failed since the last successful apply (only
+// one clears the failures), after an apply that ended without a report
+// (captf.io/interrupted-apply), while a plan the destructive-plan guard
+// stopped is yet to be made or approved, and while drift found under
+// action Remediate waits to be undone (until remediation failed too often
+// since that check: capRemediation).
+func owed(tc *infrav1.TerraformCluster) bool {
+	return tc.Status.Failures > 0 || interrupted(tc) || blocked(tc.Status.LastRun) || waitsDestructive(tc) || remediating(tc)
 }
 
 // failedRun reports whether the last run failed for a reason other than a

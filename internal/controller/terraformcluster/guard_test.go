@@ -6,8 +6,10 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	batchv1 "k8s.io/api/batch/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -184,4 +186,49 @@ func TestDestructiveGuard(t *testing.T) {
 		t.Error("the apply is guarded with spec.allowDestructivePlans")
 	}
 	h.noValues(tc)
+}
+
+// TestInterruptedApply: an apply Job deleted while it runs leaves the
+// object marked, and the next apply, though the object never applied,
+// plans first under the guard; the mark goes after it succeeded.
+func TestInterruptedApply(t *testing.T) {
+	h := startDrift(t)
+	tc := h.createDrift("interrupted", driftImage, infrav1.ApplyAutomatic, "", 0, func(tc *infrav1.TerraformCluster) {
+		tc.Spec.Variables = append(tc.Spec.Variables, infrav1.Variable{Name: "sleep", Value: &apiextensionsv1.JSON{Raw: []byte(`15`)}})
+	})
+	h.wait(tc, "the first apply to run", func(tc *infrav1.TerraformCluster) bool {
+		return tc.Status.ActiveJob != nil && tc.Status.ActiveJob.Operation == infrav1.OperationApply
+	})
+	first := tc.Status.ActiveJob.Name
+	if j := h.newestApply(tc); guarded(j) {
+		t.Fatal("the first apply is guarded")
+	}
+	time.Sleep(3 * time.Second)
+	// Background: no garbage collector runs here to lift the orphan
+	// finalizer the API server's default for Jobs would add.
+	if err := h.c.Delete(context.Background(), &batchv1.Job{ObjectMeta: metav1.ObjectMeta{Name: first, Namespace: tc.Namespace}},
+		client.PropagationPolicy(metav1.DeletePropagationBackground)); err != nil {
+		t.Fatal(err)
+	}
+	h.wait(tc, "the interrupted mark", func(tc *infrav1.TerraformCluster) bool { return interrupted(tc) })
+	h.wait(tc, "the next apply", func(tc *infrav1.TerraformCluster) bool {
+		for _, j := range h.jobs(tc) {
+			if j.Labels[labelOperation] == string(infrav1.OperationApply) && j.Name != first {
+				return true
+			}
+		}
+		return false
+	})
+	if j := h.newestApply(tc); !guarded(j) {
+		t.Fatalf("the apply after an interrupted one is not guarded: %v", j.Spec.Template.Spec.Containers[0].Command)
+	}
+	// The interrupted apply may have left a resource tainted (its
+	// provisioner stopped), which the guarded apply replaces: that waits
+	// for an approval, given here.
+	h.wait(tc, "applied, the mark gone", func(tc *infrav1.TerraformCluster) bool {
+		if waitsDestructive(tc) && tc.Annotations[infrav1.AnnotationApproveDestructivePlan] != tc.Status.Plan.PlanHash {
+			h.annotate(tc, infrav1.AnnotationApproveDestructivePlan, tc.Status.Plan.PlanHash)
+		}
+		return ready(tc) && !interrupted(tc)
+	})
 }

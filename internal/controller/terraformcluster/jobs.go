@@ -127,7 +127,11 @@ func (r *Reconciler) startJob(ctx context.Context, tc *infrav1.TerraformCluster,
 	if err := r.Client.Create(ctx, job); err != nil {
 		return fmt.Errorf("create %s Job: %w", req.op, err)
 	}
-	return r.resume(ctx, tc, root, job)
+	// A new Job has no per-run Secret yet: no need to ask.
+	if err := r.createRun(ctx, tc, job, root); err != nil {
+		return fmt.Errorf("per-run inputs of Job %s: %w", job.Name, err)
+	}
+	return r.activate(ctx, tc, job)
 }
 
 // resume makes a Job that runs the active one: its per-run inputs Secret
@@ -150,6 +154,13 @@ func (r *Reconciler) resume(ctx context.Context, tc *infrav1.TerraformCluster, r
 	if err != nil {
 		return fmt.Errorf("per-run inputs of Job %s: %w", job.Name, err)
 	}
+	return r.activate(ctx, tc, job)
+}
+
+// activate records a Job whose per-run Secret exists as the active one:
+// an approved apply moves its plan to Approved and announces it, and
+// status.activeJob names it.
+func (r *Reconciler) activate(ctx context.Context, tc *infrav1.TerraformCluster, job *batchv1.Job) error {
 	op := infrav1.Operation(job.Labels[labelOperation])
 	if err := r.approvalStarted(ctx, tc, job); err != nil {
 		return err

@@ -116,12 +116,18 @@ func CacheOptions() cache.Options {
 	}}
 }
 
-// podOwner maps a runner pod to its TerraformCluster: a pod that cannot
-// pull its image changes no Job, so only its own watch tells.
+// podOwner maps a runner pod that cannot pull its image to its
+// TerraformCluster: such a pod changes no Job, so only its own watch
+// tells. Any other change of a pod (created, running, finished) is not
+// acted on: its Job's own events say what matters, and a reconcile per
+// pod event would cost a request each.
 func podOwner(_ context.Context, obj client.Object) []reconcile.Request {
 	// The label may hold a shortened name; the annotation holds it whole.
 	name := obj.GetAnnotations()[infrav1.LabelOwnerName]
 	if obj.GetLabels()[infrav1.LabelOwnerKind] != "TerraformCluster" || name == "" {
+		return nil
+	}
+	if pod, ok := obj.(*corev1.Pod); !ok || pullFailure([]corev1.Pod{*pod}) == "" {
 		return nil
 	}
 	return []reconcile.Request{{NamespacedName: client.ObjectKey{Namespace: obj.GetNamespace(), Name: name}}}
