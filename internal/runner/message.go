@@ -12,10 +12,10 @@ const MaxMessage = 4096
 
 // Outcomes of a runner Job, in Message.Outcome.
 const (
-	OutcomePlanned     = "planned"      // a plan Job made a plan
-	OutcomeApplied     = "applied"      // the approved plan was applied
-	OutcomeDestroyed   = "destroyed"    // a destroy Job destroyed everything
-	OutcomeChecked     = "checked"      // a drift Job checked for drift
+	OutcomePlanned   = "planned"   // a plan Job made a plan
+	OutcomeApplied   = "applied"   // the approved plan was applied
+	OutcomeDestroyed = "destroyed" // a destroy Job destroyed everything
+	OutcomeChecked   = "checked"   // a drift Job checked for drift
 	// OutcomeDestructive: the destructive-plan guard stopped a plan that
 	// deletes or replaces resources; nothing applied.
 	OutcomeDestructive = "destructive-plan-blocked"

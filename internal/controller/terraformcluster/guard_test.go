@@ -108,7 +108,9 @@ func TestDestructiveGuard(t *testing.T) {
 
 	// An update applies under the guard, which mounts no plan key.
 	h.setVar(tc, "content", `"`+driftCanary+`-2"`)
-	h.wait(tc, "a guarded update", func(tc *infrav1.TerraformCluster) bool { return ready(tc) && h.content(tc, "a.txt") == driftCanary+"-2" })
+	h.wait(tc, "a guarded update", func(tc *infrav1.TerraformCluster) bool {
+		return ready(tc) && h.content(tc, "a.txt") == driftCanary+"-2"
+	})
 	if j := h.newestApply(tc); !guarded(j) {
 		t.Error("the update's apply was not guarded")
 	} else if mounted, _ := planKeyMount(j); mounted {
