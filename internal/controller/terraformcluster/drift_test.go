@@ -1,19 +1,25 @@
 package terraformcluster
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
+
+	"go.uber.org/zap/zapcore"
 
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
+	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
 	infrav1 "github.com/captf/captf/api/v1alpha1"
 	"github.com/captf/captf/internal/testenv"
@@ -38,7 +44,27 @@ type driftHarness struct {
 	files string
 }
 
+// managerLog is what the manager logs in this test process, at its most
+// verbose, from the first startDrift on: the drift tests check it for
+// values.
+var managerLog struct {
+	once sync.Once
+	mu   sync.Mutex
+	buf  bytes.Buffer
+}
+
+type lockedLog struct{}
+
+func (lockedLog) Write(p []byte) (int, error) {
+	managerLog.mu.Lock()
+	defer managerLog.mu.Unlock()
+	return managerLog.buf.Write(p)
+}
+
 func startDrift(t *testing.T) *driftHarness {
+	managerLog.once.Do(func() {
+		ctrl.SetLogger(zap.New(zap.WriteTo(lockedLog{}), zap.Level(zapcore.Level(-10))))
+	})
 	p := tftest.Provider(t)
 	files := t.TempDir()
 	module, _ := filepath.Abs("testdata/drift")
@@ -112,15 +138,21 @@ func (h *driftHarness) opJobs(tc *infrav1.TerraformCluster, op infrav1.Operation
 	return n
 }
 
-// noValues fails if tc's status, its events or its TerraformPlans hold a
-// value of the module.
+// noValues fails if tc's status, its events, its TerraformPlans or the
+// manager's log hold a value of the module.
 func (h *driftHarness) noValues(tc *infrav1.TerraformCluster) {
 	h.t.Helper()
 	var plans infrav1.TerraformPlanList
 	if err := h.c.List(context.Background(), &plans, client.InNamespace(tc.Namespace)); err != nil {
 		h.t.Fatal(err)
 	}
-	for _, v := range []any{tc.Status, h.events(tc), plans.Items} {
+	managerLog.mu.Lock()
+	log := managerLog.buf.String()
+	managerLog.mu.Unlock()
+	if log == "" {
+		h.t.Fatal("the manager logged nothing: the check of its log proves nothing")
+	}
+	for _, v := range []any{tc.Status, h.events(tc), plans.Items, log} {
 		b, _ := json.Marshal(v)
 		for _, canary := range []string{driftCanary, editedCanary} {
 			if strings.Contains(string(b), canary) {

@@ -234,3 +234,22 @@ func TestInterruptedApply(t *testing.T) {
 		return ready(tc) && !interrupted(tc)
 	})
 }
+
+// TestDestructiveGuardTofu: the guard stops a replace and applies it once
+// approved, with tofu.
+func TestDestructiveGuardTofu(t *testing.T) {
+	h := startDrift(t)
+	tc := h.createDrift("guard-tofu", driftImageTofu, infrav1.ApplyAutomatic, "", 0)
+	h.wait(tc, "first apply", ready)
+	h.setVar(tc, "mode", `"0600"`)
+	p, _ := h.blockedPlan(tc, "module.main.captftest_file.b (replace)")
+	if m := h.mode(tc, "b.txt"); m != 0o644 {
+		t.Fatalf("b.txt replaced before approval: %o", m)
+	}
+	h.annotate(tc, infrav1.AnnotationApproveDestructivePlan, p.PlanHash)
+	h.wait(tc, "the approved replace", func(tc *infrav1.TerraformCluster) bool { return ready(tc) && tc.Status.Plan == nil })
+	if m := h.mode(tc, "b.txt"); m != 0o600 {
+		t.Fatalf("b.txt after the approved replace: %o", m)
+	}
+	h.noValues(tc)
+}
