@@ -35,14 +35,17 @@ func TestDecide(t *testing.T) {
 	for _, tt := range []struct {
 		name   string
 		before func(*infrav1.TerraformCluster)
-		o      outcome
-		steps  []step
-		check  func(t *testing.T, st infrav1.TerraformClusterStatus)
+		// automatic: applyPolicy Automatic; otherwise Manual, where plans
+		// come from.
+		automatic bool
+		o         outcome
+		steps     []step
+		check     func(t *testing.T, st infrav1.TerraformClusterStatus)
 	}{{
 		name: "a plan with changes waits in a TerraformPlan",
 		o:    outcome{Job: "demo-plan-1", Operation: infrav1.OperationPlan, Succeeded: true, InputsHash: "h2:in", Digest: digest, Msg: &runner.Message{Outcome: runner.OutcomePlanned, Plan: changes}},
 		steps: []step{
-			openPlan{Name: planName("demo", "demo-plan-1", "p2:new"), Job: "demo-plan-1", InputsHash: "h2:in", Digest: digest, Report: changes},
+			openPlan{Name: planName("demo", "demo-plan-1", "p2:new"), Job: "demo-plan-1", InputsHash: "h2:in", Digest: digest, Reason: infrav1.ReasonManual, Report: changes},
 			announce{Key: planName("demo", "demo-plan-1", "p2:new"), Type: corev1.EventTypeNormal, Reason: infrav1.EventPlanReady, Action: "Plan", Related: "demo-plan-1",
 				Note: "Plan p2:new waits for approval: 0 to add, 1 to change, 0 to destroy, 0 output changes."},
 		},
@@ -86,12 +89,59 @@ func TestDecide(t *testing.T) {
 			wantReason(t, st, ReasonApplyFailed)
 		},
 	}, {
-		name: "a Job stopped at its deadline without a report",
-		o:    outcome{Job: "demo-apply-1", Operation: infrav1.OperationApply, DeadlineExceeded: true},
+		name:  "an apply stopped at its deadline without a report leaves the object guarded",
+		o:     outcome{Job: "demo-apply-1", Operation: infrav1.OperationApply, DeadlineExceeded: true},
+		steps: []step{markInterrupted{}},
 		check: func(t *testing.T, st infrav1.TerraformClusterStatus) {
 			if st.LastRun.Error == nil || st.LastRun.Error.Kind != "deadline" {
 				t.Errorf("lastRun %+v", st.LastRun)
 			}
+		},
+	}, {
+		name:  "an apply that left no report leaves the object guarded",
+		o:     outcome{Job: "demo-apply-1", Operation: infrav1.OperationApply},
+		steps: []step{markInterrupted{}},
+	}, {
+		name: "a plan Job stopped at its deadline leaves no mark: it applied nothing",
+		o:    outcome{Job: "demo-plan-1", Operation: infrav1.OperationPlan, DeadlineExceeded: true},
+	}, {
+		name:      "under Automatic the guard's stopped plan is no failure and names what it deletes",
+		automatic: true,
+		o: outcome{Job: "demo-apply-1", Operation: infrav1.OperationApply, Msg: &runner.Message{Outcome: runner.OutcomeDestructive, Error: "x",
+			Guarded: &runner.Changes{Update: 1, Replace: 1, Resources: []string{"a.b (update)", "a.c (replace)"}}}},
+		steps: []step{announce{Key: "demo-apply-1", Type: corev1.EventTypeWarning, Reason: infrav1.EventDestructivePlanBlocked, Action: "Apply", Related: "demo-apply-1",
+			Note: "Job demo-apply-1 planned first and applied nothing: the plan deletes or replaces resources (1 to replace, 0 to delete: a.c (replace)). A plan of these changes is made next and waits for approval (or set spec.allowDestructivePlans)."}},
+		check: func(t *testing.T, st infrav1.TerraformClusterStatus) {
+			if st.Failures != 0 || !blocked(st.LastRun) || st.Plan != nil {
+				t.Errorf("status %+v", st)
+			}
+			wantReason(t, st, infrav1.ReasonDestructivePlanBlocked)
+		},
+	}, {
+		name:      "under Automatic a destructive plan waits with reason Destructive",
+		automatic: true,
+		o: outcome{Job: "demo-plan-1", Operation: infrav1.OperationPlan, Succeeded: true, InputsHash: "h2:in",
+			Msg: &runner.Message{Outcome: runner.OutcomePlanned, Plan: &fingerprint.Report{Add: 1, Destroy: 1, Replace: 1, Resources: []string{"a.c (replace)"}, PlanHash: "p2:new"}}},
+		steps: []step{
+			openPlan{Name: planName("demo", "demo-plan-1", "p2:new"), Job: "demo-plan-1", InputsHash: "h2:in", Reason: infrav1.ReasonDestructive,
+				Report: &fingerprint.Report{Add: 1, Destroy: 1, Replace: 1, Resources: []string{"a.c (replace)"}, PlanHash: "p2:new"}},
+			announce{Key: planName("demo", "demo-plan-1", "p2:new"), Type: corev1.EventTypeNormal, Reason: infrav1.EventPlanReady, Action: "Plan", Related: "demo-plan-1",
+				Note: "Plan p2:new waits for approval: 1 to add, 0 to change, 1 to destroy, 0 output changes."},
+		},
+		check: func(t *testing.T, st infrav1.TerraformClusterStatus) {
+			if st.Plan == nil || st.Plan.Reason != infrav1.ReasonDestructive {
+				t.Errorf("status.plan %+v", st.Plan)
+			}
+		},
+	}, {
+		name:      "under Automatic a plan that deletes nothing does not wait",
+		automatic: true,
+		o:         outcome{Job: "demo-plan-1", Operation: infrav1.OperationPlan, Succeeded: true, Msg: &runner.Message{Outcome: runner.OutcomePlanned, Plan: changes}},
+		check: func(t *testing.T, st infrav1.TerraformClusterStatus) {
+			if st.Plan != nil || st.PendingPlanRef != nil {
+				t.Errorf("status.plan %+v, pendingPlanRef %+v", st.Plan, st.PendingPlanRef)
+			}
+			wantReason(t, st, ReasonApplying)
 		},
 	}, {
 		name:   "an approved apply consumes its approval, finishes its plan and announces it once",
@@ -126,7 +176,7 @@ func TestDecide(t *testing.T) {
 			approvalStarted{},
 			annotateJob{Key: infrav1.AnnotationPlanChanged, Value: "p2:new"},
 			finishPlan{Name: "demo-old", Phase: infrav1.PlanFailed, Reason: infrav1.ReasonApplyPlanChanged, Message: "The apply found other changes than the approved ones and applied nothing; a new plan waits."},
-			openPlan{Name: fresh, Job: "demo-apply-1", InputsHash: "h2:in", Digest: digest, Report: changes},
+			openPlan{Name: fresh, Job: "demo-apply-1", InputsHash: "h2:in", Digest: digest, Reason: infrav1.ReasonManual, Report: changes},
 			announce{Key: "demo-apply-1", Type: corev1.EventTypeWarning, Reason: infrav1.EventPlanChanged, Action: "Apply", Related: "demo-apply-1",
 				Note: "The plan moved since p2:old was approved; nothing was applied. The new plan p2:new waits for approval."},
 		},
@@ -167,6 +217,10 @@ func TestDecide(t *testing.T) {
 	}} {
 		t.Run(tt.name, func(t *testing.T) {
 			tc := &infrav1.TerraformCluster{ObjectMeta: metav1.ObjectMeta{Name: "demo", Namespace: "ns"}}
+			tc.Spec.ApplyPolicy = infrav1.ApplyManual
+			if tt.automatic {
+				tc.Spec.ApplyPolicy = infrav1.ApplyAutomatic
+			}
 			tc.Status.ActiveJob = &infrav1.ActiveJob{Name: tt.o.Job}
 			if tt.before != nil {
 				tt.before(tc)
@@ -250,5 +304,61 @@ func TestErrorRetriesCapped(t *testing.T) {
 	rl.Forget(req)
 	if first := rl.When(req); first > 10*time.Millisecond {
 		t.Fatalf("first wait after a success = %v, want it short again", first)
+	}
+}
+
+// TestDecideDrift: what a drift check implies, by action and policy; a
+// failed check is no failed run.
+func TestDecideDrift(t *testing.T) {
+	now := metav1.NewTime(time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC))
+	found := &runner.Changes{Update: 1, Delete: 1, Resources: []string{"a.x (update)", "a.y (delete)"}}
+	for _, tt := range []struct {
+		name    string
+		policy  infrav1.ApplyPolicy
+		action  infrav1.DriftAction
+		capped  bool
+		msg     *runner.Message
+		reason  string
+		event   bool
+		failure bool
+	}{
+		{name: "none", msg: &runner.Message{Outcome: runner.OutcomeChecked, Drift: &runner.Changes{}}, reason: infrav1.ReasonNoDrift},
+		{name: "reported", msg: &runner.Message{Outcome: runner.OutcomeChecked, Drift: found}, reason: infrav1.ReasonDriftReported, event: true},
+		{name: "remediating", policy: infrav1.ApplyAutomatic, action: infrav1.DriftActionRemediate, msg: &runner.Message{Outcome: runner.OutcomeChecked, Drift: found}, reason: infrav1.ReasonDriftRemediating, event: true},
+		{name: "pending", policy: infrav1.ApplyManual, action: infrav1.DriftActionRemediate, msg: &runner.Message{Outcome: runner.OutcomeChecked, Drift: found}, reason: infrav1.ReasonDriftPending, event: true},
+		{name: "after the cap, a good check starts again", policy: infrav1.ApplyAutomatic, action: infrav1.DriftActionRemediate, capped: true, msg: &runner.Message{Outcome: runner.OutcomeChecked, Drift: found}, reason: infrav1.ReasonDriftRemediating, event: true},
+		{name: "failed", msg: &runner.Message{Outcome: runner.OutcomeFailed, Error: "terraform plan: exit status 1"}, reason: infrav1.ReasonDriftNotChecked, failure: true},
+		{name: "a checked report without counts", msg: &runner.Message{Outcome: runner.OutcomeChecked}, reason: infrav1.ReasonDriftNotChecked, failure: true},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			tc := &infrav1.TerraformCluster{ObjectMeta: metav1.ObjectMeta{Name: "demo", Namespace: "ns"}}
+			tc.Spec.ApplyPolicy, tc.Spec.Drift.Action = tt.policy, tt.action
+			tc.Status.Failures = 1
+			if tt.capped {
+				tc.Status.Failures = 3
+				setCondition(tc, infrav1.ConditionDriftDetected, true, infrav1.ReasonDriftRemediationFailed, "")
+			}
+			st, steps := decide(tc, outcome{Job: "demo-drift-1", Operation: infrav1.OperationDrift, Succeeded: !tt.failure, Msg: tt.msg}, now)
+			view := &infrav1.TerraformCluster{Status: st}
+			if c := condition(view, infrav1.ConditionDriftDetected); c == nil || c.Reason != tt.reason {
+				t.Errorf("DriftDetected %+v, want %s", c, tt.reason)
+			}
+			if c := condition(view, infrav1.ConditionDriftJobSucceeded); c == nil || (c.Status == metav1.ConditionTrue) == tt.failure {
+				t.Errorf("DriftJobSucceeded %+v", c)
+			}
+			if (len(steps) == 1) != tt.event {
+				t.Errorf("steps %+v", steps)
+			}
+			wantFailures := int32(1)
+			if tt.capped {
+				wantFailures = 0
+			}
+			if st.Failures != wantFailures || st.LastDriftCheck == nil || failedRun(st.LastRun) {
+				t.Errorf("failures %d, lastDriftCheck %v, lastRun %+v: a drift check counts toward no retry", st.Failures, st.LastDriftCheck, st.LastRun)
+			}
+			if !tt.failure && (st.LastRun.Drift == nil || st.LastRun.Drift.Update != int32(tt.msg.Drift.Update)) {
+				t.Errorf("lastRun.drift %+v", st.LastRun.Drift)
+			}
+		})
 	}
 }
