@@ -303,11 +303,15 @@ func TestDriftRemediationCap(t *testing.T) {
 		tc.Spec.Jobs.FailedJobsHistoryLimit = ptr.To(int32(2))
 	})
 	h.wait(tc, "first apply", ready)
-	marker := filepath.Join(h.files, "fail-"+tc.Name)
-	if err := os.WriteFile(marker, nil, 0o644); err != nil {
-		t.Fatal(err)
+	// p.txt gone (drift: create) and a directory where its secret goes:
+	// every create of it fails, and leaves nothing tainted to replace.
+	secret := h.path(tc, ".p.txt.captftest-secret")
+	for _, f := range []string{h.path(tc, "p.txt"), secret} {
+		if err := os.Remove(f); err != nil {
+			t.Fatal(err)
+		}
 	}
-	if err := os.Remove(h.path(tc, "p.txt")); err != nil {
+	if err := os.Mkdir(secret, 0o755); err != nil {
 		t.Fatal(err)
 	}
 	h.driftIs(tc, infrav1.ReasonDriftRemediationFailed)
@@ -327,8 +331,10 @@ func TestDriftRemediationCap(t *testing.T) {
 		t.Fatal("the next check came within 5 s of the cap; the cap's pause cannot be told from it")
 	}
 	// The next good check starts remediation again; it now succeeds.
-	if err := os.Remove(marker); err != nil {
-		t.Fatal(err)
+	for _, f := range []string{h.path(tc, "p.txt"), secret} {
+		if err := os.Remove(f); err != nil && !os.IsNotExist(err) {
+			t.Fatal(err)
+		}
 	}
 	h.wait(tc, "remediated after the next check", func(tc *infrav1.TerraformCluster) bool {
 		c := condition(tc, infrav1.ConditionDriftDetected)

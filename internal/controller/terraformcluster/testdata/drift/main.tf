@@ -79,15 +79,13 @@ resource "terraform_data" "slow" {
   }
 }
 
-# p cannot be created while the file fail-<dir> exists in the provider's
-# root: a remediation that creates it again fails.
+# p cannot be created again while a directory stands where its secret
+# goes: a remediation that creates it fails, leaving nothing tainted.
 resource "captftest_file" "p" {
   directory = var.dir
   name      = "p.txt"
   content   = "p"
-  provisioner "local-exec" {
-    command = "test ! -e \"$CAPTF_TEST_PROVIDER_ROOT/fail-${var.dir}\""
-  }
+  secret    = "p"
 }
 
 # The health output reads h.txt as it really is after a refresh: a test
