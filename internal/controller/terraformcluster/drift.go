@@ -29,6 +29,10 @@ import (
 // DefaultDriftInterval is the manager's default time between drift checks.
 const DefaultDriftInterval = 30 * time.Minute
 
+// driftJobTTL is how long a finished drift Job stays (its log with it)
+// before the Job controller deletes it.
+const driftJobTTL = time.Hour
+
 // driftInterval is the time between two drift checks of tc; 0: off.
 func (r *Reconciler) driftInterval(tc *infrav1.TerraformCluster) time.Duration {
 	if s := tc.Spec.Drift.IntervalSeconds; s != nil {

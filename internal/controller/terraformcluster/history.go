@@ -18,7 +18,9 @@ const defaultHistory = 3
 // pruneJobs deletes the processed Jobs beyond the object's history limits
 // (successful and failed counted apart, newest kept), with their pods. The
 // plan Job of the plan that waits is always kept: its log is where a
-// reviewer reads the planned values. Unprocessed Jobs are never touched.
+// reviewer reads the planned values. Unprocessed Jobs are never touched,
+// nor drift Jobs, which the Job controller deletes an hour after they
+// finished.
 func (r *Reconciler) pruneJobs(ctx context.Context, tc *infrav1.TerraformCluster) error {
 	jobs, err := r.jobsOf(ctx, r.Client, tc)
 	if err != nil {
@@ -33,7 +35,8 @@ func (r *Reconciler) pruneJobs(ctx context.Context, tc *infrav1.TerraformCluster
 	for i := len(jobs) - 1; i >= 0; i-- {
 		job := &jobs[i]
 		finished, succeeded := jobFinished(job)
-		if !finished || !processed(job) || job.Name == live {
+		if !finished || !processed(job) || job.Name == live || job.Labels[labelOperation] == string(infrav1.OperationDrift) {
+			// Drift Jobs go by their ttlSecondsAfterFinished.
 			continue
 		}
 		if keep[succeeded] > 0 {

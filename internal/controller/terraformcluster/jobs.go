@@ -108,6 +108,12 @@ func (r *Reconciler) startJob(ctx context.Context, tc *infrav1.TerraformCluster,
 		image = pin(tc.Spec.Image, req.digest)
 	}
 	job := r.buildJob(tc, image, req.op, req.expect, req.expect != "" || req.op == infrav1.OperationPlan)
+	if req.op == infrav1.OperationDrift {
+		// Drift Jobs are not kept in the object's history (they would
+		// push out the apply Jobs' logs): the Job controller deletes
+		// each an hour after it finished.
+		job.Spec.TTLSecondsAfterFinished = ptr.To(int32(driftJobTTL.Seconds()))
+	}
 	if req.guard && req.expect == "" {
 		// The guard's run does not mount the plan key: the plan that
 		// waits for approval, if any, is made by a plan Job.

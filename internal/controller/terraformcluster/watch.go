@@ -11,6 +11,8 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	infrav1 "github.com/captf/captf/api/v1alpha1"
@@ -131,4 +133,32 @@ func podOwner(_ context.Context, obj client.Object) []reconcile.Request {
 		return nil
 	}
 	return []reconcile.Request{{NamespacedName: client.ObjectKey{Namespace: obj.GetNamespace(), Name: name}}}
+}
+
+// jobEnded lets through the events of a runner Job the manager acts on:
+// it finished, it is being deleted or gone. Its creation unfinished (the
+// manager made it and recorded it), its progress (running, active pods) and the
+// manager's own marks on it say nothing new, and each would cost a
+// reconcile and a request. A manager that starts lists every Job with the
+// objects themselves, whose events bring them all back.
+var jobEnded = predicate.Funcs{
+	CreateFunc: func(e event.CreateEvent) bool {
+		// A Job the cache first sees finished (it ran while the watch
+		// was down) is acted on.
+		job, ok := e.Object.(*batchv1.Job)
+		ended, _ := jobFinished(job)
+		return !ok || ended
+	},
+	UpdateFunc: func(e event.UpdateEvent) bool {
+		old, okOld := e.ObjectOld.(*batchv1.Job)
+		now, okNew := e.ObjectNew.(*batchv1.Job)
+		if !okOld || !okNew {
+			return true
+		}
+		endedBefore, _ := jobFinished(old)
+		endedNow, _ := jobFinished(now)
+		return endedNow != endedBefore || (now.DeletionTimestamp != nil && old.DeletionTimestamp == nil)
+	},
+	DeleteFunc:  func(event.DeleteEvent) bool { return true },
+	GenericFunc: func(event.GenericEvent) bool { return true },
 }
