@@ -6,12 +6,15 @@
 # initialises each once, runs one warm-up of each command, then RUNS (7)
 # of each, alternating so both see the same load, and prints the medians
 # and their ratio (goal: at most 1.2), and the same of their CPU time.
+# It exits 1 when the wall-time ratio of a size is over the goal (GOAL).
 #
-#   SIZES="300 2000" RUNS=7 CAPTF_TERRAFORM=/usr/local/bin/terraform hack/bench-plan.sh
+#   SIZES="300 2000" RUNS=7 GOAL=1.2 CAPTF_TERRAFORM=/usr/local/bin/terraform hack/bench-plan.sh
 set -euo pipefail
 cd "$(dirname "$0")/.."
 sizes="${SIZES:-300 2000}"
 runs="${RUNS:-7}"
+goal="${GOAL:-1.2}"
+failed=""
 tf="${CAPTF_TERRAFORM:-$(hack/install-terraform.sh)}"
 work="$(mktemp -d)"
 trap 'rm -rf "$work"' EXIT
@@ -74,9 +77,16 @@ for n in $sizes; do
   c="$(median 1 <"$work/captf.txt")"
   tc="$(median 2 <"$work/tf.txt")"
   cc="$(median 2 <"$work/captf.txt")"
-  awk -v n="$n" -v t="$t" -v c="$c" -v tc="$tc" -v cc="$cc" \
+  awk -v n="$n" -v t="$t" -v c="$c" -v tc="$tc" -v cc="$cc" -v goal="$goal" -v load="$(cut -d' ' -f1 /proc/loadavg)" \
     -v tr="$(awk '{ printf "%s ", $1 }' "$work/tf.txt")" -v cr="$(awk '{ printf "%s ", $1 }' "$work/captf.txt")" 'BEGIN {
-    printf "plan %5d resources: terraform plan %7.2f s  captf plan %7.2f s  ratio %.2f (goal <= 1.20)\n", n, t, c, c / t
+    printf "plan %5d resources: terraform plan %7.2f s  captf plan %7.2f s  ratio %.2f (goal <= %.2f) %s\n", n, t, c, c / t, goal, (c / t <= goal ? "met" : "NOT MET")
     printf "  CPU time (user+sys):  terraform plan %7.2f s  captf plan %7.2f s  ratio %.2f\n", tc, cc, cc / tc
-    printf "  terraform plan runs: %s\n  captf plan runs:     %s\n", tr, cr }'
+    printf "  terraform plan runs: %s\n  captf plan runs:     %s\n  load at the end: %s\n", tr, cr, load }'
+  if ! awk -v t="$t" -v c="$c" -v goal="$goal" 'BEGIN { exit !(c / t <= goal) }'; then
+    failed="$failed $n"
+  fi
 done
+if [ -n "$failed" ]; then
+  echo "plan speed: goal (ratio <= $goal) not met at$failed resources"
+  exit 1
+fi
