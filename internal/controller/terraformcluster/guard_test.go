@@ -118,16 +118,7 @@ func TestDestructiveGuard(t *testing.T) {
 	}
 
 	// A replace is stopped; its plan waits.
-	h.setVar(tc, "mode", `"0600"`)
-	p, plan := h.blockedPlan(tc, "module.main.captftest_file.b (replace)")
-	if m := h.mode(tc, "b.txt"); m != 0o644 {
-		t.Fatalf("b.txt replaced before approval: %o", m)
-	}
-	h.annotate(tc, infrav1.AnnotationApproveDestructivePlan, p.PlanHash)
-	h.wait(tc, "the approved replace", func(tc *infrav1.TerraformCluster) bool { return ready(tc) && tc.Status.Plan == nil })
-	if m := h.mode(tc, "b.txt"); m != 0o600 {
-		t.Fatalf("b.txt after the approved replace: %o", m)
-	}
+	p, plan := h.replaceApproved(tc)
 	if _, ok := tc.Annotations[infrav1.AnnotationApproveDestructivePlan]; ok {
 		t.Error("the approval was not consumed")
 	}
@@ -241,15 +232,24 @@ func TestDestructiveGuardTofu(t *testing.T) {
 	h := startDrift(t)
 	tc := h.createDrift("guard-tofu", driftImageTofu, infrav1.ApplyAutomatic, "", 0)
 	h.wait(tc, "first apply", ready)
+	h.replaceApproved(tc)
+	h.noValues(tc)
+}
+
+// replaceApproved changes the mode of b.txt, which replaces it: the guard
+// stops the plan, nothing is replaced until the approval of exactly that
+// plan, then it is.
+func (h *driftHarness) replaceApproved(tc *infrav1.TerraformCluster) (*infrav1.PlanStatus, *infrav1.TerraformPlan) {
+	h.t.Helper()
 	h.setVar(tc, "mode", `"0600"`)
-	p, _ := h.blockedPlan(tc, "module.main.captftest_file.b (replace)")
+	p, plan := h.blockedPlan(tc, "module.main.captftest_file.b (replace)")
 	if m := h.mode(tc, "b.txt"); m != 0o644 {
-		t.Fatalf("b.txt replaced before approval: %o", m)
+		h.t.Fatalf("b.txt replaced before approval: %o", m)
 	}
 	h.annotate(tc, infrav1.AnnotationApproveDestructivePlan, p.PlanHash)
 	h.wait(tc, "the approved replace", func(tc *infrav1.TerraformCluster) bool { return ready(tc) && tc.Status.Plan == nil })
 	if m := h.mode(tc, "b.txt"); m != 0o600 {
-		t.Fatalf("b.txt after the approved replace: %o", m)
+		h.t.Fatalf("b.txt after the approved replace: %o", m)
 	}
-	h.noValues(tc)
+	return p, plan
 }
