@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/captf/captf/internal/render"
@@ -74,7 +75,9 @@ func (f *jobFixture) vars(size string) {
 
 func (f *jobFixture) run(op, expect string) (int, Message, string) {
 	f.t.Helper()
-	var out bytes.Buffer
+	// One log for both streams, as a container's: written from two
+	// goroutines (terraform's stdout and stderr), so under a lock.
+	var out lockedBuffer
 	j := &Job{Operation: op, Inputs: f.inputs, Module: f.module, Workdir: f.work, Runtime: f.runtime, KeyFile: f.key,
 		ExpectPlan: expect, MessagePath: f.message, Stdout: &out, Stderr: &out}
 	code := j.Run(context.Background())
@@ -345,4 +348,22 @@ func TestJobSensitiveContractOutput(t *testing.T) {
 			}
 		})
 	}
+}
+
+// lockedBuffer is a bytes.Buffer safe for writers in several goroutines.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
 }
