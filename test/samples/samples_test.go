@@ -162,7 +162,8 @@ func TestClusterSamples(t *testing.T) {
 		t.Fatal(err)
 	}
 	if tc.Spec.IdentityRef == nil || tc.Spec.IdentityRef.Kind != infrav1.IdentityKindTerraformClusterIdentity ||
-		tc.Spec.Jobs.ActiveDeadlineSeconds == nil || *tc.Spec.Jobs.ActiveDeadlineSeconds != 3600 || tc.Spec.DeletionPolicy != infrav1.DeletionDestroy {
+		tc.Spec.Jobs.ActiveDeadlineSeconds == nil || *tc.Spec.Jobs.ActiveDeadlineSeconds != 3600 || tc.Spec.DeletionPolicy != infrav1.DeletionDestroy ||
+		tc.Spec.Drift.IntervalSeconds == nil || *tc.Spec.Drift.IntervalSeconds != 3600 || tc.Spec.Drift.Action != infrav1.DriftActionRemediate || tc.Spec.AllowDestructivePlans {
 		t.Errorf("the sample read back: %+v", tc.Spec)
 	}
 	var id infrav1.TerraformClusterIdentity
