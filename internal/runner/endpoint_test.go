@@ -13,7 +13,7 @@ import (
 )
 
 func TestModuleOutputs(t *testing.T) {
-	none := map[string]moduleOutput{OutputEndpointHost: {}, OutputEndpointPort: {}, OutputFailureDomains: {}}
+	none := map[string]moduleOutput{OutputEndpointHost: {}, OutputEndpointPort: {}, OutputFailureDomains: {}, OutputHealth: {}}
 	with := func(set map[string]moduleOutput) map[string]moduleOutput {
 		out := maps.Clone(none)
 		maps.Copy(out, set)
@@ -37,6 +37,8 @@ func TestModuleOutputs(t *testing.T) {
 			with(map[string]moduleOutput{OutputEndpointHost: yes, OutputEndpointPort: yes})},
 		{"failure domains alone", map[string]string{"main.tf": "output \"failure_domains\" {\n  value = [\"a\"]\n}\n"},
 			with(map[string]moduleOutput{OutputFailureDomains: yes})},
+		{"health, sensitive", map[string]string{"main.tf": "output \"health\" {\n  value     = { state = \"running\" }\n  sensitive = true\n}\n"},
+			with(map[string]moduleOutput{OutputHealth: {Declared: true, Sensitive: true}})},
 		{"sensitive, in hcl and in json", map[string]string{
 			"a.tf":      "output \"failure_domains\" {\n  value     = [var.z]\n  sensitive = true\n  precondition {\n    condition     = true\n    error_message = \"x\"\n  }\n}\n",
 			"b.tf.json": `{"output":{"control_plane_endpoint_host":{"value":"h","sensitive":true}}}`,

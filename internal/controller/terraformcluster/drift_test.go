@@ -44,13 +44,21 @@ type driftHarness struct {
 	files string
 }
 
-// managerLog is what the manager logs in this test process, at its most
-// verbose, from the first startDrift on: the drift tests check it for
-// values.
+// managerLog is what the manager logs in this test process at debug
+// level (--zap-log-level=debug) since the last startDrift: the drift tests
+// check it for values. (Far beyond debug, client-go logs whole request
+// and response bodies, Secrets included: docs/manager.md, Flags.)
+// The logger is set when the process starts: controller-runtime drops a
+// logger set more than 30 s after the first log line.
 var managerLog struct {
-	once sync.Once
-	mu   sync.Mutex
-	buf  bytes.Buffer
+	mu sync.Mutex
+	// on: a drift test runs; the others' lines are not kept.
+	on  bool
+	buf bytes.Buffer
+}
+
+func init() {
+	ctrl.SetLogger(zap.New(zap.WriteTo(lockedLog{}), zap.Level(zapcore.DebugLevel)))
 }
 
 type lockedLog struct{}
@@ -58,12 +66,21 @@ type lockedLog struct{}
 func (lockedLog) Write(p []byte) (int, error) {
 	managerLog.mu.Lock()
 	defer managerLog.mu.Unlock()
+	if !managerLog.on {
+		return len(p), nil
+	}
 	return managerLog.buf.Write(p)
 }
 
 func startDrift(t *testing.T) *driftHarness {
-	managerLog.once.Do(func() {
-		ctrl.SetLogger(zap.New(zap.WriteTo(lockedLog{}), zap.Level(zapcore.Level(-10))))
+	managerLog.mu.Lock()
+	managerLog.buf.Reset()
+	managerLog.on = true
+	managerLog.mu.Unlock()
+	t.Cleanup(func() {
+		managerLog.mu.Lock()
+		managerLog.on = false
+		managerLog.mu.Unlock()
 	})
 	p := tftest.Provider(t)
 	files := t.TempDir()
@@ -139,7 +156,7 @@ func (h *driftHarness) opJobs(tc *infrav1.TerraformCluster, op infrav1.Operation
 }
 
 // noValues fails if tc's status, its events, its TerraformPlans or the
-// manager's log hold a value of the module.
+// manager's debug log hold a value of the module.
 func (h *driftHarness) noValues(tc *infrav1.TerraformCluster) {
 	h.t.Helper()
 	var plans infrav1.TerraformPlanList
