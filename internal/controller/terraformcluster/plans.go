@@ -327,6 +327,14 @@ func (r *Reconciler) ignoreLateApproval(ctx context.Context, tc *infrav1.Terrafo
 	if tc.Status.PendingPlanRef != nil {
 		current = tc.Status.PendingPlanRef.Name
 	}
+	// The event first: the condition ends this step, so an event that
+	// failed after it would never be sent again; sent twice, it is found
+	// there.
+	err := r.announce(ctx, tc, announce{Key: plan.Name, Type: corev1.EventTypeWarning, Reason: infrav1.EventPlanSuperseded, Action: "Approve",
+		Note: fmt.Sprintf("Plan %s was approved by %s after it was superseded; the approval was ignored. The current plan is %s.", plan.Name, plan.Spec.ApprovedBy, current)})
+	if err != nil {
+		return err
+	}
 	before := plan.DeepCopy()
 	setPlanCondition(plan, infrav1.ConditionApproved, metav1.ConditionFalse, infrav1.ReasonApprovalIgnored,
 		fmt.Sprintf("Approved by %s after the plan was superseded; the approval was ignored. The current plan is %s.", plan.Spec.ApprovedBy, current))
@@ -334,8 +342,7 @@ func (r *Reconciler) ignoreLateApproval(ctx context.Context, tc *infrav1.Terrafo
 	if err := r.Client.Status().Patch(ctx, plan, client.MergeFrom(before)); err != nil {
 		return fmt.Errorf("TerraformPlan %s status: %w", plan.Name, err)
 	}
-	return r.announce(ctx, tc, announce{Key: plan.Name, Type: corev1.EventTypeWarning, Reason: infrav1.EventPlanSuperseded, Action: "Approve",
-		Note: fmt.Sprintf("Plan %s was approved by %s after it was superseded; the approval was ignored. The current plan is %s.", plan.Name, plan.Spec.ApprovedBy, current)})
+	return nil
 }
 
 // setPhase moves a plan to phase: its label (which travels with the plan
