@@ -72,7 +72,7 @@ const (
 )
 
 // Operation is what a runner Job does.
-// +kubebuilder:validation:Enum=plan;apply;destroy;drift
+// +kubebuilder:validation:Enum=plan;apply;destroy;drift;restore
 type Operation string
 
 const (
@@ -82,6 +82,10 @@ const (
 	// OperationDrift is a drift check: a refresh-only apply, then a plan
 	// without refresh that is counted and never applied.
 	OperationDrift Operation = "drift"
+	// OperationRestore pushes a state backup back into the object's
+	// terraform state: a backend-only root module, the backup's chunks,
+	// state push -force, then state list. It is never gated.
+	OperationRestore Operation = "restore"
 )
 
 // Condition types.
@@ -100,6 +104,64 @@ const (
 	// ConditionInfrastructureHealthy is the module's health output, sampled
 	// after each apply and drift check: only its state word.
 	ConditionInfrastructureHealthy = "InfrastructureHealthy"
+	// ConditionStateBackedUp says whether the state's newest serial has a
+	// backup Secret.
+	ConditionStateBackedUp = "StateBackedUp"
+	// ConditionStateRestored is about the last restore asked for with
+	// captf.io/restore-state.
+	ConditionStateRestored = "StateRestored"
+)
+
+// State backups, restore, and lost or locked state.
+const (
+	// AnnotationRestoreState on a TerraformCluster names the serial of a
+	// state backup to push back into its terraform state. A restore Job
+	// runs once per serial (status.lastRestoredSerial); the manager
+	// removes the annotation after a successful restore.
+	AnnotationRestoreState = "captf.io/restore-state"
+	// LabelStateBackup marks a state backup Secret; its value is the
+	// state's serial.
+	LabelStateBackup = "captf.io/state-backup"
+	// LabelMove is clusterctl's move label: clusterctl move carries a
+	// Secret that has it even without an owner reference to a moved object.
+	LabelMove = "clusterctl.cluster.x-k8s.io/move"
+
+	// ReasonBackedUp (StateBackedUp True): the newest serial has a backup.
+	ReasonBackedUp = "BackedUp"
+	// ReasonBackupsOff (StateBackedUp Unknown): the manager keeps no
+	// backups (--state-backups=0).
+	ReasonBackupsOff = "BackupsOff"
+	// ReasonStateTooLarge (StateBackedUp False, and a Warning event): the
+	// state does not fit in one Secret; it has no backup.
+	ReasonStateTooLarge = "StateTooLarge"
+	// ReasonBackupFailed (StateBackedUp False): the state could not be
+	// read or its backup not written; retried.
+	ReasonBackupFailed = "BackupFailed"
+
+	// ReasonRestoring (StateRestored Unknown): a restore Job runs.
+	ReasonRestoring = "Restoring"
+	// ReasonRestored (StateRestored True, and a Normal event StateRestored).
+	ReasonRestored = "Restored"
+	// ReasonRestoreFailed (StateRestored False, and a Warning event
+	// StateRestoreFailed): the restore Job failed; the same serial is not
+	// tried again until the annotation is removed and set again.
+	ReasonRestoreFailed = "RestoreFailed"
+	// ReasonBackupNotFound (StateRestored False, and a Warning event): no
+	// backup of the serial the annotation names.
+	ReasonBackupNotFound    = "BackupNotFound"
+	EventStateRestored      = "StateRestored"
+	EventStateRestoreFailed = "StateRestoreFailed"
+	EventBackupNotFound     = "BackupNotFound"
+	EventStateTooLarge      = "StateTooLarge"
+
+	// ReasonStateLocked (ApplyJobSucceeded False, and a Warning event):
+	// the terraform state is locked by someone other than a finished Job
+	// of the object; no Job starts until the lock is released.
+	ReasonStateLocked = "StateLocked"
+	EventStateLocked  = "StateLocked"
+	// EventStateUnlocked (Normal): the manager released a lock that a pod
+	// of the object's own, now gone, left behind.
+	EventStateUnlocked = "StateUnlocked"
 )
 
 // Reasons of InfrastructureHealthy, by the health output's state.

@@ -93,6 +93,20 @@ type TerraformClusterStatus struct {
 	// found; the next is due spec.drift.intervalSeconds later.
 	// +optional
 	LastDriftCheck *metav1.Time `json:"lastDriftCheck,omitempty"`
+	// StateBackups are the backups of the terraform state the manager
+	// keeps, newest first: one Secret per state serial.
+	// +kubebuilder:validation:MaxItems=100
+	// +optional
+	StateBackups []StateBackup `json:"stateBackups,omitempty"`
+	// StateSerial is the serial of the terraform state the manager last
+	// read and backed up (or found too large to back up).
+	// +optional
+	StateSerial *int64 `json:"stateSerial,omitempty"`
+	// LastRestoredSerial is the serial the last restore Job pushed back,
+	// whatever its outcome: a restore of the same serial does not run
+	// again until captf.io/restore-state is removed and set again.
+	// +optional
+	LastRestoredSerial *int64 `json:"lastRestoredSerial,omitempty"`
 	// +listType=map
 	// +listMapKey=type
 	// +kubebuilder:validation:MaxItems=32
@@ -100,6 +114,18 @@ type TerraformClusterStatus struct {
 	Conditions []metav1.Condition `json:"conditions,omitempty"`
 	// +optional
 	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
+}
+
+// StateBackup is one backup of the terraform state, kept in the Secret
+// captf-state-backup-<suffix>-<serial>.
+type StateBackup struct {
+	// Serial is the state's serial.
+	Serial int64 `json:"serial"`
+	// Time is when the backup was taken.
+	Time metav1.Time `json:"time"`
+	// Bytes is the size of the state as the backend stores it
+	// (compressed).
+	Bytes int64 `json:"bytes"`
 }
 
 // TerraformCluster is a Cluster API infrastructure cluster provisioned by a

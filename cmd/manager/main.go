@@ -50,6 +50,7 @@ func run(args []string, stdout io.Writer) error {
 		"the webhook lets only it create plans in any phase and move their phase label (required with --enable-webhooks)")
 	recheck := fs.Duration("recheck-interval", terraformcluster.Recheck, "how long an idle or waiting TerraformCluster rests before it is looked at again")
 	drift := fs.Duration("drift-interval", terraformcluster.DefaultDriftInterval, "the time between drift checks of an object whose spec.drift.intervalSeconds is unset; 0 turns them off")
+	backups := fs.Int("state-backups", terraformcluster.DefaultStateBackups, "how many backups of its terraform state each object keeps, one per state serial; 0 keeps none")
 	qps := fs.Float64("kube-api-qps", 50, "requests per second to the API server, sustained; negative turns client-side limiting off")
 	burst := fs.Int("kube-api-burst", 100, "requests to the API server in a burst above --kube-api-qps")
 	workers := fs.Int("max-concurrent-reconciles", 4, "TerraformClusters reconciled at once")
@@ -74,6 +75,12 @@ func run(args []string, stdout io.Writer) error {
 	}
 	if *drift < 0 {
 		return fmt.Errorf("--drift-interval must not be negative, not %s", *drift)
+	}
+	if *backups < 0 {
+		return fmt.Errorf("--state-backups must not be negative, not %d", *backups)
+	}
+	if *backups == 0 {
+		*backups = -1
 	}
 	if *qps == 0 {
 		// client-go would read 0 as its own default of 5.
@@ -126,6 +133,7 @@ func run(args []string, stdout io.Writer) error {
 		RetryBase:       *retry,
 		RecheckInterval: *recheck,
 		DriftInterval:   *drift,
+		StateBackups:    *backups,
 	}
 	if err := r.SetupWithManager(mgr, controller.Options{MaxConcurrentReconciles: *workers}); err != nil {
 		return fmt.Errorf("TerraformCluster controller: %w", err)

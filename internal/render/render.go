@@ -94,11 +94,8 @@ func Render(key []byte, req Request) (*Root, error) {
 		call[n] = "${var." + n + "}"
 	}
 	root := map[string]any{
-		"terraform": map[string]any{"backend": map[string]any{"kubernetes": map[string]any{
-			"secret_suffix": req.StateSuffix,
-			"namespace":     req.Namespace,
-		}}},
-		"module": map[string]any{"main": call},
+		"terraform": backend(req.StateSuffix, req.Namespace),
+		"module":    map[string]any{"main": call},
 	}
 	if len(decls) > 0 {
 		root["variable"] = decls
@@ -126,6 +123,26 @@ func Render(key []byte, req Request) (*Root, error) {
 		return nil, err
 	}
 	return &Root{MainTF: mainTF, Vars: varsJSON, InputsHash: hash}, nil
+}
+
+// backend is the root module's terraform block: state in the built-in
+// kubernetes backend, the Secret tfstate-default-<suffix> of namespace.
+func backend(suffix, namespace string) map[string]any {
+	return map[string]any{"backend": map[string]any{"kubernetes": map[string]any{
+		"secret_suffix": suffix,
+		"namespace":     namespace,
+	}}}
+}
+
+// BackendOnly renders the root module of a restore Job (spec 004): the
+// backend block alone, which reaches the object's state, and no
+// variables. It records no inputs hash.
+func BackendOnly(suffix, namespace string) (*Root, error) {
+	mainTF, err := marshal(map[string]any{"terraform": backend(suffix, namespace)})
+	if err != nil {
+		return nil, err
+	}
+	return &Root{MainTF: mainTF, Vars: []byte("{}")}, nil
 }
 
 // canonical decodes JSON keeping numbers as written, so that re-encoding

@@ -517,20 +517,26 @@ func (n *Node) volume(ctx context.Context, root string, pod *corev1.Pod, name st
 		}
 		switch {
 		case v.Secret != nil:
-			// Like the kubelet, wait for a Secret created after the Job.
-			var s corev1.Secret
-			key := client.ObjectKey{Namespace: pod.Namespace, Name: v.Secret.SecretName}
-			for wait := 0; ; wait++ {
-				err := n.Client.Get(ctx, key, &s)
-				if err == nil {
-					break
-				}
-				if !apierrors.IsNotFound(err) || wait == 100 {
-					return fmt.Errorf("volume %s: %w", name, err)
-				}
-				time.Sleep(100 * time.Millisecond)
+			s, err := n.secret(ctx, pod.Namespace, v.Secret.SecretName)
+			if err != nil {
+				return fmt.Errorf("volume %s: %w", name, err)
 			}
 			return writeItems(dir, s.Data, v.Secret.Items, v.Secret.DefaultMode)
+		case v.Projected != nil:
+			// Secrets only, as the restore Job projects them.
+			for _, src := range v.Projected.Sources {
+				if src.Secret == nil {
+					return fmt.Errorf("volume %s: only secret projections are played", name)
+				}
+				s, err := n.secret(ctx, pod.Namespace, src.Secret.Name)
+				if err != nil {
+					return fmt.Errorf("volume %s: %w", name, err)
+				}
+				if err := writeItems(dir, s.Data, src.Secret.Items, v.Projected.DefaultMode); err != nil {
+					return err
+				}
+			}
+			return nil
 		case v.ConfigMap != nil:
 			var cm corev1.ConfigMap
 			if err := n.Client.Get(ctx, client.ObjectKey{Namespace: pod.Namespace, Name: v.ConfigMap.Name}, &cm); err != nil {
@@ -544,9 +550,25 @@ func (n *Node) volume(ctx context.Context, root string, pod *corev1.Pod, name st
 		case v.EmptyDir != nil:
 			return nil
 		}
-		return fmt.Errorf("volume %s: only secret, configMap and emptyDir volumes are played", name)
+		return fmt.Errorf("volume %s: only secret, projected, configMap and emptyDir volumes are played", name)
 	}
 	return fmt.Errorf("volume %s is mounted but not declared", name)
+}
+
+// secret reads a mounted Secret; like the kubelet, it waits for one
+// created after the Job.
+func (n *Node) secret(ctx context.Context, namespace, name string) (*corev1.Secret, error) {
+	var s corev1.Secret
+	for wait := 0; ; wait++ {
+		err := n.Client.Get(ctx, client.ObjectKey{Namespace: namespace, Name: name}, &s)
+		if err == nil {
+			return &s, nil
+		}
+		if !apierrors.IsNotFound(err) || wait == 100 {
+			return nil, err
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
 }
 
 func writeItems(dir string, data map[string][]byte, items []corev1.KeyToPath, mode *int32) error {

@@ -79,6 +79,10 @@ type Reconciler struct {
 	// DriftInterval is the time between drift checks of an object whose
 	// spec.drift.intervalSeconds is unset; zero turns them off.
 	DriftInterval time.Duration
+	// StateBackups is how many state backups each object keeps (the
+	// newest serials); zero means DefaultStateBackups, and a negative
+	// value keeps none.
+	StateBackups int
 }
 
 // recheck is the re-check interval in effect.
@@ -168,6 +172,10 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		// A Job the cache has not shown yet: take it up in a moment.
 		return ctrl.Result{RequeueAfter: time.Second}, r.patchStatus(ctx, s)
 	}
+	if locked, lerr := r.lockFailure(ctx, tc, err); locked {
+		// A Lease is not watched: look again in a while.
+		res, err = ctrl.Result{RequeueAfter: lockRecheck}, lerr
+	}
 	if reason, msg, ok := identityFailure(err); ok {
 		// No Job runs. A Secret identity that appears acts at once through
 		// the Secrets' watch; anything else at the next re-check.
@@ -220,6 +228,13 @@ func (r *Reconciler) reconcileNormal(ctx context.Context, s *scope) (ctrl.Result
 	if err := r.pruneJobs(ctx, tc); err != nil {
 		return ctrl.Result{}, err
 	}
+	// A restore asked for runs first, whatever the inputs and the policy:
+	// it changes no infrastructure, and a lost state waits for it.
+	if serial, ok := restoreRequest(tc); ok {
+		if started, err := r.startRestore(ctx, tc, serial); err != nil || started {
+			return ctrl.Result{}, err
+		}
+	}
 	if inputsErr != nil {
 		// The message names the variable and its source, never a value.
 		// A fixed source brings the object back through the watches of
@@ -234,10 +249,14 @@ func (r *Reconciler) reconcileNormal(ctx context.Context, s *scope) (ctrl.Result
 // plan or the apply of an approved plan.
 func (r *Reconciler) reconcileDue(ctx context.Context, s *scope, root *render.Root) (ctrl.Result, error) {
 	tc := s.tc
-	stateHash, err := r.stateInputsHash(ctx, r.Client, tc)
+	state, err := r.readState(ctx, r.Client, tc)
 	if err != nil {
 		return ctrl.Result{}, err
 	}
+	if err := r.syncBackups(ctx, tc, state); err != nil {
+		return ctrl.Result{}, err
+	}
+	stateHash := state.InputsHash()
 	if stateHash != "" {
 		// A state that records an inputs hash was applied by captf: the
 		// applied marker says so from now on, even if status is lost.
@@ -266,10 +285,10 @@ func (r *Reconciler) reconcileDue(ctx context.Context, s *scope, root *render.Ro
 	if !owed(tc) {
 		// The cache may lag behind an apply that just finished: ask the
 		// API server before starting anything.
-		if stateHash, err = r.stateInputsHash(ctx, r.Reader, tc); err != nil {
+		if state, err = r.readState(ctx, r.Reader, tc); err != nil {
 			return ctrl.Result{}, err
 		}
-		if stateHash == root.InputsHash {
+		if stateHash = state.InputsHash(); stateHash == root.InputsHash {
 			return ctrl.Result{RequeueAfter: time.Second}, nil
 		}
 	}
@@ -327,7 +346,7 @@ func owed(tc *infrav1.TerraformCluster) bool {
 // failure makes nothing due). A failed apply is due again;
 // either kind waits out the backoff first, so a failing Job never loops.
 func failedRun(run *infrav1.RunStatus) bool {
-	return run != nil && !run.Succeeded && run.Operation != infrav1.OperationDrift && !blocked(run) &&
+	return run != nil && !run.Succeeded && run.Operation != infrav1.OperationDrift && run.Operation != infrav1.OperationRestore && !blocked(run) &&
 		(run.Error == nil || run.Error.Kind != infrav1.ErrorKindPlanChanged)
 }
 

@@ -624,11 +624,11 @@ func TestLeftoverApproval(t *testing.T) {
 func (h *harness) stateHash(tc *infrav1.TerraformCluster) string {
 	h.t.Helper()
 	r := &Reconciler{Client: h.c}
-	got, err := r.stateInputsHash(context.Background(), h.c, tc)
+	st, err := r.readState(context.Background(), h.c, tc)
 	if err != nil {
 		h.t.Fatal(err)
 	}
-	return got
+	return st.InputsHash()
 }
 
 // TestDeletionDestroys deletes an applied object: a destroy Job (no plan

@@ -42,7 +42,7 @@ func (r *Reconciler) jobImage(ctx context.Context, tc *infrav1.TerraformCluster,
 		return "", fmt.Errorf("durable inputs: %w", err)
 	}
 	image := tc.Spec.Image
-	if recorded := s.Annotations[infrav1.AnnotationImage]; (op == infrav1.OperationDestroy || op == infrav1.OperationDrift) && recorded != "" {
+	if recorded := s.Annotations[infrav1.AnnotationImage]; (op == infrav1.OperationDestroy || op == infrav1.OperationDrift || op == infrav1.OperationRestore) && recorded != "" {
 		image = recorded
 	}
 	if s.Annotations[infrav1.AnnotationImage] != image {

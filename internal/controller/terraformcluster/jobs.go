@@ -10,6 +10,7 @@ import (
 	"path"
 	"slices"
 	"sort"
+	"strconv"
 	"time"
 
 	batchv1 "k8s.io/api/batch/v1"
@@ -76,6 +77,8 @@ type jobRequest struct {
 	// guard has an ungated apply plan first and apply nothing that
 	// deletes or replaces a resource (the destructive-plan guard).
 	guard bool
+	// backup is the state backup a restore Job pushes back.
+	backup *backup
 }
 
 // startJob creates a runner Job and its per-run inputs Secret and records
@@ -90,6 +93,9 @@ func (r *Reconciler) startJob(ctx context.Context, tc *infrav1.TerraformCluster,
 		if !processed(&jobs[i]) {
 			return fmt.Errorf("%w: %s", errAdopt, jobs[i].Name)
 		}
+	}
+	if err := r.checkLock(ctx, tc); err != nil {
+		return err
 	}
 	// An identity the object may not use starts nothing.
 	if _, err := r.credentials(ctx, tc); err != nil {
@@ -119,6 +125,9 @@ func (r *Reconciler) startJob(ctx context.Context, tc *infrav1.TerraformCluster,
 		// waits for approval, if any, is made by a plan Job.
 		c := &job.Spec.Template.Spec.Containers[0]
 		c.Command = append(c.Command, "--guard")
+	}
+	if req.backup != nil {
+		withBackup(job, req.backup)
 	}
 	job.Annotations[annotationInputsHash] = root.InputsHash
 	if req.approved {
@@ -177,6 +186,8 @@ func (r *Reconciler) activate(ctx context.Context, tc *infrav1.TerraformCluster,
 		setCondition(tc, infrav1.ConditionApplyJobSucceeded, unknown, ReasonPlanning, "A plan Job runs; its plan will wait for approval.")
 	case op == infrav1.OperationDestroy:
 		setCondition(tc, infrav1.ConditionReady, false, ReasonDestroying, "A destroy Job runs.")
+	case op == infrav1.OperationRestore:
+		setCondition(tc, infrav1.ConditionStateRestored, unknown, infrav1.ReasonRestoring, "Restore "+job.Name+" of state serial "+job.Annotations[annotationRestoreSerial]+" runs.")
 	case op == infrav1.OperationDrift:
 		setCondition(tc, infrav1.ConditionDriftJobSucceeded, unknown, ReasonDriftChecking, "Drift check "+job.Name+" runs.")
 	case job.Annotations[infrav1.AnnotationApprovedPlan] != "":
@@ -380,6 +391,27 @@ func (r *Reconciler) buildJob(tc *infrav1.TerraformCluster, image string, op inf
 	}
 	_ = controllerutil.SetControllerReference(tc, job, r.Client.Scheme())
 	return job
+}
+
+// withBackup adds the chunks of a state backup to a restore Job's inputs,
+// as backup/chunk-<n> beside the per-run files, and records its serial.
+func withBackup(job *batchv1.Job, b *backup) {
+	vols := job.Spec.Template.Spec.Volumes
+	for i := range vols {
+		if vols[i].Name != "inputs" || vols[i].Secret == nil {
+			continue
+		}
+		sources := []corev1.VolumeProjection{{Secret: &corev1.SecretProjection{LocalObjectReference: corev1.LocalObjectReference{Name: vols[i].Secret.SecretName}}}}
+		for n, s := range b.secrets() {
+			key := chunkKey(n)
+			sources = append(sources, corev1.VolumeProjection{Secret: &corev1.SecretProjection{
+				LocalObjectReference: corev1.LocalObjectReference{Name: s.Name},
+				Items:                []corev1.KeyToPath{{Key: key, Path: path.Join(runner.BackupDir, key)}},
+			}})
+		}
+		vols[i].VolumeSource = corev1.VolumeSource{Projected: &corev1.ProjectedVolumeSource{Sources: sources}}
+	}
+	job.Annotations[annotationRestoreSerial] = strconv.FormatInt(b.serial(), 10)
 }
 
 // hasCredentials reports whether job mounts a per-run copy of

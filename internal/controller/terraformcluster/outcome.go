@@ -2,6 +2,7 @@ package terraformcluster
 
 import (
 	"fmt"
+	"strconv"
 
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -45,6 +46,8 @@ type outcome struct {
 	// node reported none.
 	Digest    string
 	StartedAt *metav1.Time
+	// RestoreSerial is the serial a restore Job pushed back.
+	RestoreSerial int64
 }
 
 // step is one consequence of an outcome, carried out by the reconcile.
@@ -120,8 +123,11 @@ func decide(tc *infrav1.TerraformCluster, o outcome, now metav1.Time) (infrav1.T
 }
 
 func decideRun(tc *infrav1.TerraformCluster, o outcome, now metav1.Time) (infrav1.TerraformClusterStatus, []step) {
-	if o.Operation == infrav1.OperationDrift {
+	switch o.Operation {
+	case infrav1.OperationDrift:
 		return decideDrift(tc, o, now)
+	case infrav1.OperationRestore:
+		return decideRestore(tc, o, now)
 	}
 	view := tc.DeepCopy()
 	st := &view.Status
@@ -335,6 +341,7 @@ func outcomeOf(job *batchv1.Job, pods []corev1.Pod) outcome {
 		Plan:       job.Annotations[infrav1.AnnotationPlan],
 		StartedAt:  job.Status.StartTime,
 	}
+	o.RestoreSerial, _ = strconv.ParseInt(job.Annotations[annotationRestoreSerial], 10, 64)
 	for _, c := range job.Status.Conditions {
 		if c.Type == batchv1.JobFailed && c.Status == corev1.ConditionTrue && c.Reason == batchv1.JobReasonDeadlineExceeded {
 			o.DeadlineExceeded = true

@@ -111,21 +111,6 @@ func (r *Reconciler) markApplied(ctx context.Context, tc *infrav1.TerraformClust
 	return nil
 }
 
-// stateInputsHash reads the inputs hash the state records through reader
-// (the cache, or the API server before acting), "" when there is no state
-// or no hash. Only that output is read; no value is logged.
-func (r *Reconciler) stateInputsHash(ctx context.Context, reader client.Reader, tc *infrav1.TerraformCluster) (string, error) {
-	var s corev1.Secret
-	err := reader.Get(ctx, client.ObjectKey{Namespace: tc.Namespace, Name: stateSecretName(tc.Name)}, &s)
-	if apierrors.IsNotFound(err) {
-		return "", nil
-	}
-	if err != nil {
-		return "", fmt.Errorf("state: %w", err)
-	}
-	return render.StateInputsHash(s.Data["tfstate"])
-}
-
 func identity(tc *infrav1.TerraformCluster) string {
 	if id := tc.Spec.IdentityRef; id != nil {
 		return id.Kind + "/" + id.Name

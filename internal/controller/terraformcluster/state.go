@@ -11,6 +11,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	infrav1 "github.com/captf/captf/api/v1alpha1"
+	"github.com/captf/captf/internal/tfstate"
 )
 
 // ReasonStateLost (ApplyJobSucceeded=False, and a Warning event): the
@@ -21,11 +22,13 @@ const ReasonStateLost = "StateLost"
 
 // history is what the API server says of tc's past, read right before a
 // Job would start while the state records no inputs hash: whether it
-// applied (the applied marker on its durable inputs Secret, or an image
-// digest a successful apply pinned there) and whether its state Secret
-// exists.
+// applied (the applied marker on its durable inputs Secret, an image
+// digest a successful apply pinned there, or a state backup) and whether
+// its state Secret exists.
 type history struct {
 	applied, pinned, state bool
+	// backup is the newest backed-up serial, -1 when there is none.
+	backup int64
 }
 
 // first reports whether an apply would be the object's first, which is not
@@ -36,11 +39,11 @@ func (h history) first() bool { return !h.applied && !h.state }
 
 // lost reports whether the object applied before and its state Secret is
 // gone.
-func (h history) lost() bool { return (h.applied || h.pinned) && !h.state }
+func (h history) lost() bool { return (h.applied || h.pinned || h.backup >= 0) && !h.state }
 
 // readHistory reads tc's history from the API server itself.
 func (r *Reconciler) readHistory(ctx context.Context, tc *infrav1.TerraformCluster) (history, error) {
-	var h history
+	h := history{backup: -1}
 	var s corev1.Secret
 	err := r.Reader.Get(ctx, client.ObjectKey{Namespace: tc.Namespace, Name: inputsName(tc.Name)}, &s)
 	switch {
@@ -57,6 +60,13 @@ func (r *Reconciler) readHistory(ctx context.Context, tc *infrav1.TerraformClust
 	case !apierrors.IsNotFound(err):
 		return h, fmt.Errorf("state: %w", err)
 	}
+	list, err := r.backups(ctx, r.Reader, tc)
+	if err != nil {
+		return h, err
+	}
+	if len(list) > 0 {
+		h.backup = backupSerial(&list[0])
+	}
 	return h, nil
 }
 
@@ -67,8 +77,12 @@ func (r *Reconciler) guardLostState(ctx context.Context, tc *infrav1.TerraformCl
 	if !past.lost() || tc.Annotations[infrav1.AnnotationAcceptEmptyState] == "true" {
 		return false, nil
 	}
-	msg := fmt.Sprintf("The object applied before and its terraform state Secret %s is gone; nothing runs, since an apply would create everything a second time. Restore the state Secret, or annotate the object %s=true to start again from an empty state.",
-		stateSecretName(tc.Name), infrav1.AnnotationAcceptEmptyState)
+	restore := "Restore the state Secret"
+	if past.backup >= 0 {
+		restore = fmt.Sprintf("Restore a backup (annotate the object %s=%d for the newest; status.stateBackups lists them all)", infrav1.AnnotationRestoreState, past.backup)
+	}
+	msg := fmt.Sprintf("The object applied before and its terraform state Secret %s is gone; nothing runs, since an apply would create everything a second time. %s, or annotate the object %s=true to start again from an empty state.",
+		stateSecretName(tc.Name), restore, infrav1.AnnotationAcceptEmptyState)
 	setCondition(tc, infrav1.ConditionApplyJobSucceeded, false, ReasonStateLost, msg)
 	tc.Status.Plan = nil
 	return true, r.announce(ctx, tc, announce{Key: "state-lost", Type: corev1.EventTypeWarning, Reason: ReasonStateLost, Action: "Guard", Note: msg})
@@ -89,6 +103,26 @@ func (acceptedEmptyState) apply(r *Reconciler, x *stepContext) error {
 		return fmt.Errorf("accept-empty-state annotation: %w", err)
 	}
 	return nil
+}
+
+// readState reads tc's terraform state through reader (the cache, or the
+// API server before acting): every Secret of its suffix, chunks included.
+// It is nil when there is none. Only the serial and the inputs hash are
+// decoded; no value is logged.
+func (r *Reconciler) readState(ctx context.Context, reader client.Reader, tc *infrav1.TerraformCluster) (*tfstate.State, error) {
+	var list corev1.SecretList
+	if err := reader.List(ctx, &list, client.InNamespace(tc.Namespace), client.MatchingLabels{labelStateSuffix: stateSuffix(tc.Name)}); err != nil {
+		return nil, fmt.Errorf("state Secrets: %w", err)
+	}
+	secrets := make([]tfstate.Secret, 0, len(list.Items))
+	for _, s := range list.Items {
+		secrets = append(secrets, tfstate.Secret{Name: s.Name, Labels: s.Labels, Annotations: s.Annotations, Data: s.Data})
+	}
+	st, err := tfstate.Read(stateSecretName(tc.Name), secrets)
+	if err != nil {
+		return nil, fmt.Errorf("state: %w", err)
+	}
+	return st, nil
 }
 
 // labelStateSuffix is the label terraform's kubernetes backend puts on the

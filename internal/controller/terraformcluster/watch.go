@@ -7,6 +7,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/selection"
 	"k8s.io/apimachinery/pkg/util/sets"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
@@ -109,12 +110,19 @@ func readsFrom(spec *infrav1.RunnerSpec, kind string, obj client.Object) bool {
 
 // CacheOptions keeps the manager's cache of Jobs and Pods to those captf
 // made (labelled captf.io/managed=true): a cluster's other workloads are
-// neither watched nor held in memory.
+// neither watched nor held in memory. State backups are kept out of it too:
+// they would hold every state several times over (backup.go).
 func CacheOptions() cache.Options {
 	managed := cache.ByObject{Label: labels.SelectorFromSet(labels.Set{infrav1.LabelManaged: "true"})}
+	noBackup, err := labels.NewRequirement(infrav1.LabelStateBackup, selection.DoesNotExist, nil)
+	if err != nil {
+		// A constant key always makes a requirement.
+		panic(err)
+	}
 	return cache.Options{ByObject: map[client.Object]cache.ByObject{
-		&batchv1.Job{}: managed,
-		&corev1.Pod{}:  managed,
+		&batchv1.Job{}:   managed,
+		&corev1.Pod{}:    managed,
+		&corev1.Secret{}: {Label: labels.NewSelector().Add(*noBackup)},
 	}}
 }
 

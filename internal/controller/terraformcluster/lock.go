@@ -1,0 +1,153 @@
+package terraformcluster
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	coordinationv1 "k8s.io/api/coordination/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	infrav1 "github.com/captf/captf/api/v1alpha1"
+)
+
+// The state lock. Terraform's kubernetes backend locks a state with the
+// Lease lock-tfstate-default-<suffix>: spec.holderIdentity is the lock's
+// ID, and the annotation app.terraform.io/lock-info its LockInfo, whose
+// Who is user@hostname — in a pod, the pod's name. A runner killed while
+// it held the lock (a deleted Job, a deadline, an evicted pod) leaves it
+// behind, and every later run fails on it.
+//
+// So before a Job starts after a run that did not succeed, the manager
+// looks at the lock. One held by a pod of the object's own Jobs that is
+// gone or has ended is stale: the manager releases it as terraform's
+// force-unlock does (an update of the Lease that keeps no holder, which
+// fails if someone took the lock meanwhile) and says so in the event
+// StateUnlocked. Any other holder — a person running terraform against the
+// state, another tool — keeps it: no Job starts, ApplyJobSucceeded says
+// StateLocked with the holder, and the manager looks again every
+// lockRecheck. After a successful run nothing is looked at: a run that
+// succeeded released its lock.
+
+// lockRecheck is how often a locked state is looked at again (a Lease is
+// not watched).
+const lockRecheck = 30 * time.Second
+
+// annotationLockInfo is where terraform's backend keeps the LockInfo.
+const annotationLockInfo = "app.terraform.io/lock-info"
+
+// lockInfo is the part of terraform's LockInfo the manager reads: no value
+// of the state, only who holds it and since when.
+type lockInfo struct {
+	ID        string `json:"ID"`
+	Operation string `json:"Operation"`
+	Who       string `json:"Who"`
+	Created   string `json:"Created"`
+}
+
+// errLocked says the state is locked by a holder the manager leaves alone.
+type errLocked struct{ id, msg string }
+
+func (e *errLocked) Error() string { return e.msg }
+
+// lockFailure says in ApplyJobSucceeded, and once per lock in a Warning
+// event, that a lock keeps every Job from starting, if err is an
+// *errLocked; it reports whether it was.
+func (r *Reconciler) lockFailure(ctx context.Context, tc *infrav1.TerraformCluster, err error) (bool, error) {
+	var e *errLocked
+	if !errors.As(err, &e) {
+		return false, nil
+	}
+	setCondition(tc, infrav1.ConditionApplyJobSucceeded, false, infrav1.ReasonStateLocked, e.msg)
+	return true, r.announce(ctx, tc, announce{Key: "locked-" + e.id, Type: corev1.EventTypeWarning, Reason: infrav1.EventStateLocked, Action: "Lock", Note: e.msg})
+}
+
+// lockName is the Lease that locks the state of the object named name.
+func lockName(name string) string { return "lock-" + stateSecretName(name) }
+
+// +kubebuilder:rbac:groups=coordination.k8s.io,resources=leases,verbs=get;update
+
+// checkLock looks at the state's lock before a Job starts, when the last
+// run did not succeed: it releases a stale lock of the object's own and
+// returns an *errLocked for any other holder.
+func (r *Reconciler) checkLock(ctx context.Context, tc *infrav1.TerraformCluster) error {
+	if run := tc.Status.LastRun; run != nil && run.Succeeded && !interrupted(tc) {
+		return nil
+	}
+	var lease coordinationv1.Lease
+	err := r.Reader.Get(ctx, client.ObjectKey{Namespace: tc.Namespace, Name: lockName(tc.Name)}, &lease)
+	if apierrors.IsNotFound(err) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("state lock: %w", err)
+	}
+	if lease.Spec.HolderIdentity == nil || *lease.Spec.HolderIdentity == "" {
+		return nil
+	}
+	var info lockInfo
+	_ = json.Unmarshal([]byte(lease.Annotations[annotationLockInfo]), &info)
+	holder := info.Who
+	if holder == "" {
+		holder = "an unknown holder"
+	}
+	pod, own := ownPod(tc, info.Who)
+	if own {
+		gone, err := r.podGone(ctx, tc.Namespace, pod)
+		if err != nil {
+			return err
+		}
+		own = gone
+	}
+	if !own {
+		return &errLocked{id: *lease.Spec.HolderIdentity, msg: fmt.Sprintf("The terraform state is locked by %s (lock %s, %s since %s), which is not a finished Job of this object; no Job starts until the lock is released (terraform force-unlock %s, or delete the Lease %s).",
+			holder, *lease.Spec.HolderIdentity, info.Operation, info.Created, *lease.Spec.HolderIdentity, lease.Name)}
+	}
+	id := *lease.Spec.HolderIdentity
+	lease.Spec.HolderIdentity = nil
+	delete(lease.Annotations, annotationLockInfo)
+	// An update, not a patch: it fails if the lock changed hands since.
+	if err := r.Client.Update(ctx, &lease); err != nil {
+		return fmt.Errorf("release the stale state lock %s: %w", id, err)
+	}
+	return r.announce(ctx, tc, announce{Key: "unlock-" + id, Type: corev1.EventTypeNormal, Reason: infrav1.EventStateUnlocked, Action: "Unlock",
+		Note: fmt.Sprintf("Released the state lock %s (%s) that pod %s left behind; the pod has ended.", id, info.Operation, pod)})
+}
+
+// ownPod reports whether who (terraform's user@hostname) names a pod of a
+// runner Job of tc, and which: <job>-<5 characters>, where a Job of tc is
+// named <name>-<operation>-<5 hex digits> (buildJob).
+func ownPod(tc *infrav1.TerraformCluster, who string) (string, bool) {
+	pod := who[strings.LastIndexByte(who, '@')+1:]
+	rest, ok := strings.CutPrefix(pod, shorten(tc.Name, 40)+"-")
+	if !ok {
+		return pod, false
+	}
+	parts := strings.Split(rest, "-")
+	if len(parts) != 3 || len(parts[1]) != 5 || len(parts[2]) != 5 || strings.Trim(parts[1], "0123456789abcdef") != "" {
+		return pod, false
+	}
+	switch infrav1.Operation(parts[0]) {
+	case infrav1.OperationPlan, infrav1.OperationApply, infrav1.OperationDestroy, infrav1.OperationDrift, infrav1.OperationRestore:
+		return pod, true
+	}
+	return pod, false
+}
+
+// podGone reports whether the pod named name is gone or has ended.
+func (r *Reconciler) podGone(ctx context.Context, namespace, name string) (bool, error) {
+	var pod corev1.Pod
+	err := r.Reader.Get(ctx, client.ObjectKey{Namespace: namespace, Name: name}, &pod)
+	if apierrors.IsNotFound(err) {
+		return true, nil
+	}
+	if err != nil {
+		return false, fmt.Errorf("pod %s: %w", name, err)
+	}
+	return pod.Status.Phase == corev1.PodSucceeded || pod.Status.Phase == corev1.PodFailed, nil
+}

@@ -1,0 +1,136 @@
+package terraformcluster
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strconv"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+
+	infrav1 "github.com/captf/captf/api/v1alpha1"
+	"github.com/captf/captf/internal/render"
+	"github.com/captf/captf/internal/runner"
+)
+
+// Restore. captf.io/restore-state=<serial> on the object asks for the
+// backup of that serial to be pushed back into its terraform state. A
+// restore Job runs it (never gated: a restore changes no infrastructure)
+// with a backend-only root module and the backup's chunks, once per serial:
+// status.lastRestoredSerial records the serial as the Job starts, so a
+// restore that failed is not retried until the annotation is removed (which
+// clears the record) and set again. After a successful restore the manager
+// removes the annotation; what the restored state records then decides what
+// is due, as after any apply.
+
+// annotationRestoreSerial on a restore Job is the serial it pushes back.
+const annotationRestoreSerial = "captf.io/restore-serial"
+
+// restoreRequest is the serial captf.io/restore-state asks for; ok is false
+// when there is none to run (no annotation, or that serial ran already).
+// A value that is not a serial is reported in StateRestored.
+func restoreRequest(tc *infrav1.TerraformCluster) (serial int64, ok bool) {
+	v, set := tc.Annotations[infrav1.AnnotationRestoreState]
+	if !set {
+		if tc.Status.LastRestoredSerial != nil {
+			if c := condition(tc, infrav1.ConditionStateRestored); c != nil && c.Status == metav1.ConditionFalse {
+				// Removed after a failure: the same serial may run again.
+				tc.Status.LastRestoredSerial = nil
+			}
+		}
+		return 0, false
+	}
+	n, err := strconv.ParseInt(v, 10, 64)
+	if err != nil || n < 0 {
+		setCondition(tc, infrav1.ConditionStateRestored, false, infrav1.ReasonBackupNotFound,
+			fmt.Sprintf("%s=%q is not a state serial; status.stateBackups lists the serials kept.", infrav1.AnnotationRestoreState, v))
+		return 0, false
+	}
+	if last := tc.Status.LastRestoredSerial; last != nil && *last == n {
+		return 0, false
+	}
+	return n, true
+}
+
+// startRestore starts the restore Job of serial and reports true, or says
+// in StateRestored and an event that no backup of it exists.
+func (r *Reconciler) startRestore(ctx context.Context, tc *infrav1.TerraformCluster, serial int64) (bool, error) {
+	list, _, err := r.backups(ctx, tc)
+	if err != nil {
+		return false, err
+	}
+	at := slices.IndexFunc(list, func(b backup) bool { return b.serial() == serial })
+	if at < 0 || len(list[at].parts) != list[at].chunks()-1 {
+		msg := fmt.Sprintf("No backup of state serial %d: Secret %s does not exist or lacks a part. status.stateBackups lists the serials kept.", serial, backupName(tc.Name, serial))
+		setCondition(tc, infrav1.ConditionStateRestored, false, infrav1.ReasonBackupNotFound, msg)
+		return false, r.announce(ctx, tc, announce{Key: "no-backup-" + strconv.FormatInt(serial, 10), Type: corev1.EventTypeWarning, Reason: infrav1.EventBackupNotFound, Action: "Restore", Note: msg})
+	}
+	root, err := render.BackendOnly(stateSuffix(tc.Name), tc.Namespace)
+	if err != nil {
+		return false, err
+	}
+	if err := r.startJob(ctx, tc, root, jobRequest{op: infrav1.OperationRestore, backup: &list[at]}); err != nil {
+		return false, err
+	}
+	tc.Status.LastRestoredSerial = ptr.To(serial)
+	return true, nil
+}
+
+// restoreDone removes captf.io/restore-state after a successful restore,
+// if it still names the serial restored.
+type restoreDone struct{ Serial int64 }
+
+func (s restoreDone) apply(r *Reconciler, x *stepContext) error {
+	if x.tc.Annotations[infrav1.AnnotationRestoreState] != strconv.FormatInt(s.Serial, 10) {
+		return nil
+	}
+	err := r.patchObject(x.ctx, x.tc, func(tc *infrav1.TerraformCluster) {
+		delete(tc.Annotations, infrav1.AnnotationRestoreState)
+	})
+	if err != nil {
+		return fmt.Errorf("restore-state annotation: %w", err)
+	}
+	return nil
+}
+
+// decideRestore is what a finished restore Job implies. Like a drift check
+// it is not a failed apply: no backoff, and nothing becomes due.
+func decideRestore(tc *infrav1.TerraformCluster, o outcome, now metav1.Time) (infrav1.TerraformClusterStatus, []step) {
+	view := tc.DeepCopy()
+	st := &view.Status
+	st.ActiveJob = nil
+	run := &infrav1.RunStatus{Job: o.Job, Operation: o.Operation, StartedAt: o.StartedAt, FinishedAt: &now, Succeeded: o.Succeeded}
+	st.LastRun = run
+	st.LastRestoredSerial = ptr.To(o.RestoreSerial)
+	msg := o.Msg
+	switch {
+	case o.Unreadable || (msg != nil && msg.Outcome == runner.OutcomeRestored && msg.Restored == nil):
+		run.Error = &infrav1.RunError{Kind: runner.OutcomeFailed, Message: "the Job's report could not be read"}
+	case msg == nil && o.DeadlineExceeded:
+		run.Error = &infrav1.RunError{Kind: "deadline", Message: "the Job was stopped at its deadline"}
+	case msg == nil:
+		run.Error = &infrav1.RunError{Kind: runner.OutcomeFailed, Message: "the Job left no report"}
+	case msg.Outcome != runner.OutcomeRestored:
+		run.Error = &infrav1.RunError{Kind: msg.Outcome, Message: msg.Error}
+	}
+	key := o.Job
+	if run.Error != nil {
+		run.Succeeded = false
+		note := fmt.Sprintf("Restore %s of state serial %d failed (%s): %s. The state may be unchanged or partly written; the same serial is not tried again until %s is removed and set again.",
+			o.Job, o.RestoreSerial, run.Error.Kind, run.Error.Message, infrav1.AnnotationRestoreState)
+		setCondition(view, infrav1.ConditionStateRestored, false, infrav1.ReasonRestoreFailed, note)
+		return *st, []step{announce{Key: key, Type: corev1.EventTypeWarning, Reason: infrav1.EventStateRestoreFailed, Action: "Restore", Related: o.Job, Note: note}}
+	}
+	run.Succeeded = true
+	note := fmt.Sprintf("State serial %d restored by %s: the state now holds %d resources.", o.RestoreSerial, o.Job, msg.Restored.Resources)
+	setCondition(view, infrav1.ConditionStateRestored, true, infrav1.ReasonRestored, note)
+	// The state holds other content now, under a serial the backups may
+	// already know: the next read backs it up again if it differs.
+	st.StateSerial = nil
+	return *st, []step{
+		announce{Key: key, Type: corev1.EventTypeNormal, Reason: infrav1.EventStateRestored, Action: "Restore", Related: o.Job, Note: note},
+		restoreDone{Serial: o.RestoreSerial},
+	}
+}
