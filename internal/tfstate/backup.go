@@ -12,9 +12,9 @@ import (
 // A backup of the state of one suffix at one serial is the Secret
 // BackupName(suffix, serial). Its data holds the chunks exactly as the
 // backend stored them, under ChunkKey(n); its annotations say, without a
-// value, what they make: serial, lineage, compressed size, digest and
-// chunk count. A restore Job gets the data as the files <dir>/chunk-<n>
-// (ReadChunkDir) and can be given the digest to check.
+// value, what they make: serial, lineage, compressed size, chunk count
+// and each chunk's sha256. A restore Job gets the data as the files
+// <dir>/chunk-<n> (ReadChunkDir) and can be given the digests to check.
 //
 // A Secret holds at most MaxSecretData bytes of data, and terraform splits
 // a state only when it is larger than that: a chunked state can never fit
@@ -28,8 +28,8 @@ const (
 	LabelBackupOf         = "captf.io/state-backup-of"
 	AnnotationStateSerial = "captf.io/state-serial"
 	AnnotationLineage     = "captf.io/state-lineage"
-	AnnotationStateBytes  = "captf.io/state-bytes"  // compressed, all chunks
-	AnnotationStateDigest = "captf.io/state-sha256" // Digest of the chunks
+	AnnotationStateBytes  = "captf.io/state-bytes"        // compressed, all chunks
+	AnnotationDigests     = "captf.io/state-chunk-sha256" // Digests of the chunks
 	AnnotationStateChunks = "captf.io/state-chunks"
 )
 
@@ -79,7 +79,7 @@ func NewBackup(suffix string, secrets []Secret) (*Backup, error) {
 			AnnotationStateSerial: strconv.FormatInt(meta.Serial, 10),
 			AnnotationLineage:     meta.Lineage,
 			AnnotationStateBytes:  strconv.FormatInt(Size(chunks), 10),
-			AnnotationStateDigest: Digest(chunks),
+			AnnotationDigests:     Digests(chunks),
 			AnnotationStateChunks: strconv.Itoa(len(chunks)),
 		},
 		Data:   make(map[string][]byte, len(chunks)),

@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strings"
 )
 
 // Meta is what identifies a state without holding any of its values.
@@ -33,14 +34,35 @@ func Open(chunks [][]byte) (io.Reader, error) {
 	return &stateReader{zr: zr, cr: cr}, nil
 }
 
-// Digest is the sha256 of the chunks as stored, one after the other (the
-// compressed state), as "sha256:" and 64 hex digits.
-func Digest(chunks [][]byte) string {
-	h := sha256.New()
-	for _, c := range chunks {
-		h.Write(c)
+// Digests are the sha256 of each chunk as stored, in hex, comma
+// separated: the backup's record that names a changed chunk
+// (VerifyDigests), where a gzip checksum only tells that one changed.
+func Digests(chunks [][]byte) string {
+	sums := make([]string, len(chunks))
+	for n, c := range chunks {
+		sum := sha256.Sum256(c)
+		sums[n] = hex.EncodeToString(sum[:])
 	}
-	return "sha256:" + hex.EncodeToString(h.Sum(nil))
+	return strings.Join(sums, ",")
+}
+
+// VerifyDigests checks chunks against Digests made at backup. A chunk
+// that differs is ErrCorrupt and one too many or too few ErrMissingChunk,
+// named chunk-<n>.
+func VerifyDigests(chunks [][]byte, digests string) error {
+	want := strings.Split(digests, ",")
+	got := strings.Split(Digests(chunks), ",")
+	for n := range max(len(want), len(got)) {
+		switch {
+		case n >= len(got):
+			return fmt.Errorf("%w: %s is missing, the backup has %d chunks", ErrMissingChunk, ChunkKey(n), len(want))
+		case n >= len(want):
+			return fmt.Errorf("%w: %s is one more than the %d of the backup", ErrMissingChunk, ChunkKey(n), len(want))
+		case got[n] != want[n]:
+			return fmt.Errorf("%w: %s does not match its digest", ErrCorrupt, ChunkKey(n))
+		}
+	}
+	return nil
 }
 
 // Size is the number of compressed bytes of chunks.
@@ -107,7 +129,11 @@ func scanState(state io.Reader, all bool) (Meta, error) {
 		return Meta{}, fmt.Errorf("%w: the state has no serial or no lineage", ErrCorrupt)
 	}
 	if all {
-		if _, err := dec.Token(); !errors.Is(err, io.EOF) {
+		switch _, err := dec.Token(); {
+		case errors.Is(err, io.EOF):
+		case errors.Is(err, ErrCorrupt):
+			return Meta{}, err
+		default:
 			return Meta{}, fmt.Errorf("%w: data after the state", ErrCorrupt)
 		}
 	}
