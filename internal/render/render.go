@@ -94,11 +94,8 @@ func Render(key []byte, req Request) (*Root, error) {
 		call[n] = "${var." + n + "}"
 	}
 	root := map[string]any{
-		"terraform": map[string]any{"backend": map[string]any{"kubernetes": map[string]any{
-			"secret_suffix": req.StateSuffix,
-			"namespace":     req.Namespace,
-		}}},
-		"module": map[string]any{"main": call},
+		"terraform": backend(req.Namespace, req.StateSuffix),
+		"module":    map[string]any{"main": call},
 	}
 	if len(decls) > 0 {
 		root["variable"] = decls
@@ -151,4 +148,21 @@ func marshal(v any) ([]byte, error) {
 		return nil, fmt.Errorf("render: %w", err)
 	}
 	return bytes.TrimSuffix(b.Bytes(), []byte("\n")), nil
+}
+
+// BackendRoot renders the root module of a restore Job: the kubernetes
+// backend block of Render for the state of suffix in namespace, and
+// nothing else, so that terraform can init and push a state into it.
+func BackendRoot(namespace, suffix string) ([]byte, error) {
+	return marshal(map[string]any{"terraform": backend(namespace, suffix)})
+}
+
+// backend is the terraform block that keeps the state in the Secret
+// tfstate-default-<suffix> of namespace; the Job's environment says how to
+// reach the API server.
+func backend(namespace, suffix string) map[string]any {
+	return map[string]any{"backend": map[string]any{"kubernetes": map[string]any{
+		"secret_suffix": suffix,
+		"namespace":     namespace,
+	}}}
 }

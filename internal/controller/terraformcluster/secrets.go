@@ -3,6 +3,7 @@ package terraformcluster
 import (
 	"context"
 	"crypto/rand"
+	"errors"
 	"fmt"
 
 	corev1 "k8s.io/api/core/v1"
@@ -13,6 +14,7 @@ import (
 
 	infrav1 "github.com/captf/captf/api/v1alpha1"
 	"github.com/captf/captf/internal/render"
+	"github.com/captf/captf/internal/tfstate"
 	"github.com/captf/captf/pkg/fingerprint"
 )
 
@@ -113,17 +115,26 @@ func (r *Reconciler) markApplied(ctx context.Context, tc *infrav1.TerraformClust
 
 // stateInputsHash reads the inputs hash the state records through reader
 // (the cache, or the API server before acting), "" when there is no state
-// or no hash. Only that output is read; no value is logged.
+// or no hash. A large state is read across all its Secrets (terraform's
+// -part-<n>). Only that output is read; no value is logged.
 func (r *Reconciler) stateInputsHash(ctx context.Context, reader client.Reader, tc *infrav1.TerraformCluster) (string, error) {
-	var s corev1.Secret
-	err := reader.Get(ctx, client.ObjectKey{Namespace: tc.Namespace, Name: stateSecretName(tc.Name)}, &s)
-	if apierrors.IsNotFound(err) {
+	suffix := stateSuffix(tc.Name)
+	var list corev1.SecretList
+	if err := reader.List(ctx, &list, client.InNamespace(tc.Namespace), client.MatchingLabels(tfstate.Selector(suffix))); err != nil {
+		return "", fmt.Errorf("state: %w", err)
+	}
+	secrets := make([]tfstate.Secret, 0, len(list.Items))
+	for _, s := range list.Items {
+		secrets = append(secrets, tfstate.Secret{Name: s.Name, Data: s.Data})
+	}
+	chunks, err := tfstate.Chunks(suffix, secrets)
+	if errors.Is(err, tfstate.ErrNoState) {
 		return "", nil
 	}
 	if err != nil {
 		return "", fmt.Errorf("state: %w", err)
 	}
-	return render.StateInputsHash(s.Data["tfstate"])
+	return render.StateInputsHash(chunks...)
 }
 
 func identity(tc *infrav1.TerraformCluster) string {
