@@ -2,7 +2,7 @@
 // or applies the rendered root module with the core pipeline and reports to
 // the manager through the container's termination message.
 //
-//	captf-runner --operation=plan|apply|destroy|drift [flags]
+//	captf-runner --operation=plan|apply|destroy|drift|restore [flags]
 //	captf-runner install DEST    copy itself to DEST (the Job's init container)
 //	captf-runner --version
 package main
@@ -35,7 +35,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	j := runner.Job{Stdout: stdout, Stderr: stderr}
 	fs := flag.NewFlagSet("captf-runner", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	fs.StringVar(&j.Operation, "operation", "", "plan, apply, destroy or drift")
+	fs.StringVar(&j.Operation, "operation", "", "plan, apply, destroy, drift or restore")
 	fs.StringVar(&j.Inputs, "inputs", infrav1.PathInputs, "folder of main.tf.json and terraform.tfvars.json")
 	fs.StringVar(&j.Module, "module", infrav1.PathModule, "the module folder, linked as ./module in the work folder")
 	fs.StringVar(&j.Workdir, "workdir", "/captf/work", "writable folder to run terraform in")
@@ -43,6 +43,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs.StringVar(&j.KeyFile, "plan-key-file", infrav1.PathPlanKey, "the plan key (plan and approved apply)")
 	fs.StringVar(&j.ExpectPlan, "expect-plan", "", "the approved p2: hash")
 	fs.BoolVar(&j.Guard, "guard", false, "an ungated apply: plan first, and apply nothing if the plan deletes or replaces a resource")
+	fs.StringVar(&j.BackupDigests, "backup-digests", "", "restore: the backup's chunk digests (its captf.io/state-chunk-sha256 annotation)")
 	fs.StringVar(&j.MessagePath, "termination-message-path", "/dev/termination-log", "where the report for the manager goes")
 	showVersion := fs.Bool("version", false, "print the version and exit")
 	if err := fs.Parse(args); err != nil {

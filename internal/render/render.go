@@ -94,7 +94,7 @@ func Render(key []byte, req Request) (*Root, error) {
 		call[n] = "${var." + n + "}"
 	}
 	root := map[string]any{
-		"terraform": backend(req.StateSuffix, req.Namespace),
+		"terraform": backend(req.Namespace, req.StateSuffix),
 		"module":    map[string]any{"main": call},
 	}
 	if len(decls) > 0 {
@@ -125,26 +125,6 @@ func Render(key []byte, req Request) (*Root, error) {
 	return &Root{MainTF: mainTF, Vars: varsJSON, InputsHash: hash}, nil
 }
 
-// backend is the root module's terraform block: state in the built-in
-// kubernetes backend, the Secret tfstate-default-<suffix> of namespace.
-func backend(suffix, namespace string) map[string]any {
-	return map[string]any{"backend": map[string]any{"kubernetes": map[string]any{
-		"secret_suffix": suffix,
-		"namespace":     namespace,
-	}}}
-}
-
-// BackendOnly renders the root module of a restore Job (spec 004): the
-// backend block alone, which reaches the object's state, and no
-// variables. It records no inputs hash.
-func BackendOnly(suffix, namespace string) (*Root, error) {
-	mainTF, err := marshal(map[string]any{"terraform": backend(suffix, namespace)})
-	if err != nil {
-		return nil, err
-	}
-	return &Root{MainTF: mainTF, Vars: []byte("{}")}, nil
-}
-
 // canonical decodes JSON keeping numbers as written, so that re-encoding
 // sorts object keys and drops whitespace but changes no value.
 func canonical(raw json.RawMessage) (any, error) {
@@ -168,4 +148,21 @@ func marshal(v any) ([]byte, error) {
 		return nil, fmt.Errorf("render: %w", err)
 	}
 	return bytes.TrimSuffix(b.Bytes(), []byte("\n")), nil
+}
+
+// BackendRoot renders the root module of a restore Job: the kubernetes
+// backend block of Render for the state of suffix in namespace, and
+// nothing else, so that terraform can init and push a state into it.
+func BackendRoot(namespace, suffix string) ([]byte, error) {
+	return marshal(map[string]any{"terraform": backend(namespace, suffix)})
+}
+
+// backend is the terraform block that keeps the state in the Secret
+// tfstate-default-<suffix> of namespace; the Job's environment says how to
+// reach the API server.
+func backend(namespace, suffix string) map[string]any {
+	return map[string]any{"backend": map[string]any{"kubernetes": map[string]any{
+		"secret_suffix": suffix,
+		"namespace":     namespace,
+	}}}
 }

@@ -139,4 +139,32 @@ func TestStateInputsHash(t *testing.T) {
 	if _, err := StateInputsHash([]byte("not gzip")); err == nil {
 		t.Error("a state that is not gzip was read")
 	}
+	// A chunked state: the hash is read across the chunks, which cut the
+	// gzip stream anywhere (terraform's cut is 1 MiB).
+	whole := gz(`{"outputs":{"captf_inputs_hash":{"value":"h2:abc"}}}`)
+	if got, err := StateInputsHash(whole[:10], whole[10:20], whole[20:]); err != nil || got != "h2:abc" {
+		t.Errorf("chunked state: %q, %v", got, err)
+	}
+	if _, err := StateInputsHash(whole[:10], whole[20:]); err == nil {
+		t.Error("a state missing a chunk was read")
+	}
+}
+
+func TestBackendRoot(t *testing.T) {
+	got, err := BackendRoot("ns", "captf-tfc-a")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := `{"terraform":{"backend":{"kubernetes":{"namespace":"ns","secret_suffix":"captf-tfc-a"}}}}`
+	if string(got) != want {
+		t.Errorf("backend root:\n got %s\nwant %s", got, want)
+	}
+	// The same block as the module's root.
+	root, err := Render(bytes.Repeat([]byte{1}, 32), Request{StateSuffix: "captf-tfc-a", Namespace: "ns"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Contains(root.MainTF, []byte(want[1:len(want)-1])) {
+		t.Errorf("the root module's backend differs: %s", root.MainTF)
+	}
 }

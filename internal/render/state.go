@@ -1,38 +1,26 @@
 package render
 
 import (
-	"bytes"
-	"compress/gzip"
 	"encoding/json"
 	"fmt"
-	"io"
+
+	"github.com/captf/captf/internal/tfstate"
 )
 
 // StateInputsHash returns the inputs hash a terraform state records in the
-// output HashOutput, "" when it records none. tfstate is the state as
-// terraform's kubernetes backend keeps it (gzip'ed JSON under the Secret
-// key "tfstate"). Only that output is read; no other value is decoded.
-func StateInputsHash(tfstate []byte) (string, error) {
-	zr, err := gzip.NewReader(bytes.NewReader(tfstate))
+// output HashOutput, "" when it records none. chunks are the state's
+// chunks as terraform's kubernetes backend keeps them (gzip'ed JSON under
+// the Secret key "tfstate" of tfstate-default-<suffix> and, for a large
+// state, of its -part-<n> Secrets: tfstate.Chunks). Only that output is
+// read; no other value is decoded.
+func StateInputsHash(chunks ...[]byte) (string, error) {
+	state, err := tfstate.Open(chunks)
 	if err != nil {
 		return "", fmt.Errorf("state: %w", err)
 	}
-	raw, err := io.ReadAll(zr)
+	h, err := tfstate.OutputString(state, HashOutput)
 	if err != nil {
 		return "", fmt.Errorf("state: %w", err)
-	}
-	var state struct {
-		Outputs map[string]struct {
-			Value json.RawMessage `json:"value"`
-		} `json:"outputs"`
-	}
-	if err := json.Unmarshal(raw, &state); err != nil {
-		return "", fmt.Errorf("state: %w", err)
-	}
-	var h string
-	if out, ok := state.Outputs[HashOutput]; ok {
-		// Any other type is no hash of ours.
-		_ = json.Unmarshal(out.Value, &h)
 	}
 	return h, nil
 }

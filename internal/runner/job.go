@@ -20,7 +20,7 @@ var InputFiles = []string{"main.tf.json", "terraform.tfvars.json"}
 // Job is one run of a runner Job: the operation, where its inputs, runtime
 // and key are mounted, and where the report for the manager goes.
 type Job struct {
-	Operation  string // plan, apply, destroy or drift
+	Operation  string // plan, apply, destroy, drift or restore
 	Inputs     string // folder holding InputFiles
 	Module     string // the module folder; linked as ./module in Workdir
 	Workdir    string // writable folder the root module runs in
@@ -30,6 +30,9 @@ type Job struct {
 	// Guard has an ungated apply plan first and apply that plan only if it
 	// deletes or replaces no resource (the destructive-plan guard).
 	Guard bool
+	// BackupDigests are the chunks' digests of the backup a restore Job
+	// pushes (the backup's tfstate.AnnotationDigests); empty: unchecked.
+	BackupDigests string
 	// MessagePath receives the Message (the container's termination
 	// message file).
 	MessagePath string
@@ -67,7 +70,7 @@ func (j *Job) Run(ctx context.Context) int {
 func (j *Job) run(ctx context.Context) (Message, error) {
 	var msg Message
 	gated := j.Operation == "plan" || (j.Operation == "apply" && j.ExpectPlan != "")
-	if j.Operation != "plan" && j.Operation != "apply" && j.Operation != "destroy" && j.Operation != "drift" {
+	if j.Operation != "plan" && j.Operation != "apply" && j.Operation != "destroy" && j.Operation != "drift" && j.Operation != "restore" {
 		return msg, fmt.Errorf("%w: unknown operation %q", ErrBadInput, j.Operation)
 	}
 	if err := CheckHash(j.ExpectPlan); err != nil {
@@ -94,11 +97,22 @@ func (j *Job) run(ctx context.Context) (Message, error) {
 	if err := j.stage(); err != nil {
 		return msg, err
 	}
+	tf := &tfexec.Terraform{Bin: bin, Dir: j.Workdir, Stdout: j.Stdout, Stderr: j.Stderr}
+	if j.Operation == "restore" {
+		// Not gated either: no plan key is mounted, and the root module is
+		// the backend alone, with no module and no endpoint to forward.
+		restored, err := j.restore(ctx, tf)
+		msg.Restored = restored
+		if err == nil {
+			msg.Outcome = OutcomeRestored
+		}
+		return msg, err
+	}
 	if err := j.forwardEndpoint(); err != nil {
 		return msg, err
 	}
 	r := &Runner{
-		TF:       &tfexec.Terraform{Bin: bin, Dir: j.Workdir, Stdout: j.Stdout, Stderr: j.Stderr},
+		TF:       tf,
 		Hasher:   hasher,
 		Progress: j.Stderr,
 	}

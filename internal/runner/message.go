@@ -16,6 +16,7 @@ const (
 	OutcomeApplied   = "applied"   // the approved plan was applied
 	OutcomeDestroyed = "destroyed" // a destroy Job destroyed everything
 	OutcomeChecked   = "checked"   // a drift Job checked for drift
+	OutcomeRestored  = "restored"  // a restore Job pushed a backup as the state
 	// OutcomeDestructive: the destructive-plan guard stopped a plan that
 	// deletes or replaces resources; nothing applied.
 	OutcomeDestructive = "destructive-plan-blocked"
@@ -48,6 +49,8 @@ type Message struct {
 	// apply or a drift check (running, pending, failed or unknown); empty
 	// when the module has none.
 	Health string `json:"health,omitempty"`
+	// Restored is what a restore Job pushed.
+	Restored *Restored `json:"restored,omitempty"`
 }
 
 // Encode returns the message as JSON of at most MaxMessage bytes. The hash

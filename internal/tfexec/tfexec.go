@@ -124,8 +124,7 @@ func (t *Terraform) Output(ctx context.Context, read func(io.Reader) error) erro
 // pipe to read.
 func (t *Terraform) stream(ctx context.Context, read func(io.Reader) error, args ...string) error {
 	cmd := t.command(ctx, args...)
-	// terraform's own logging could copy the values into a log: not here.
-	cmd.Env = slices.DeleteFunc(cmd.Env, func(kv string) bool { return strings.HasPrefix(kv, "TF_LOG") })
+	noLog(cmd)
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
 	out, err := cmd.StdoutPipe()
@@ -175,17 +174,47 @@ func (t *Terraform) Destroy(ctx context.Context) error {
 	return t.run(ctx, t.Stdout, "apply", "-destroy", "-input=false", "-no-color", "-auto-approve")
 }
 
+// StatePush replaces the backend's state with the state JSON read from
+// state, whatever its lineage and serial (-force). The state goes through
+// stdin only: no file, no command line, no log (TF_LOG is dropped).
+// terraform and tofu keep its lineage and write its serial+1 unless the
+// backend holds that very state already (internal/tfstate).
+func (t *Terraform) StatePush(ctx context.Context, state io.Reader) error {
+	cmd := t.command(ctx, "state", "push", "-force", "-")
+	noLog(cmd)
+	cmd.Stdin = state
+	return t.runCmd(cmd, t.Stdout, t.stderr(), "state push")
+}
+
+// StatePull runs state pull and passes its stdout, the whole state with
+// every value, as it is produced, to read. Nothing of it is stored or
+// logged.
+func (t *Terraform) StatePull(ctx context.Context, read func(io.Reader) error) error {
+	return t.stream(ctx, read, "state", "pull")
+}
+
+// StateList runs state list and passes its stdout, one resource address
+// a line, to read.
+func (t *Terraform) StateList(ctx context.Context, read func(io.Reader) error) error {
+	return t.stream(ctx, read, "state", "list")
+}
+
 func (t *Terraform) run(ctx context.Context, stdout io.Writer, args ...string) error {
 	return t.runTo(ctx, stdout, t.stderr(), args...)
 }
 
 func (t *Terraform) runTo(ctx context.Context, stdout, stderr io.Writer, args ...string) error {
-	cmd := t.command(ctx, args...)
+	return t.runCmd(t.command(ctx, args...), stdout, stderr, args[0])
+}
+
+// runCmd runs cmd; name is the command in an error: terraform's diagnostics
+// go to stderr, only an invalid input's summary into the error.
+func (t *Terraform) runCmd(cmd *exec.Cmd, stdout, stderr io.Writer, name string) error {
 	cmd.Stdout = orDiscard(stdout)
 	diags := &tail{max: 64 << 10}
 	cmd.Stderr = io.MultiWriter(stderr, diags)
 	if err := cmd.Run(); err != nil {
-		op := filepath.Base(t.Bin) + " " + args[0]
+		op := filepath.Base(t.Bin) + " " + name
 		return inputError(op, diags.buf, fmt.Errorf("%s: %w", op, err))
 	}
 	return nil
@@ -208,6 +237,12 @@ func (t *Terraform) command(ctx context.Context, args ...string) *exec.Cmd {
 }
 
 func (t *Terraform) stderr() io.Writer { return orDiscard(t.Stderr) }
+
+// noLog drops terraform's own logging from cmd's environment: it could
+// copy values into a log.
+func noLog(cmd *exec.Cmd) {
+	cmd.Env = slices.DeleteFunc(cmd.Env, func(kv string) bool { return strings.HasPrefix(kv, "TF_LOG") })
+}
 
 func orDiscard(w io.Writer) io.Writer {
 	if w == nil {

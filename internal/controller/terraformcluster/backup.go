@@ -53,7 +53,7 @@ const MaxBackupBytes = 8 << 20
 // no value), the number of chunks, their bytes, and when the backup was
 // written (a backup replaced keeps its creation time).
 const (
-	annotationStateSum    = "captf.io/state-sha256"
+	annotationStateSum    = tfstate.AnnotationDigests
 	annotationStateChunks = "captf.io/state-chunks"
 	annotationStateBytes  = "captf.io/state-bytes"
 	annotationBackedUpAt  = "captf.io/backed-up-at"
@@ -75,7 +75,7 @@ func backupPartName(name string, serial int64, n int) string {
 
 // chunkKey is the data key of chunk n in a backup Secret, and its path
 // under the restore Job's backup folder.
-func chunkKey(n int) string { return "chunk-" + strconv.Itoa(n) }
+func chunkKey(n int) string { return tfstate.ChunkKey(n) }
 
 // backupLabels mark the backups of tc: the owner labels, the serial, and
 // clusterctl's move label.
@@ -179,7 +179,7 @@ func backupStatus(list []backup) []infrav1.StateBackup {
 // manager has not backed up its serial yet, prunes the backups past the
 // limit, and records them in status.stateBackups, status.stateSerial and
 // the condition StateBackedUp.
-func (r *Reconciler) syncBackups(ctx context.Context, tc *infrav1.TerraformCluster, st *tfstate.State) error {
+func (r *Reconciler) syncBackups(ctx context.Context, tc *infrav1.TerraformCluster, st *stateRead) error {
 	if r.StateBackups < 0 {
 		setCondition(tc, infrav1.ConditionStateBackedUp, unknown, infrav1.ReasonBackupsOff, "The manager keeps no state backups (--state-backups=0).")
 		return nil
@@ -190,8 +190,8 @@ func (r *Reconciler) syncBackups(ctx context.Context, tc *infrav1.TerraformClust
 	if last := tc.Status.StateSerial; last != nil && *last == st.Serial {
 		return nil
 	}
-	if st.Bytes() > MaxBackupBytes {
-		msg := fmt.Sprintf("State serial %d has no backup: it takes %d bytes, more than the %d a backup holds. A restore needs an older backup, or a copy of the state taken by hand.", st.Serial, st.Bytes(), MaxBackupBytes)
+	if tfstate.Size(st.chunks) > MaxBackupBytes {
+		msg := fmt.Sprintf("State serial %d has no backup: it takes %d bytes, more than the %d a backup holds. A restore needs an older backup, or a copy of the state taken by hand.", st.Serial, tfstate.Size(st.chunks), MaxBackupBytes)
 		setCondition(tc, infrav1.ConditionStateBackedUp, false, infrav1.ReasonStateTooLarge, msg)
 		tc.Status.StateSerial = ptr.To(st.Serial)
 		return r.announce(ctx, tc, announce{Key: "too-large-" + strconv.FormatInt(st.Serial, 10), Type: corev1.EventTypeWarning, Reason: infrav1.EventStateTooLarge, Action: "Backup", Note: msg})
@@ -235,9 +235,9 @@ func (r *Reconciler) syncBackups(ctx context.Context, tc *infrav1.TerraformClust
 // writeBackup writes the backup of st unless list holds one of its serial
 // with the same content: the parts first, the first Secret (which names
 // the content) last, so a backup whose first Secret is there is whole.
-func (r *Reconciler) writeBackup(ctx context.Context, tc *infrav1.TerraformCluster, st *tfstate.State, list []backup) error {
-	chunks := st.Chunks()
-	sum := st.Sum()
+func (r *Reconciler) writeBackup(ctx context.Context, tc *infrav1.TerraformCluster, st *stateRead, list []backup) error {
+	chunks := st.chunks
+	sum := tfstate.Digests(chunks)
 	for _, b := range list {
 		if b.serial() == st.Serial && b.first.Annotations[annotationStateSum] == sum && len(b.parts) == len(chunks)-1 {
 			return nil
@@ -253,7 +253,7 @@ func (r *Reconciler) writeBackup(ctx context.Context, tc *infrav1.TerraformClust
 		} else {
 			annotations[annotationStateSum] = sum
 			annotations[annotationStateChunks] = strconv.Itoa(len(chunks))
-			annotations[annotationStateBytes] = strconv.FormatInt(st.Bytes(), 10)
+			annotations[annotationStateBytes] = strconv.FormatInt(tfstate.Size(st.chunks), 10)
 			annotations[annotationBackedUpAt] = time.Now().UTC().Format(time.RFC3339)
 		}
 		s := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: tc.Namespace, Labels: labels, Annotations: annotations},

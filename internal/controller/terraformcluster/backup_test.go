@@ -167,7 +167,7 @@ func TestStateBackupAndRestore(t *testing.T) {
 			if image == driftImageTofu {
 				name = "backup-tofu"
 			}
-			tc := h.createDrift(name, image, infrav1.ApplyAutomatic, infrav1.DriftReport, 0)
+			tc := h.createDrift(name, image, infrav1.ApplyAutomatic, infrav1.DriftActionReport, 0)
 			h.wait(tc, "first apply backed up", func(tc *infrav1.TerraformCluster) bool { return ready(tc) && backedUpSerial(tc) >= 0 })
 			first := backedUpSerial(tc)
 			if got := h.backupChunks(tc, first); !equalChunks(got, h.storedChunks(tc)) {
@@ -280,7 +280,7 @@ func equalChunks(a, b [][]byte) bool {
 func TestChunkedStateBackup(t *testing.T) {
 	h := startDrift(t)
 	ctx := context.Background()
-	tc := h.createDrift("chunked", driftImage, infrav1.ApplyAutomatic, infrav1.DriftReport, 0)
+	tc := h.createDrift("chunked", driftImage, infrav1.ApplyAutomatic, infrav1.DriftActionReport, 0)
 	h.wait(tc, "first apply backed up", func(tc *infrav1.TerraformCluster) bool { return ready(tc) && backedUpSerial(tc) >= 0 })
 	big := make([]byte, 1200<<10)
 	if _, err := rand.Read(big); err != nil {

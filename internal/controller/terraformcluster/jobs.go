@@ -412,6 +412,12 @@ func withBackup(job *batchv1.Job, b *backup) {
 		vols[i].VolumeSource = corev1.VolumeSource{Projected: &corev1.ProjectedVolumeSource{Sources: sources}}
 	}
 	job.Annotations[annotationRestoreSerial] = strconv.FormatInt(b.serial(), 10)
+	if d := b.first.Annotations[annotationStateSum]; d != "" {
+		// The runner checks each chunk against its digest before it
+		// pushes anything, and names a chunk that differs.
+		c := &job.Spec.Template.Spec.Containers[0]
+		c.Command = append(c.Command, "--backup-digests="+d)
+	}
 }
 
 // hasCredentials reports whether job mounts a per-run copy of

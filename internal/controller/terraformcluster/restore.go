@@ -67,10 +67,11 @@ func (r *Reconciler) startRestore(ctx context.Context, tc *infrav1.TerraformClus
 		setCondition(tc, infrav1.ConditionStateRestored, false, infrav1.ReasonBackupNotFound, msg)
 		return false, r.announce(ctx, tc, announce{Key: "no-backup-" + strconv.FormatInt(serial, 10), Type: corev1.EventTypeWarning, Reason: infrav1.EventBackupNotFound, Action: "Restore", Note: msg})
 	}
-	root, err := render.BackendOnly(stateSuffix(tc.Name), tc.Namespace)
+	mainTF, err := render.BackendRoot(tc.Namespace, stateSuffix(tc.Name))
 	if err != nil {
 		return false, err
 	}
+	root := &render.Root{MainTF: mainTF, Vars: []byte("{}")}
 	if err := r.startJob(ctx, tc, root, jobRequest{op: infrav1.OperationRestore, backup: &list[at]}); err != nil {
 		return false, err
 	}
@@ -132,5 +133,8 @@ func decideRestore(tc *infrav1.TerraformCluster, o outcome, now metav1.Time) (in
 	return *st, []step{
 		announce{Key: key, Type: corev1.EventTypeNormal, Reason: infrav1.EventStateRestored, Action: "Restore", Related: o.Job, Note: note},
 		restoreDone{Serial: o.RestoreSerial},
+		// The push wrote the state Secrets anew, without the object's
+		// owner reference.
+		ownState{},
 	}
 }

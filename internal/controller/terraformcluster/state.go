@@ -2,6 +2,7 @@ package terraformcluster
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 
@@ -11,6 +12,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	infrav1 "github.com/captf/captf/api/v1alpha1"
+	"github.com/captf/captf/internal/render"
 	"github.com/captf/captf/internal/tfstate"
 )
 
@@ -60,12 +62,12 @@ func (r *Reconciler) readHistory(ctx context.Context, tc *infrav1.TerraformClust
 	case !apierrors.IsNotFound(err):
 		return h, fmt.Errorf("state: %w", err)
 	}
-	list, err := r.backups(ctx, r.Reader, tc)
+	list, _, err := r.backups(ctx, tc)
 	if err != nil {
 		return h, err
 	}
 	if len(list) > 0 {
-		h.backup = backupSerial(&list[0])
+		h.backup = list[0].serial()
 	}
 	return h, nil
 }
@@ -105,20 +107,51 @@ func (acceptedEmptyState) apply(r *Reconciler, x *stepContext) error {
 	return nil
 }
 
+// stateRead is what the manager reads of a terraform state: its chunks as
+// the backend stores them, its serial and lineage, and the inputs hash it
+// records. No other value is decoded.
+type stateRead struct {
+	chunks [][]byte
+	tfstate.Meta
+	inputsHash string
+}
+
+// InputsHash is the inputs hash the state records, "" for no state.
+func (s *stateRead) InputsHash() string {
+	if s == nil {
+		return ""
+	}
+	return s.inputsHash
+}
+
 // readState reads tc's terraform state through reader (the cache, or the
 // API server before acting): every Secret of its suffix, chunks included.
-// It is nil when there is none. Only the serial and the inputs hash are
-// decoded; no value is logged.
-func (r *Reconciler) readState(ctx context.Context, reader client.Reader, tc *infrav1.TerraformCluster) (*tfstate.State, error) {
+// It is nil when there is none.
+func (r *Reconciler) readState(ctx context.Context, reader client.Reader, tc *infrav1.TerraformCluster) (*stateRead, error) {
+	suffix := stateSuffix(tc.Name)
 	var list corev1.SecretList
-	if err := reader.List(ctx, &list, client.InNamespace(tc.Namespace), client.MatchingLabels{labelStateSuffix: stateSuffix(tc.Name)}); err != nil {
+	if err := reader.List(ctx, &list, client.InNamespace(tc.Namespace), client.MatchingLabels(tfstate.Selector(suffix))); err != nil {
 		return nil, fmt.Errorf("state Secrets: %w", err)
 	}
 	secrets := make([]tfstate.Secret, 0, len(list.Items))
 	for _, s := range list.Items {
-		secrets = append(secrets, tfstate.Secret{Name: s.Name, Labels: s.Labels, Annotations: s.Annotations, Data: s.Data})
+		secrets = append(secrets, tfstate.Secret{Name: s.Name, Data: s.Data})
 	}
-	st, err := tfstate.Read(stateSecretName(tc.Name), secrets)
+	chunks, err := tfstate.Chunks(suffix, secrets)
+	if errors.Is(err, tfstate.ErrNoState) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("state: %w", err)
+	}
+	st := &stateRead{chunks: chunks}
+	state, err := tfstate.Open(chunks)
+	if err == nil {
+		st.Meta, err = tfstate.ReadMeta(state)
+	}
+	if err == nil {
+		st.inputsHash, err = render.StateInputsHash(chunks...)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("state: %w", err)
 	}
