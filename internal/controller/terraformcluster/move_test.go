@@ -44,6 +44,11 @@ import (
 //     Cluster's hierarchy by owner references (Cluster API's Cluster
 //     controller sets that reference; no Cluster API controller runs
 //     here, so the test sets it).
+//   - A Cluster whose infrastructure is provisioned and whose control
+//     plane is initialized (status.initialization.infrastructureProvisioned,
+//     the condition ControlPlaneInitialized True): clusterctl refuses to
+//     move a cluster that is still provisioning. Cluster API's controllers
+//     write these; the test writes them.
 //   - A Cluster that is not paused when the move starts: clusterctl pauses
 //     it on the source, creates it paused on the target, and lifts the
 //     pause there last.
@@ -216,6 +221,14 @@ func TestMove(t *testing.T) {
 	ctx := context.Background()
 
 	cluster := src.cluster("moving", false)
+	cluster.Object["status"] = map[string]any{
+		"initialization": map[string]any{"infrastructureProvisioned": true, "controlPlaneInitialized": true},
+		"conditions": []any{map[string]any{"type": "ControlPlaneInitialized", "status": "True", "reason": "Initialized", "message": "",
+			"lastTransitionTime": time.Now().UTC().Format(time.RFC3339)}},
+	}
+	if err := src.c.Status().Update(ctx, cluster); err != nil {
+		t.Fatal(err)
+	}
 	tc := src.create("moving", infrav1.ApplyManual, "small", func(tc *infrav1.TerraformCluster) {
 		tc.Labels = map[string]string{infrav1.LabelClusterName: "moving"}
 		tc.OwnerReferences = []metav1.OwnerReference{{APIVersion: "cluster.x-k8s.io/v1beta2", Kind: "Cluster", Name: cluster.GetName(), UID: cluster.GetUID()}}
