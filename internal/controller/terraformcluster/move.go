@@ -45,8 +45,8 @@ const labelMove = "clusterctl.cluster.x-k8s.io/move"
 
 // annotationBlockMove holds clusterctl move, once it paused the Cluster,
 // until the annotation is gone from every object it discovered
-// (clusterctlv1.BlockMoveAnnotation); clusterctl v1.14 gives up after about
-// six minutes of waiting.
+// (clusterctlv1.BlockMoveAnnotation); clusterctl v1.14 gives up after a
+// few minutes of waiting (an exponential backoff of ten steps from 5 s).
 const annotationBlockMove = "clusterctl.cluster.x-k8s.io/block-move"
 
 // blockMove sets annotationBlockMove on tc before a Job of it is created:

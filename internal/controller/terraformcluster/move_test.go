@@ -391,3 +391,67 @@ func TestMovePausedRecordsOutcome(t *testing.T) {
 		}
 	}
 }
+
+// TestMoveApprovedPlan: a live plan approved by the identity that runs the
+// move is created on the target by that identity (create equals approve,
+// spec 002), and the manager there applies it with --expect-plan. The
+// object is paused through its own annotation while the plan is approved,
+// so that the source does not apply it first; clusterctl checks only the
+// Cluster's pause.
+func TestMoveApprovedPlan(t *testing.T) {
+	src := startMoveEnv(t)
+	dst := startMoveEnv(t)
+	ctx := context.Background()
+	cluster := src.cluster("approved", false)
+	cluster.Object["status"] = map[string]any{
+		"initialization": map[string]any{"infrastructureProvisioned": true, "controlPlaneInitialized": true},
+		"conditions": []any{map[string]any{"type": "ControlPlaneInitialized", "status": "True", "reason": "Initialized", "message": "",
+			"lastTransitionTime": time.Now().UTC().Format(time.RFC3339)}},
+	}
+	if err := src.c.Status().Update(ctx, cluster); err != nil {
+		t.Fatal(err)
+	}
+	tc := src.create("approved", infrav1.ApplyManual, "small", func(tc *infrav1.TerraformCluster) {
+		tc.OwnerReferences = []metav1.OwnerReference{{APIVersion: "cluster.x-k8s.io/v1beta2", Kind: "Cluster", Name: cluster.GetName(), UID: cluster.GetUID()}}
+	})
+	src.wait(tc, "first apply", ready)
+	ids := src.stateIDs(tc)
+	src.setSize(tc, "large")
+	plan := src.livePlanOf(tc)
+	before := tc.DeepCopy()
+	tc.Annotations[annotationPaused] = ""
+	if err := src.c.Patch(ctx, tc, client.MergeFrom(before)); err != nil {
+		t.Fatal(err)
+	}
+	src.wait(tc, "paused", pausedWith(metav1.ConditionTrue))
+	// The mover approves: the administrator of both kubeconfigs.
+	mover := src.env.ClientAs(t, "captf-test-admin", "system:masters")
+	pb := plan.DeepCopy()
+	plan.Spec.Approved, plan.Spec.ApprovedBy = true, "captf-test-admin"
+	if err := mover.Patch(ctx, plan, client.MergeFrom(pb)); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(2 * time.Second)
+	if n := len(src.jobs(tc)); n != 2 {
+		t.Fatalf("%d Jobs on the paused source, want the first apply and the plan", n)
+	}
+
+	move(t, src, dst)
+
+	moved := &infrav1.TerraformCluster{ObjectMeta: metav1.ObjectMeta{Name: "approved", Namespace: "default"}}
+	dst.wait(moved, "moved, still paused by its annotation", pausedWith(metav1.ConditionTrue))
+	before = moved.DeepCopy()
+	delete(moved.Annotations, annotationPaused)
+	if err := dst.c.Patch(ctx, moved, client.MergeFrom(before)); err != nil {
+		t.Fatal(err)
+	}
+	dst.wait(moved, "the moved approved plan applied", func(tc *infrav1.TerraformCluster) bool { return ready(tc) && tc.Status.Plan == nil })
+	dst.phaseWait(moved, plan.Name, infrav1.PlanApplied)
+	jobs := dst.jobs(moved)
+	if len(jobs) != 1 || jobs[0].Annotations[infrav1.AnnotationApprovedPlan] != plan.Spec.PlanHash {
+		t.Errorf("Jobs on the target: %d, want one apply of the approved plan %s", len(jobs), plan.Spec.PlanHash)
+	}
+	if after := dst.stateIDs(moved); after["terraform_data.node"] != ids["terraform_data.node"] {
+		t.Errorf("resource ids changed across the move: before %v, after %v", ids, after)
+	}
+}
