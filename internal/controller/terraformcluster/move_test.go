@@ -349,6 +349,9 @@ func TestMovePausedRecordsOutcome(t *testing.T) {
 		t.Fatalf("Job %s runs without %s", tc.Status.ActiveJob.Name, annotationBlockMove)
 	}
 	before := tc.DeepCopy()
+	if tc.Annotations == nil {
+		tc.Annotations = map[string]string{}
+	}
 	tc.Annotations[annotationPaused] = ""
 	if err := h.c.Patch(context.Background(), tc, client.MergeFrom(before)); err != nil {
 		t.Fatal(err)
@@ -419,6 +422,9 @@ func TestMoveApprovedPlan(t *testing.T) {
 	src.setSize(tc, "large")
 	plan := src.livePlanOf(tc)
 	before := tc.DeepCopy()
+	if tc.Annotations == nil {
+		tc.Annotations = map[string]string{}
+	}
 	tc.Annotations[annotationPaused] = ""
 	if err := src.c.Patch(ctx, tc, client.MergeFrom(before)); err != nil {
 		t.Fatal(err)
