@@ -144,6 +144,13 @@ func StartWithWebhooks(t testing.TB, root string) *Env {
 	return start(t, root, true)
 }
 
+// StartWithClusterAPIAndWebhooks is StartWithWebhooks on an API server that
+// also serves Cluster API's CRDs, as StartWithClusterAPI installs them.
+func StartWithClusterAPIAndWebhooks(t testing.TB, root string, more ...string) *Env {
+	t.Helper()
+	return start(t, root, true, append([]string{ClusterAPICRDs(t)}, more...)...)
+}
+
 func start(t testing.TB, root string, webhooks bool, crds ...string) *Env {
 	t.Helper()
 	env := &envtest.Environment{

@@ -149,14 +149,19 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		return ctrl.Result{}, err
 	}
 	if why != "" {
-		setCondition(tc, ConditionPaused, true, ReasonPaused, "Paused: "+why+". No Job starts and nothing but status changes until the pause is lifted.")
-		return ctrl.Result{}, r.patchStatus(ctx, s)
+		return ctrl.Result{}, r.reconcilePaused(ctx, s, why)
 	}
 	var res ctrl.Result
 	if tc.DeletionTimestamp.IsZero() {
 		res, err = r.reconcileNormal(ctx, s)
 		if err == nil {
+			err = r.rebuildPlans(ctx, tc)
+		}
+		if err == nil {
 			err = r.syncPlans(ctx, tc)
+		}
+		if err == nil {
+			err = r.ownStateForMove(ctx, tc)
 		}
 	} else {
 		res, err = r.reconcileDelete(ctx, s)
@@ -164,6 +169,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 			// Released: the object is going away; no status to write.
 			return res, nil
 		}
+	}
+	if err == nil {
+		err = r.releaseMove(ctx, tc)
 	}
 	// Set last: a patch of the object itself (the finalizer) reads its
 	// status back from the API server.

@@ -139,6 +139,9 @@ func (r *Reconciler) startJob(ctx context.Context, tc *infrav1.TerraformCluster,
 	if req.digest != "" {
 		job.Annotations[infrav1.AnnotationImageDigest] = req.digest
 	}
+	if err := r.blockMove(ctx, tc); err != nil {
+		return err
+	}
 	if err := r.Client.Create(ctx, job); err != nil {
 		return fmt.Errorf("create %s Job: %w", req.op, err)
 	}

@@ -24,6 +24,9 @@ import (
 type scope struct {
 	tc      *infrav1.TerraformCluster
 	written infrav1.TerraformClusterStatus
+	// paused: the object is paused; steps that wait for the pause to be
+	// lifted are left out (reconcilePaused).
+	paused bool
 }
 
 func newScope(tc *infrav1.TerraformCluster) *scope {
@@ -157,7 +160,7 @@ func (r *Reconciler) process(ctx context.Context, s *scope, job *batchv1.Job, de
 	o := outcomeOf(job, pods)
 	status, steps := decide(tc, o, nowTime())
 	if !deleting {
-		x := &stepContext{ctx: ctx, tc: tc, job: job}
+		x := &stepContext{ctx: ctx, tc: tc, job: job, paused: s.paused}
 		for _, st := range steps {
 			if err := st.apply(r, x); err != nil {
 				return err

@@ -168,7 +168,14 @@ const labelStateSuffix = "tfstateSecretSuffix"
 // it kept the reference each time.
 type ownState struct{}
 
-func (ownState) apply(r *Reconciler, x *stepContext) error { return r.setStateOwner(x.ctx, x.tc, true) }
+func (ownState) apply(r *Reconciler, x *stepContext) error {
+	if x.paused {
+		// Deferred until the pause is lifted (ownStateForMove): see
+		// reconcilePaused.
+		return nil
+	}
+	return r.setStateOwner(x.ctx, x.tc, true)
+}
 
 // setStateOwner adds tc as an owner of its state Secrets (own), or takes
 // it away (before the object is released under deletionPolicy Retain, so
@@ -183,14 +190,19 @@ func (r *Reconciler) setStateOwner(ctx context.Context, tc *infrav1.TerraformClu
 	for i := range list.Items {
 		s := &list.Items[i]
 		at := slices.IndexFunc(s.OwnerReferences, func(o metav1.OwnerReference) bool { return o.UID == tc.UID })
-		if (at >= 0) == own {
+		_, labelled := s.Labels[labelMove]
+		if (at >= 0) == own && (!own || labelled) {
 			continue
 		}
 		patch := client.MergeFrom(s.DeepCopy())
 		if own {
-			s.OwnerReferences = append(s.OwnerReferences, metav1.OwnerReference{
-				APIVersion: infrav1.GroupVersion.String(), Kind: "TerraformCluster", Name: tc.Name, UID: tc.UID,
-			})
+			if at < 0 {
+				s.OwnerReferences = append(s.OwnerReferences, metav1.OwnerReference{
+					APIVersion: infrav1.GroupVersion.String(), Kind: "TerraformCluster", Name: tc.Name, UID: tc.UID,
+				})
+			}
+			// clusterctl move carries it with the object (move.go).
+			s.Labels[labelMove] = ""
 		} else {
 			s.OwnerReferences = slices.Delete(s.OwnerReferences, at, at+1)
 		}

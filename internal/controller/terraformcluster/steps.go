@@ -21,6 +21,8 @@ type stepContext struct {
 	ctx context.Context
 	tc  *infrav1.TerraformCluster
 	job *batchv1.Job
+	// paused: the object is paused (reconcilePaused).
+	paused bool
 }
 
 func (approvalStarted) apply(r *Reconciler, x *stepContext) error {

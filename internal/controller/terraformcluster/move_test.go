@@ -1,0 +1,463 @@
+package terraformcluster
+
+import (
+	"bytes"
+	"compress/gzip"
+	"context"
+	"encoding/json"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
+	clusterctl "sigs.k8s.io/cluster-api/cmd/clusterctl/client"
+	clusterctlconfig "sigs.k8s.io/cluster-api/cmd/clusterctl/config"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	infrav1 "github.com/captf/captf/api/v1alpha1"
+	"github.com/captf/captf/internal/testenv"
+	planwebhook "github.com/captf/captf/internal/webhook/terraformplan"
+)
+
+// What clusterctl move (v1.14, its client library) needs to run between two
+// API servers, found by running it here:
+//
+//   - Cluster API's CRDs, whose Cluster CRD stores v1beta2 (the contract
+//     clusterctl checks), on both servers.
+//   - The label clusterctl.cluster.x-k8s.io on every CRD whose objects move:
+//     clusterctl discovers only those kinds (and Secrets and ConfigMaps).
+//     captf's CRDs carry it (config/crd/bases); Cluster API's own get it
+//     from clusterctl init, which the test plays by labelling them.
+//   - clusterctl's inventory CRD (providers.clusterctl.cluster.x-k8s.io),
+//     which clusterctl installs itself when it is missing, and on the target
+//     every provider the source's inventory lists, at a version at least
+//     as new. The test records cluster-api and infrastructure-captf in both
+//     inventories, as clusterctl init would.
+//   - A Cluster that owns the TerraformCluster: clusterctl moves the
+//     Cluster's hierarchy by owner references (Cluster API's Cluster
+//     controller sets that reference; no Cluster API controller runs
+//     here, so the test sets it).
+//   - A Cluster whose infrastructure is provisioned and whose control
+//     plane is initialized (status.initialization.infrastructureProvisioned,
+//     the condition ControlPlaneInitialized True): clusterctl refuses to
+//     move a cluster that is still provisioning. Cluster API's controllers
+//     write these; the test writes them.
+//   - A Cluster that is not paused when the move starts: clusterctl pauses
+//     it on the source, creates it paused on the target, and lifts the
+//     pause there last.
+//   - The mover may create TerraformPlans on the target; the webhook checks
+//     its creates like anyone else's (spec 002).
+
+// moveEnv is one management cluster of a move: an API server with Cluster
+// API's CRDs and the TerraformPlan webhook, captf's manager, a test node,
+// and clusterctl's view of it.
+type moveEnv struct {
+	*harness
+	kubeconfig string
+}
+
+func startMoveEnv(t *testing.T) *moveEnv {
+	t.Helper()
+	env := testenv.StartWithClusterAPIAndWebhooks(t, "../../..")
+	env.ServeWebhooks(t, (&planwebhook.Validator{ManagerUsername: managerUser}).SetupWithManager)
+	h := startEnv(t, env, env.ConfigAs(managerUser, "system:masters"))
+	ctx := context.Background()
+	// clusterctl init labels the components it installs; Cluster API's
+	// CRDs from the module do not carry the label.
+	var crds apiextensionsv1.CustomResourceDefinitionList
+	if err := h.c.List(ctx, &crds); err != nil {
+		t.Fatal(err)
+	}
+	for i := range crds.Items {
+		crd := &crds.Items[i]
+		if _, ok := crd.Labels["clusterctl.cluster.x-k8s.io"]; ok || !strings.HasSuffix(crd.Spec.Group, "cluster.x-k8s.io") {
+			continue
+		}
+		before := crd.DeepCopy()
+		if crd.Labels == nil {
+			crd.Labels = map[string]string{}
+		}
+		crd.Labels["clusterctl.cluster.x-k8s.io"] = ""
+		if err := h.c.Patch(ctx, crd, client.MergeFrom(before)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// The inventory, as clusterctl init leaves it.
+	dec := utilyaml.NewYAMLOrJSONDecoder(bytes.NewReader(clusterctlconfig.ClusterctlAPIManifest), 4096)
+	for {
+		u := &unstructured.Unstructured{}
+		if err := dec.Decode(&u.Object); err == io.EOF {
+			break
+		} else if err != nil {
+			t.Fatal(err)
+		}
+		if len(u.Object) == 0 {
+			continue
+		}
+		if err := h.c.Create(ctx, u); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, p := range []struct{ ns, name, provider, typ, version string }{
+		{"capi-system", "cluster-api", "cluster-api", "CoreProvider", "v1.14.2"},
+		{"captf-system", "infrastructure-captf", "captf", "InfrastructureProvider", "v0.1.0"},
+	} {
+		if err := h.c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: p.ns}}); err != nil {
+			t.Fatal(err)
+		}
+		u := &unstructured.Unstructured{Object: map[string]any{
+			"apiVersion": "clusterctl.cluster.x-k8s.io/v1alpha3", "kind": "Provider",
+			"metadata":     map[string]any{"name": p.name, "namespace": p.ns, "labels": map[string]any{"clusterctl.cluster.x-k8s.io": ""}},
+			"providerName": p.provider, "type": p.typ, "version": p.version,
+		}}
+		deadline := time.Now().Add(30 * time.Second)
+		for err := h.c.Create(ctx, u); err != nil; err = h.c.Create(ctx, u) {
+			// The CRD just created may not be served yet.
+			if time.Now().After(deadline) {
+				t.Fatal(err)
+			}
+			time.Sleep(200 * time.Millisecond)
+		}
+	}
+	return &moveEnv{harness: h, kubeconfig: env.Kubeconfig(t)}
+}
+
+// move runs clusterctl move of the namespace default from src to dst, as
+// the administrator of both.
+func move(t *testing.T, src, dst *moveEnv) {
+	t.Helper()
+	config := filepath.Join(t.TempDir(), "clusterctl.yaml")
+	if err := os.WriteFile(config, []byte("{}\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	c, err := clusterctl.New(ctx, config)
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = c.Move(ctx, clusterctl.MoveOptions{
+		FromKubeconfig: clusterctl.Kubeconfig{Path: src.kubeconfig},
+		ToKubeconfig:   clusterctl.Kubeconfig{Path: dst.kubeconfig},
+		Namespace:      "default",
+	})
+	if err != nil {
+		t.Fatalf("clusterctl move: %v", err)
+	}
+}
+
+// stateIDs are the ids of the resources in tc's state, by address.
+func (h *harness) stateIDs(tc *infrav1.TerraformCluster) map[string]string {
+	h.t.Helper()
+	var s corev1.Secret
+	if err := h.c.Get(context.Background(), client.ObjectKey{Namespace: tc.Namespace, Name: stateSecretName(tc.Name)}, &s); err != nil {
+		h.t.Fatal(err)
+	}
+	zr, err := gzip.NewReader(bytes.NewReader(s.Data["tfstate"]))
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	raw, err := io.ReadAll(zr)
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	var state struct {
+		Resources []struct {
+			Type, Name string
+			Instances  []struct {
+				Attributes struct {
+					ID string `json:"id"`
+				} `json:"attributes"`
+			} `json:"instances"`
+		} `json:"resources"`
+	}
+	if err := json.Unmarshal(raw, &state); err != nil {
+		h.t.Fatal(err)
+	}
+	ids := map[string]string{}
+	for _, r := range state.Resources {
+		for _, i := range r.Instances {
+			ids[r.Type+"."+r.Name] = i.Attributes.ID
+		}
+	}
+	return ids
+}
+
+// blockedWhileRunning waits for tc to settle, checking at every look that
+// a Job named in status.activeJob goes with annotationBlockMove, and that
+// the annotation is gone once nothing runs.
+func (h *harness) blockedWhileRunning(tc *infrav1.TerraformCluster, what string, settled func(*infrav1.TerraformCluster) bool) {
+	h.t.Helper()
+	seen := false
+	h.wait(tc, what, func(tc *infrav1.TerraformCluster) bool {
+		_, blocking := tc.Annotations[annotationBlockMove]
+		if tc.Status.ActiveJob != nil {
+			seen = true
+			if !blocking {
+				h.t.Errorf("Job %s runs and the object has no %s", tc.Status.ActiveJob.Name, annotationBlockMove)
+			}
+		}
+		return settled(tc) && !blocking
+	})
+	if !seen {
+		h.t.Logf("%s: no look saw the Job run", what)
+	}
+}
+
+// TestMove moves a Manual TerraformCluster that applied, with finished
+// plans and a plan waiting, from one management cluster to another with
+// clusterctl's own mover, and carries on there: the waiting plan is taken
+// up again, approved and applied against the moved state.
+func TestMove(t *testing.T) {
+	src := startMoveEnv(t)
+	dst := startMoveEnv(t)
+	ctx := context.Background()
+
+	cluster := src.cluster("moving", false)
+	cluster.Object["status"] = map[string]any{
+		"initialization": map[string]any{"infrastructureProvisioned": true, "controlPlaneInitialized": true},
+		"conditions": []any{map[string]any{"type": "ControlPlaneInitialized", "status": "True", "reason": "Initialized", "message": "",
+			"lastTransitionTime": time.Now().UTC().Format(time.RFC3339)}},
+	}
+	if err := src.c.Status().Update(ctx, cluster); err != nil {
+		t.Fatal(err)
+	}
+	tc := src.create("moving", infrav1.ApplyManual, "small", func(tc *infrav1.TerraformCluster) {
+		tc.Labels = map[string]string{infrav1.LabelClusterName: "moving"}
+		tc.OwnerReferences = []metav1.OwnerReference{{APIVersion: "cluster.x-k8s.io/v1beta2", Kind: "Cluster", Name: cluster.GetName(), UID: cluster.GetUID()}}
+	})
+	src.blockedWhileRunning(tc, "first apply", ready)
+	ids := src.stateIDs(tc)
+	if ids["terraform_data.node"] == "" {
+		t.Fatalf("state ids %v", ids)
+	}
+
+	// An applied plan, a superseded one, and one that waits.
+	src.setSize(tc, "large")
+	p := src.waitingPlan(tc, infrav1.ReasonPlanAwaitingApproval)
+	applied := tc.Status.PendingPlanRef.Name
+	src.approve(tc, p.PlanHash)
+	src.blockedWhileRunning(tc, "approved apply", func(tc *infrav1.TerraformCluster) bool { return ready(tc) && tc.Status.Plan == nil })
+	src.setSize(tc, "medium")
+	src.waitingPlan(tc, infrav1.ReasonPlanAwaitingApproval)
+	superseded := tc.Status.PendingPlanRef.Name
+	src.setSize(tc, "xl")
+	src.blockedWhileRunning(tc, "a newer plan", func(tc *infrav1.TerraformCluster) bool {
+		return tc.Status.PendingPlanRef != nil && tc.Status.PendingPlanRef.Name != superseded && tc.Status.ActiveJob == nil
+	})
+	waiting := tc.Status.PendingPlanRef.Name
+	waitingHash := tc.Status.Plan.PlanHash
+	src.phaseWait(tc, superseded, infrav1.PlanSuperseded)
+	ids = src.stateIDs(tc)
+
+	// The state Secret moves: the object owns it and it has the label.
+	var state corev1.Secret
+	if err := src.c.Get(ctx, client.ObjectKey{Namespace: "default", Name: stateSecretName(tc.Name)}, &state); err != nil {
+		t.Fatal(err)
+	}
+	if !movesWith(&state, tc) {
+		t.Fatalf("state Secret labels %v, owners %v", state.Labels, state.OwnerReferences)
+	}
+
+	move(t, src, dst)
+
+	// Everything left the source; the state reaches the target's server.
+	if err := src.c.Get(ctx, client.ObjectKeyFromObject(tc), &infrav1.TerraformCluster{}); err == nil {
+		t.Error("the TerraformCluster is still on the source")
+	}
+	moved := &infrav1.TerraformCluster{ObjectMeta: metav1.ObjectMeta{Name: "moving", Namespace: "default"}}
+	// The waiting plan is taken up again: status.pendingPlanRef names it,
+	// its label and status say Pending; the finished plans kept theirs.
+	dst.wait(moved, "the waiting plan re-attached on the target", func(tc *infrav1.TerraformCluster) bool {
+		c := condition(tc, infrav1.ConditionApplyJobSucceeded)
+		return tc.Status.PendingPlanRef != nil && tc.Status.Plan != nil && c != nil && c.Reason == infrav1.ReasonPlanAwaitingApproval
+	})
+	if moved.Status.PendingPlanRef.Name != waiting || moved.Status.Plan.PlanHash != waitingHash {
+		t.Errorf("status names plan %s (%s), want %s (%s)", moved.Status.PendingPlanRef.Name, moved.Status.Plan.PlanHash, waiting, waitingHash)
+	}
+	dst.phaseWait(moved, waiting, infrav1.PlanPending)
+	dst.phaseWait(moved, applied, infrav1.PlanApplied)
+	dst.phaseWait(moved, superseded, infrav1.PlanSuperseded)
+	if n := len(dst.jobs(moved)); n != 0 {
+		t.Errorf("%d Jobs on the target before the approval: a moved object is not a first apply", n)
+	}
+	var durable corev1.Secret
+	if err := dst.c.Get(ctx, client.ObjectKey{Namespace: "default", Name: inputsName("moving")}, &durable); err != nil || durable.Annotations[infrav1.AnnotationApplied] != "true" {
+		t.Errorf("durable inputs on the target: %v, annotations %v", err, durable.Annotations)
+	}
+
+	// Approving the moved plan works; the apply runs on the target, against
+	// the moved state, and re-creates nothing.
+	plan := dst.plans(moved)[waiting]
+	alice := dst.env.ClientAs(t, "alice", "system:masters")
+	before := plan.DeepCopy()
+	plan.Spec.Approved, plan.Spec.ApprovedBy = true, "alice"
+	if err := alice.Patch(ctx, plan, client.MergeFrom(before)); err != nil {
+		t.Fatal(err)
+	}
+	dst.blockedWhileRunning(moved, "the moved plan applied on the target", func(tc *infrav1.TerraformCluster) bool {
+		return ready(tc) && tc.Status.Plan == nil
+	})
+	dst.phaseWait(moved, waiting, infrav1.PlanApplied)
+	after := dst.stateIDs(moved)
+	if after["terraform_data.node"] != ids["terraform_data.node"] || after["terraform_data.clock"] != ids["terraform_data.clock"] {
+		t.Errorf("resource ids changed across the move: before %v, after %v", ids, after)
+	}
+	if !movesWith(func() *corev1.Secret {
+		var s corev1.Secret
+		if err := dst.c.Get(ctx, client.ObjectKey{Namespace: "default", Name: stateSecretName("moving")}, &s); err != nil {
+			t.Fatal(err)
+		}
+		return &s
+	}(), moved) {
+		t.Error("the state Secret on the target does not move with the object")
+	}
+
+	// No value reaches what moved or what the target wrote: the plans,
+	// the object's status, its events.
+	var plans infrav1.TerraformPlanList
+	if err := dst.c.List(ctx, &plans, client.InNamespace("default")); err != nil {
+		t.Fatal(err)
+	}
+	pb, _ := json.Marshal(plans)
+	sb, _ := json.Marshal(moved.Status)
+	eb, _ := json.Marshal(dst.events(moved))
+	for _, v := range []string{canary, "large", "medium", `"xl"`} {
+		if strings.Contains(string(pb)+string(sb)+string(eb), v) {
+			t.Errorf("the value %q reached a TerraformPlan, the status or an event on the target", v)
+		}
+	}
+}
+
+// TestMovePausedRecordsOutcome: a Job that finishes while its object is
+// paused (clusterctl move pauses the Cluster, then waits for block-move to
+// go) has its outcome recorded and block-move removed, with the pause
+// still on; the state Secret's ownership waits for the pause to lift.
+func TestMovePausedRecordsOutcome(t *testing.T) {
+	h := start(t)
+	tc := h.create("paused-run", infrav1.ApplyManual, "small")
+	// Pause as soon as the first apply's Job is recorded as running.
+	h.wait(tc, "the first apply runs", func(tc *infrav1.TerraformCluster) bool { return tc.Status.ActiveJob != nil })
+	if _, ok := tc.Annotations[annotationBlockMove]; !ok {
+		t.Fatalf("Job %s runs without %s", tc.Status.ActiveJob.Name, annotationBlockMove)
+	}
+	before := tc.DeepCopy()
+	if tc.Annotations == nil {
+		tc.Annotations = map[string]string{}
+	}
+	tc.Annotations[annotationPaused] = ""
+	if err := h.c.Patch(context.Background(), tc, client.MergeFrom(before)); err != nil {
+		t.Fatal(err)
+	}
+	h.wait(tc, "the outcome recorded while paused", func(tc *infrav1.TerraformCluster) bool {
+		_, blocking := tc.Annotations[annotationBlockMove]
+		return tc.Status.LastRun != nil && tc.Status.ActiveJob == nil && !blocking
+	})
+	if !tc.Status.LastRun.Succeeded || len(h.jobs(tc)) != 1 || !processed(&h.jobs(tc)[0]) {
+		t.Fatalf("last run %+v, jobs %d", tc.Status.LastRun, len(h.jobs(tc)))
+	}
+	if c := condition(tc, ConditionPaused); c == nil || c.Status != metav1.ConditionTrue {
+		t.Errorf("Paused = %+v", c)
+	}
+	var durable corev1.Secret
+	if err := h.c.Get(context.Background(), client.ObjectKey{Namespace: "default", Name: inputsName(tc.Name)}, &durable); err != nil || durable.Annotations[infrav1.AnnotationApplied] != "true" {
+		t.Errorf("applied marker while paused: %v %v", err, durable.Annotations)
+	}
+	var state corev1.Secret
+	if err := h.c.Get(context.Background(), client.ObjectKey{Namespace: "default", Name: stateSecretName(tc.Name)}, &state); err != nil {
+		t.Fatal(err)
+	}
+	if movesWith(&state, tc) {
+		t.Error("the state Secret was made the object's while paused")
+	}
+	// Lifting the pause owns it.
+	before = tc.DeepCopy()
+	delete(tc.Annotations, annotationPaused)
+	if err := h.c.Patch(context.Background(), tc, client.MergeFrom(before)); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(time.Minute)
+	for !movesWith(&state, tc) {
+		if time.Now().After(deadline) {
+			t.Fatalf("state Secret labels %v, owners %v after the pause", state.Labels, state.OwnerReferences)
+		}
+		time.Sleep(200 * time.Millisecond)
+		if err := h.c.Get(context.Background(), client.ObjectKeyFromObject(&state), &state); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// TestMoveApprovedPlan: a live plan approved by the identity that runs the
+// move is created on the target by that identity (create equals approve,
+// spec 002), and the manager there applies it with --expect-plan. The
+// object is paused through its own annotation while the plan is approved,
+// so that the source does not apply it first; clusterctl checks only the
+// Cluster's pause.
+func TestMoveApprovedPlan(t *testing.T) {
+	src := startMoveEnv(t)
+	dst := startMoveEnv(t)
+	ctx := context.Background()
+	cluster := src.cluster("approved", false)
+	cluster.Object["status"] = map[string]any{
+		"initialization": map[string]any{"infrastructureProvisioned": true, "controlPlaneInitialized": true},
+		"conditions": []any{map[string]any{"type": "ControlPlaneInitialized", "status": "True", "reason": "Initialized", "message": "",
+			"lastTransitionTime": time.Now().UTC().Format(time.RFC3339)}},
+	}
+	if err := src.c.Status().Update(ctx, cluster); err != nil {
+		t.Fatal(err)
+	}
+	tc := src.create("approved", infrav1.ApplyManual, "small", func(tc *infrav1.TerraformCluster) {
+		tc.OwnerReferences = []metav1.OwnerReference{{APIVersion: "cluster.x-k8s.io/v1beta2", Kind: "Cluster", Name: cluster.GetName(), UID: cluster.GetUID()}}
+	})
+	src.wait(tc, "first apply", ready)
+	ids := src.stateIDs(tc)
+	src.setSize(tc, "large")
+	plan := src.livePlanOf(tc)
+	before := tc.DeepCopy()
+	if tc.Annotations == nil {
+		tc.Annotations = map[string]string{}
+	}
+	tc.Annotations[annotationPaused] = ""
+	if err := src.c.Patch(ctx, tc, client.MergeFrom(before)); err != nil {
+		t.Fatal(err)
+	}
+	src.wait(tc, "paused", pausedWith(metav1.ConditionTrue))
+	// The mover approves: the administrator of both kubeconfigs.
+	mover := src.env.ClientAs(t, "captf-test-admin", "system:masters")
+	pb := plan.DeepCopy()
+	plan.Spec.Approved, plan.Spec.ApprovedBy = true, "captf-test-admin"
+	if err := mover.Patch(ctx, plan, client.MergeFrom(pb)); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(2 * time.Second)
+	if n := len(src.jobs(tc)); n != 2 {
+		t.Fatalf("%d Jobs on the paused source, want the first apply and the plan", n)
+	}
+
+	move(t, src, dst)
+
+	moved := &infrav1.TerraformCluster{ObjectMeta: metav1.ObjectMeta{Name: "approved", Namespace: "default"}}
+	dst.wait(moved, "moved, still paused by its annotation", pausedWith(metav1.ConditionTrue))
+	before = moved.DeepCopy()
+	delete(moved.Annotations, annotationPaused)
+	if err := dst.c.Patch(ctx, moved, client.MergeFrom(before)); err != nil {
+		t.Fatal(err)
+	}
+	dst.wait(moved, "the moved approved plan applied", func(tc *infrav1.TerraformCluster) bool { return ready(tc) && tc.Status.Plan == nil })
+	dst.phaseWait(moved, plan.Name, infrav1.PlanApplied)
+	jobs := dst.jobs(moved)
+	if len(jobs) != 1 || jobs[0].Annotations[infrav1.AnnotationApprovedPlan] != plan.Spec.PlanHash {
+		t.Errorf("Jobs on the target: %d, want one apply of the approved plan %s", len(jobs), plan.Spec.PlanHash)
+	}
+	if after := dst.stateIDs(moved); after["terraform_data.node"] != ids["terraform_data.node"] {
+		t.Errorf("resource ids changed across the move: before %v, after %v", ids, after)
+	}
+}
