@@ -12,6 +12,7 @@ import (
 	"os"
 	"regexp"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -54,7 +55,9 @@ func (h *harness) storedChunks(tc *infrav1.TerraformCluster) [][]byte {
 func (h *harness) backupChunks(tc *infrav1.TerraformCluster, serial int64) [][]byte {
 	h.t.Helper()
 	var list corev1.SecretList
-	if err := h.c.List(context.Background(), &list, client.InNamespace(tc.Namespace), client.MatchingLabels{infrav1.LabelStateBackup: strconv.FormatInt(serial, 10)}); err != nil {
+	sel := ownerLabels(tc)
+	sel[infrav1.LabelStateBackup] = strconv.FormatInt(serial, 10)
+	if err := h.c.List(context.Background(), &list, client.InNamespace(tc.Namespace), client.MatchingLabels(sel)); err != nil {
 		h.t.Fatal(err)
 	}
 	chunks := make([][]byte, len(list.Items))
@@ -106,31 +109,6 @@ func withSerial(raw []byte, n int64) []byte {
 	})
 }
 
-// resourceIDs are the ids of the resources a state holds, by address.
-func resourceIDs(t *testing.T, raw []byte) map[string]string {
-	t.Helper()
-	var st struct {
-		Resources []struct {
-			Type, Name string
-			Instances  []struct {
-				Attributes struct {
-					ID string `json:"id"`
-				} `json:"attributes"`
-			} `json:"instances"`
-		} `json:"resources"`
-	}
-	if err := json.Unmarshal(raw, &st); err != nil {
-		t.Fatal(err)
-	}
-	ids := map[string]string{}
-	for _, r := range st.Resources {
-		for i, in := range r.Instances {
-			ids[fmt.Sprintf("%s.%s[%d]", r.Type, r.Name, i)] = in.Attributes.ID
-		}
-	}
-	return ids
-}
-
 func backedUpSerial(tc *infrav1.TerraformCluster) int64 {
 	if c := condition(tc, infrav1.ConditionStateBackedUp); c == nil || c.Reason != infrav1.ReasonBackedUp || tc.Status.StateSerial == nil {
 		return -1
@@ -153,10 +131,11 @@ func (h *harness) annotate(tc *infrav1.TerraformCluster, key, value string) {
 // TestStateBackupAndRestore: every new state serial is backed up chunk for
 // chunk; a lost state is guarded and named with the newest backup; the
 // annotation restores it (terraform numbers the pushed state one past the
-// backup, and changes nothing else), removes itself, and the object goes on
-// against the restored state with no resource created again. A restore of
-// a serial without backup, and of a corrupt backup, says so and is not
-// retried. With terraform and tofu.
+// backup, and changes nothing else) and removes itself, and the object goes
+// on against the restored state: the change that waited plans as an update
+// of one resource, not as everything created again. A restore of a serial
+// without backup, and of a corrupt backup, says so and is not retried. With
+// terraform and tofu.
 func TestStateBackupAndRestore(t *testing.T) {
 	h := startDrift(t)
 	ctx := context.Background()
@@ -167,20 +146,20 @@ func TestStateBackupAndRestore(t *testing.T) {
 			if image == driftImageTofu {
 				name = "backup-tofu"
 			}
-			tc := h.createDrift(name, image, infrav1.ApplyAutomatic, infrav1.DriftActionReport, 0)
+			tc := h.createDrift(name, image, infrav1.ApplyManual, infrav1.DriftActionReport, 0)
 			h.wait(tc, "first apply backed up", func(tc *infrav1.TerraformCluster) bool { return ready(tc) && backedUpSerial(tc) >= 0 })
 			first := backedUpSerial(tc)
 			if got := h.backupChunks(tc, first); !equalChunks(got, h.storedChunks(tc)) {
 				t.Fatalf("backup of serial %d differs from the state", first)
 			}
-			h.setVar(tc, "mode", `"0600"`)
+			h.setVar(tc, "content", `"`+driftCanary+`-2"`)
+			h.approve(tc, h.waitingPlan(tc, infrav1.ReasonPlanAwaitingApproval).PlanHash)
 			h.wait(tc, "second apply backed up", func(tc *infrav1.TerraformCluster) bool { return backedUpSerial(tc) > first })
 			newest := backedUpSerial(tc)
 			if got := tc.Status.StateBackups; len(got) != 2 || got[0].Serial != newest || got[1].Serial != first || got[0].Bytes <= 0 {
 				t.Fatalf("status.stateBackups = %+v; want serials %d and %d", got, newest, first)
 			}
 			backup := unzip(t, h.backupChunks(tc, newest))
-			ids := resourceIDs(t, backup)
 
 			// The state is lost: nothing runs, and the message names the
 			// newest backup.
@@ -189,9 +168,9 @@ func TestStateBackupAndRestore(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
-			h.setVar(tc, "mode", `"0640"`)
+			h.setVar(tc, "content", `"`+driftCanary+`-3"`)
 			h.wait(tc, "the lost state guarded", stateLostWith)
-			if msg := condition(tc, infrav1.ConditionApplyJobSucceeded).Message; !bytes.Contains([]byte(msg), []byte(infrav1.AnnotationRestoreState+"="+strconv.FormatInt(newest, 10))) {
+			if msg := condition(tc, infrav1.ConditionApplyJobSucceeded).Message; !strings.Contains(msg, infrav1.AnnotationRestoreState+"="+strconv.FormatInt(newest, 10)) {
 				t.Fatalf("the StateLost message names no backup: %s", msg)
 			}
 
@@ -204,29 +183,36 @@ func TestStateBackupAndRestore(t *testing.T) {
 
 			// The newest backup.
 			h.annotate(tc, infrav1.AnnotationRestoreState, strconv.FormatInt(newest, 10))
-			h.wait(tc, "restored and applied", func(tc *infrav1.TerraformCluster) bool {
-				c := condition(tc, infrav1.ConditionStateRestored)
-				_, annotated := tc.Annotations[infrav1.AnnotationRestoreState]
-				return c != nil && c.Reason == infrav1.ReasonRestored && !annotated && ready(tc) && tc.Status.ActiveJob == nil &&
-					tc.Status.LastRun.Operation == infrav1.OperationApply
-			})
+			plan := h.waitingPlan(tc, infrav1.ReasonPlanAwaitingApproval)
+			c := condition(tc, infrav1.ConditionStateRestored)
+			if c == nil || c.Reason != infrav1.ReasonRestored {
+				t.Fatalf("StateRestored = %+v", c)
+			}
+			if _, ok := tc.Annotations[infrav1.AnnotationRestoreState]; ok {
+				t.Fatal("the annotation stayed after the restore")
+			}
 			if got := tc.Status.LastRestoredSerial; got == nil || *got != newest {
 				t.Fatalf("lastRestoredSerial = %v; want %d", got, newest)
+			}
+			if plan.Add != 0 || plan.Change != 1 || plan.Destroy != 0 {
+				t.Fatalf("after the restore the change plans %d to add, %d to change, %d to destroy; want only a.txt changed", plan.Add, plan.Change, plan.Destroy)
+			}
+			after := unzip(t, h.storedChunks(tc))
+			if !bytes.Equal(withSerial(after, newest), backup) {
+				t.Fatalf("the restored state differs from the backup beyond its serial")
+			}
+			if m := serialField.FindSubmatch(after); m == nil || string(m[1]) != strconv.FormatInt(newest+1, 10) {
+				t.Fatalf("the restored state's serial is %q; terraform numbers a pushed state one past the backup's (%d)", m, newest+1)
 			}
 			if n := count(h.events(tc), infrav1.EventStateRestored); n != 1 {
 				t.Fatalf("%d StateRestored events", n)
 			}
-			after := unzip(t, h.storedChunks(tc))
-			// The restore pushed the backup: terraform numbered it one past,
-			// and the apply of mode 0640 since changed b in place.
-			restored := resourceIDs(t, after)
-			for addr, id := range ids {
-				if restored[addr] != id {
-					t.Errorf("%s has id %q after the restore, %q before: created again", addr, restored[addr], id)
-				}
-			}
-			if opJobs := h.opJobs(tc, infrav1.OperationRestore); opJobs != 1 {
-				t.Fatalf("%d restore Jobs", opJobs)
+			h.approve(tc, plan.PlanHash)
+			h.wait(tc, "the change applied on the restored state", func(tc *infrav1.TerraformCluster) bool {
+				return tc.Status.Plan == nil && tc.Status.ActiveJob == nil && tc.Status.LastRun.Operation == infrav1.OperationApply && tc.Status.LastRun.Succeeded
+			})
+			if got := h.content(tc, "a.txt"); got != driftCanary+"-3" {
+				t.Fatalf("a.txt holds %q", got)
 			}
 
 			// A corrupt backup: the restore fails, pushes nothing, and is
@@ -236,7 +222,7 @@ func TestStateBackupAndRestore(t *testing.T) {
 			if err := h.c.Get(ctx, client.ObjectKey{Namespace: tc.Namespace, Name: backupName(tc.Name, oldest)}, &s); err != nil {
 				t.Fatal(err)
 			}
-			s.Data[chunkKey(0)] = []byte("not a state")
+			s.Data[chunkKey(0)][len(s.Data[chunkKey(0)])/2] ^= 0xff
 			if err := h.c.Update(ctx, &s); err != nil {
 				t.Fatal(err)
 			}

@@ -79,8 +79,13 @@ func startDrift(t *testing.T) *driftHarness {
 	managerLog.mu.Unlock()
 	t.Cleanup(func() {
 		managerLog.mu.Lock()
+		defer managerLog.mu.Unlock()
 		managerLog.on = false
-		managerLog.mu.Unlock()
+		if t.Failed() {
+			// The manager's last words (debug level: never a value).
+			log := managerLog.buf.String()
+			t.Logf("manager log, last 6000 bytes:\n%s", log[max(0, len(log)-6000):])
+		}
 	})
 	p := tftest.Provider(t)
 	files := t.TempDir()

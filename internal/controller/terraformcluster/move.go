@@ -17,13 +17,13 @@ import (
 // clusterctl move (docs/manager.md, "Move"). clusterctl discovers the
 // objects to move once, before it pauses the Cluster: the kinds whose CRD
 // carries the label clusterctl.cluster.x-k8s.io, and Secrets and
-// ConfigMaps, each moved when it carries labelMove or when an owner
+// ConfigMaps, each moved when it carries infrav1.LabelMove or when an owner
 // reference leads to a moved object. Then it pauses the Cluster, waits
 // while any discovered object carries annotationBlockMove, copies every
 // object (metadata and spec, never status) to the target cluster, deletes
 // them on the source, and lifts the pause on the target.
 //
-//   - The state Secrets get labelMove with the owner reference that
+//   - The state Secrets get infrav1.LabelMove with the owner reference that
 //     setStateOwner adds after a successful apply. The durable inputs
 //     Secret, the plan key and the TerraformPlans move by their owner
 //     reference. Jobs, their per-run Secrets, events and terraform's lock
@@ -38,10 +38,6 @@ import (
 //     on the durable inputs Secret, the state, and the TerraformPlans, whose
 //     phase is their label captf.io/plan-phase (rebuildPlans, reattach,
 //     syncPlans).
-
-// labelMove is clusterctl's label of an object that moves even though no
-// owner reference leads to a moved object (clusterctlv1.ClusterctlMoveLabel).
-const labelMove = "clusterctl.cluster.x-k8s.io/move"
 
 // annotationBlockMove holds clusterctl move, once it paused the Cluster,
 // until the annotation is gone from every object it discovered
@@ -124,7 +120,7 @@ func (r *Reconciler) reconcilePaused(ctx context.Context, s *scope, why string) 
 	return errors.Join(err, r.patchStatus(ctx, s))
 }
 
-// ownStateForMove makes tc the owner of its state Secrets, with labelMove,
+// ownStateForMove makes tc the owner of its state Secrets, with infrav1.LabelMove,
 // once the pause that deferred it (reconcilePaused) is lifted: when the
 // last recorded run is a successful apply. It reads the cache; a Secret
 // already owned and labelled costs no request.
@@ -146,9 +142,9 @@ func (r *Reconciler) ownStateForMove(ctx context.Context, tc *infrav1.TerraformC
 }
 
 // movesWith reports whether a state Secret moves with tc: tc owns it and it
-// carries labelMove.
+// carries infrav1.LabelMove.
 func movesWith(s *corev1.Secret, tc *infrav1.TerraformCluster) bool {
-	if _, ok := s.Labels[labelMove]; !ok {
+	if _, ok := s.Labels[infrav1.LabelMove]; !ok {
 		return false
 	}
 	for _, o := range s.OwnerReferences {

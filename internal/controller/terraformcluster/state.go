@@ -190,7 +190,7 @@ func (r *Reconciler) setStateOwner(ctx context.Context, tc *infrav1.TerraformClu
 	for i := range list.Items {
 		s := &list.Items[i]
 		at := slices.IndexFunc(s.OwnerReferences, func(o metav1.OwnerReference) bool { return o.UID == tc.UID })
-		_, labelled := s.Labels[labelMove]
+		_, labelled := s.Labels[infrav1.LabelMove]
 		if (at >= 0) == own && (!own || labelled) {
 			continue
 		}
@@ -202,7 +202,7 @@ func (r *Reconciler) setStateOwner(ctx context.Context, tc *infrav1.TerraformClu
 				})
 			}
 			// clusterctl move carries it with the object (move.go).
-			s.Labels[labelMove] = ""
+			s.Labels[infrav1.LabelMove] = ""
 		} else {
 			s.OwnerReferences = slices.Delete(s.OwnerReferences, at, at+1)
 		}
