@@ -102,11 +102,5 @@ func (r *Reconciler) clearInterrupted(ctx context.Context, tc *infrav1.Terraform
 	if !interrupted(tc) {
 		return nil
 	}
-	err := r.patchObject(ctx, tc, func(tc *infrav1.TerraformCluster) {
-		delete(tc.Annotations, infrav1.AnnotationInterruptedApply)
-	})
-	if err != nil {
-		return fmt.Errorf("remove %s: %w", infrav1.AnnotationInterruptedApply, err)
-	}
-	return nil
+	return r.removeAnnotation(ctx, tc, infrav1.AnnotationInterruptedApply)
 }

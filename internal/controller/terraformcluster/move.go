@@ -82,11 +82,8 @@ func (r *Reconciler) releaseMove(ctx context.Context, tc *infrav1.TerraformClust
 			return nil
 		}
 	}
-	err = r.patchObject(ctx, tc, func(tc *infrav1.TerraformCluster) {
-		delete(tc.Annotations, annotationBlockMove)
-	})
-	if err != nil && !apierrors.IsNotFound(err) {
-		return fmt.Errorf("block-move annotation: %w", err)
+	if err := r.removeAnnotation(ctx, tc, annotationBlockMove); err != nil && !apierrors.IsNotFound(err) {
+		return err
 	}
 	return nil
 }

@@ -87,13 +87,7 @@ func (s restoreDone) apply(r *Reconciler, x *stepContext) error {
 	if x.tc.Annotations[infrav1.AnnotationRestoreState] != strconv.FormatInt(s.Serial, 10) {
 		return nil
 	}
-	err := r.patchObject(x.ctx, x.tc, func(tc *infrav1.TerraformCluster) {
-		delete(tc.Annotations, infrav1.AnnotationRestoreState)
-	})
-	if err != nil {
-		return fmt.Errorf("restore-state annotation: %w", err)
-	}
-	return nil
+	return r.removeAnnotation(x.ctx, x.tc, infrav1.AnnotationRestoreState)
 }
 
 // decideRestore is what a finished restore Job implies. Like a drift check

@@ -2,6 +2,7 @@ package terraformcluster
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 
@@ -10,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	infrav1 "github.com/captf/captf/api/v1alpha1"
@@ -256,6 +258,26 @@ func (r *Reconciler) setEndpoint(ctx context.Context, tc *infrav1.TerraformClust
 	if err := r.patchObject(ctx, tc, func(tc *infrav1.TerraformCluster) { tc.Spec.ControlPlaneEndpoint = e }); err != nil {
 		return fmt.Errorf("control plane endpoint: %w", err)
 	}
+	return nil
+}
+
+// removeAnnotation removes the annotation key from tc, in a merge patch
+// that names that key alone. A patch made by diffing would, when key is
+// the last annotation tc was read with, clear the whole field, and with it
+// any annotation written since, such as an approval.
+func (r *Reconciler) removeAnnotation(ctx context.Context, tc *infrav1.TerraformCluster, key string) error {
+	if _, ok := tc.Annotations[key]; !ok {
+		return nil
+	}
+	body, err := json.Marshal(map[string]any{"metadata": map[string]any{"annotations": map[string]any{key: nil}}})
+	if err != nil {
+		return err
+	}
+	status := tc.Status
+	if err := r.Client.Patch(ctx, tc, client.RawPatch(types.MergePatchType, body)); err != nil {
+		return fmt.Errorf("remove %s: %w", key, err)
+	}
+	tc.Status = status
 	return nil
 }
 

@@ -95,16 +95,7 @@ func (r *Reconciler) guardLostState(ctx context.Context, tc *infrav1.TerraformCl
 type acceptedEmptyState struct{}
 
 func (acceptedEmptyState) apply(r *Reconciler, x *stepContext) error {
-	if _, ok := x.tc.Annotations[infrav1.AnnotationAcceptEmptyState]; !ok {
-		return nil
-	}
-	err := r.patchObject(x.ctx, x.tc, func(tc *infrav1.TerraformCluster) {
-		delete(tc.Annotations, infrav1.AnnotationAcceptEmptyState)
-	})
-	if err != nil {
-		return fmt.Errorf("accept-empty-state annotation: %w", err)
-	}
-	return nil
+	return r.removeAnnotation(x.ctx, x.tc, infrav1.AnnotationAcceptEmptyState)
 }
 
 // stateRead is what the manager reads of a terraform state: its chunks as

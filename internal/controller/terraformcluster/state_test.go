@@ -11,6 +11,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	infrav1 "github.com/captf/captf/api/v1alpha1"
+	"github.com/captf/captf/internal/testenv"
 )
 
 // stateLostWith waits for ApplyJobSucceeded to say StateLost.
@@ -70,5 +71,36 @@ func TestStateLost(t *testing.T) {
 				t.Errorf("no state after the apply from an empty state: %v", err)
 			}
 		})
+	}
+}
+
+// TestRemoveAnnotationKeepsOthers: removing the last annotation the
+// manager read leaves one written since (an approval) in place; a patch
+// made by diffing would clear the whole field.
+func TestRemoveAnnotationKeepsOthers(t *testing.T) {
+	env := testenv.Start(t, "../../..")
+	ctx := context.Background()
+	tc := &infrav1.TerraformCluster{
+		ObjectMeta: metav1.ObjectMeta{Name: "annotated", Namespace: "default", Annotations: map[string]string{annotationBlockMove: "a runner Job runs"}},
+		Spec:       infrav1.TerraformClusterSpec{RunnerSpec: infrav1.RunnerSpec{Image: moduleImage}},
+	}
+	if err := env.Client.Create(ctx, tc); err != nil {
+		t.Fatal(err)
+	}
+	read := tc.DeepCopy()
+	before := tc.DeepCopy()
+	tc.Annotations[infrav1.AnnotationApprovePlan] = "p2:approved"
+	if err := env.Client.Patch(ctx, tc, client.MergeFrom(before)); err != nil {
+		t.Fatal(err)
+	}
+	r := &Reconciler{Client: env.Client}
+	if err := r.removeAnnotation(ctx, read, annotationBlockMove); err != nil {
+		t.Fatal(err)
+	}
+	if err := env.Client.Get(ctx, client.ObjectKeyFromObject(tc), tc); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := tc.Annotations[annotationBlockMove]; ok || tc.Annotations[infrav1.AnnotationApprovePlan] != "p2:approved" {
+		t.Fatalf("annotations after the removal: %v", tc.Annotations)
 	}
 }
