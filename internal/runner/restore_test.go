@@ -6,7 +6,6 @@ import (
 	"crypto/rand"
 	"encoding/base64"
 	"encoding/json"
-	"errors"
 	"io"
 	"os"
 	"path/filepath"
@@ -102,18 +101,20 @@ func TestJobRestore(t *testing.T) {
 				t.Fatalf("apply: exit %d, %+v\n%s", code, m, log)
 			}
 
-			// Back up from the Secrets, as the manager would.
-			backup, err := tfstate.NewBackup(suffix, stateSecrets(t, env.Client, suffix))
+			// Back up from the Secrets, as the manager would: the chunks as
+			// stored, and their digests.
+			stored, err := tfstate.Chunks(suffix, stateSecrets(t, env.Client, suffix))
 			if err != nil {
 				t.Fatal(err)
 			}
-			if len(backup.Chunks) != tc.chunks {
-				t.Fatalf("%d chunks, want %d", len(backup.Chunks), tc.chunks)
+			if len(stored) != tc.chunks {
+				t.Fatalf("%d chunks, want %d", len(stored), tc.chunks)
 			}
-			if err := tfstate.CheckSecretSize(backup.Data); (tc.chunks > 1) != errors.Is(err, tfstate.ErrTooLarge) {
-				t.Errorf("a backup of %d chunks: size check %v", tc.chunks, err)
+			meta, err := tfstate.Check(stored)
+			if err != nil {
+				t.Fatal(err)
 			}
-			before := decompress(t, backup.Chunks)
+			before := decompress(t, stored)
 			if err := env.Client.DeleteAllOf(ctx, &corev1.Secret{}, client.InNamespace("default"), client.MatchingLabels(tfstate.Selector(suffix))); err != nil {
 				t.Fatal(err)
 			}
@@ -133,13 +134,13 @@ func TestJobRestore(t *testing.T) {
 				if err := os.MkdirAll(backupDir, 0o755); err != nil {
 					t.Fatal(err)
 				}
-				for k, v := range backup.Data {
-					if err := os.WriteFile(filepath.Join(backupDir, k), v, 0o644); err != nil {
+				for n, v := range stored {
+					if err := os.WriteFile(filepath.Join(backupDir, tfstate.ChunkKey(n)), v, 0o644); err != nil {
 						t.Fatal(err)
 					}
 				}
 			}
-			digests := backup.Annotations[tfstate.AnnotationDigests]
+			digests := tfstate.Digests(stored)
 
 			// A bad backup: bad input, named by chunk, and nothing pushed.
 			writeBackup()
@@ -159,7 +160,7 @@ func TestJobRestore(t *testing.T) {
 			// The backup restored.
 			writeBackup()
 			code, m, log = f.run(t, "restore", digests)
-			want := Restored{Serial: backup.Meta.Serial, StateSerial: backup.Meta.Serial + 1, Resources: 3}
+			want := Restored{Serial: meta.Serial, StateSerial: meta.Serial + 1, Resources: 3}
 			if code != 0 || m.Outcome != OutcomeRestored || m.Restored == nil || *m.Restored != want {
 				t.Fatalf("restore: exit %d, %+v, want %+v\n%s", code, m, want, log)
 			}
@@ -175,9 +176,9 @@ func TestJobRestore(t *testing.T) {
 			}
 			after := decompress(t, chunks)
 			// The one difference: push -force writes serial+1.
-			wantAfter := withSerial(t, before, backup.Meta.Serial+1)
+			wantAfter := withSerial(t, before, meta.Serial+1)
 			if !bytes.Equal(after, wantAfter) {
-				t.Errorf("the restored state (%d bytes) is not the backup (%d bytes) with serial %d", len(after), len(before), backup.Meta.Serial+1)
+				t.Errorf("the restored state (%d bytes) is not the backup (%d bytes) with serial %d", len(after), len(before), meta.Serial+1)
 			}
 			var lease coordinationv1.Lease
 			if err := env.Client.Get(ctx, client.ObjectKey{Namespace: "default", Name: tfstate.LeaseName(suffix)}, &lease); err != nil {

@@ -281,49 +281,6 @@ func TestOutputString(t *testing.T) {
 	}
 }
 
-func TestBackup(t *testing.T) {
-	chunked := split(gz(t, stateJSON(12, false, 2_500_000, "")))
-	b, err := NewBackup("a", secretsOf("a", chunked))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if b.Name != "captf-state-backup-a-12" {
-		t.Errorf("name %s", b.Name)
-	}
-	wantData := map[string][]byte{"chunk-0": chunked[0], "chunk-1": chunked[1], "chunk-2": chunked[2]}
-	if diff := cmp.Diff(wantData, b.Data, byteEqual); diff != "" {
-		t.Errorf("data (-want +got):\n%s", diff)
-	}
-	wantAnn := map[string]string{
-		AnnotationStateSerial: "12", AnnotationLineage: "387d0f28-47fb-02ef-4b63-1609917a81ab",
-		AnnotationStateBytes: fmt.Sprint(len(concat(chunked))), AnnotationDigests: Digests(chunked),
-		AnnotationStateChunks: "3",
-	}
-	if diff := cmp.Diff(wantAnn, b.Annotations); diff != "" {
-		t.Errorf("annotations (-want +got):\n%s", diff)
-	}
-	// A chunked state never fits one Secret.
-	if err := CheckSecretSize(b.Data); !errors.Is(err, ErrTooLarge) {
-		t.Errorf("chunked backup: %v, want ErrTooLarge", err)
-	}
-	// The largest unchunked state does.
-	if err := CheckSecretSize(map[string][]byte{"chunk-0": make([]byte, ChunkSize)}); err != nil {
-		t.Errorf("one full chunk: %v", err)
-	}
-	back, err := BackupChunks(b.Data)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if diff := cmp.Diff(chunked, back, byteEqual); diff != "" {
-		t.Errorf("chunks back (-want +got):\n%s", diff)
-	}
-	// A corrupt state is not backed up.
-	bad := secretsOf("a", [][]byte{chunked[0], chunked[2], chunked[1]})
-	if _, err := NewBackup("a", bad); !errors.Is(err, ErrCorrupt) {
-		t.Errorf("swapped parts: %v", err)
-	}
-}
-
 func TestReadChunkDir(t *testing.T) {
 	chunks := [][]byte{[]byte("zero"), []byte("one"), []byte("two")}
 	// A mounted Secret: the files link into ..data.

@@ -30,7 +30,7 @@ import (
 func (h *harness) stateSecrets(tc *infrav1.TerraformCluster) []corev1.Secret {
 	h.t.Helper()
 	var list corev1.SecretList
-	if err := h.c.List(context.Background(), &list, client.InNamespace(tc.Namespace), client.MatchingLabels{labelStateSuffix: stateSuffix(tc.Name)}); err != nil {
+	if err := h.c.List(context.Background(), &list, client.InNamespace(tc.Namespace), client.MatchingLabels{tfstate.LabelSuffix: stateSuffix(tc.Name)}); err != nil {
 		h.t.Fatal(err)
 	}
 	return list.Items
@@ -336,12 +336,12 @@ func TestStaleStateLock(t *testing.T) {
 		err := h.c.Get(ctx, client.ObjectKey{Namespace: "default", Name: lockName(tc.Name)}, &l)
 		if err != nil {
 			l = coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Name: lockName(tc.Name), Namespace: "default",
-				Labels: map[string]string{"tfstate": "true", labelStateSuffix: stateSuffix(tc.Name), "tfstateWorkspace": "default", "app.kubernetes.io/managed-by": "terraform"}}}
+				Labels: map[string]string{"tfstate": "true", tfstate.LabelSuffix: stateSuffix(tc.Name), "tfstateWorkspace": "default", "app.kubernetes.io/managed-by": "terraform"}}}
 		}
 		if l.Annotations == nil {
 			l.Annotations = map[string]string{}
 		}
-		l.Annotations[annotationLockInfo] = string(info)
+		l.Annotations[tfstate.AnnotationLockInfo] = string(info)
 		l.Spec.HolderIdentity = &id
 		if l.ResourceVersion == "" {
 			err = h.c.Create(ctx, &l)
@@ -382,7 +382,7 @@ func TestStaleStateLock(t *testing.T) {
 		t.Fatal("the manager released someone else's lock")
 	}
 	l.Spec.HolderIdentity = nil
-	delete(l.Annotations, annotationLockInfo)
+	delete(l.Annotations, tfstate.AnnotationLockInfo)
 	if err := h.c.Update(ctx, &l); err != nil {
 		t.Fatal(err)
 	}

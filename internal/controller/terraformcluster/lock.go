@@ -2,7 +2,6 @@ package terraformcluster
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
@@ -14,6 +13,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	infrav1 "github.com/captf/captf/api/v1alpha1"
+	"github.com/captf/captf/internal/tfstate"
 )
 
 // The state lock. Terraform's kubernetes backend locks a state with the
@@ -38,18 +38,6 @@ import (
 // not watched).
 const lockRecheck = 30 * time.Second
 
-// annotationLockInfo is where terraform's backend keeps the LockInfo.
-const annotationLockInfo = "app.terraform.io/lock-info"
-
-// lockInfo is the part of terraform's LockInfo the manager reads: no value
-// of the state, only who holds it and since when.
-type lockInfo struct {
-	ID        string `json:"ID"`
-	Operation string `json:"Operation"`
-	Who       string `json:"Who"`
-	Created   string `json:"Created"`
-}
-
 // errLocked says the state is locked by a holder the manager leaves alone.
 type errLocked struct{ id, msg string }
 
@@ -68,7 +56,7 @@ func (r *Reconciler) lockFailure(ctx context.Context, tc *infrav1.TerraformClust
 }
 
 // lockName is the Lease that locks the state of the object named name.
-func lockName(name string) string { return "lock-" + stateSecretName(name) }
+func lockName(name string) string { return tfstate.LeaseName(stateSuffix(name)) }
 
 // +kubebuilder:rbac:groups=coordination.k8s.io,resources=leases,verbs=get;update
 
@@ -90,8 +78,8 @@ func (r *Reconciler) checkLock(ctx context.Context, tc *infrav1.TerraformCluster
 	if lease.Spec.HolderIdentity == nil || *lease.Spec.HolderIdentity == "" {
 		return nil
 	}
-	var info lockInfo
-	_ = json.Unmarshal([]byte(lease.Annotations[annotationLockInfo]), &info)
+	// A lock without readable info has an unknown holder: left alone.
+	info, _ := tfstate.ParseLockInfo(lease.Annotations[tfstate.AnnotationLockInfo])
 	holder := info.Who
 	if holder == "" {
 		holder = "an unknown holder"
@@ -106,11 +94,11 @@ func (r *Reconciler) checkLock(ctx context.Context, tc *infrav1.TerraformCluster
 	}
 	if !own {
 		return &errLocked{id: *lease.Spec.HolderIdentity, msg: fmt.Sprintf("The terraform state is locked by %s (lock %s, %s since %s), which is not a finished Job of this object; no Job starts until the lock is released (terraform force-unlock %s, or delete the Lease %s).",
-			holder, *lease.Spec.HolderIdentity, info.Operation, info.Created, *lease.Spec.HolderIdentity, lease.Name)}
+			holder, *lease.Spec.HolderIdentity, info.Operation, info.Created.Format(time.RFC3339), *lease.Spec.HolderIdentity, lease.Name)}
 	}
 	id := *lease.Spec.HolderIdentity
 	lease.Spec.HolderIdentity = nil
-	delete(lease.Annotations, annotationLockInfo)
+	delete(lease.Annotations, tfstate.AnnotationLockInfo)
 	// An update, not a patch: it fails if the lock changed hands since.
 	if err := r.Client.Update(ctx, &lease); err != nil {
 		return fmt.Errorf("release the stale state lock %s: %w", id, err)

@@ -12,6 +12,7 @@ import (
 
 	infrav1 "github.com/captf/captf/api/v1alpha1"
 	"github.com/captf/captf/internal/render"
+	"github.com/captf/captf/internal/tfstate"
 )
 
 // clusterctl move (docs/manager.md, "Move"). clusterctl discovers the
@@ -127,7 +128,7 @@ func (r *Reconciler) ownStateForMove(ctx context.Context, tc *infrav1.TerraformC
 		return nil
 	}
 	var list corev1.SecretList
-	if err := r.Client.List(ctx, &list, client.InNamespace(tc.Namespace), client.MatchingLabels{labelStateSuffix: stateSuffix(tc.Name)}); err != nil {
+	if err := r.Client.List(ctx, &list, client.InNamespace(tc.Namespace), client.MatchingLabels{tfstate.LabelSuffix: stateSuffix(tc.Name)}); err != nil {
 		return fmt.Errorf("state Secrets: %w", err)
 	}
 	for i := range list.Items {

@@ -266,6 +266,11 @@ func TestMove(t *testing.T) {
 		t.Fatalf("state Secret labels %v, owners %v", state.Labels, state.OwnerReferences)
 	}
 
+	backups := len(tc.Status.StateBackups)
+	if backups == 0 {
+		t.Fatal("no state backup on the source")
+	}
+
 	move(t, src, dst)
 
 	// Everything left the source; the state reaches the target's server.
@@ -318,6 +323,35 @@ func TestMove(t *testing.T) {
 		return &s
 	}(), moved) {
 		t.Error("the state Secret on the target does not move with the object")
+	}
+
+	// The backups moved with the object, and status lists them again.
+	dst.wait(moved, "the state backups listed on the target", func(tc *infrav1.TerraformCluster) bool {
+		return len(tc.Status.StateBackups) >= backups
+	})
+	var kept corev1.SecretList
+	if err := dst.c.List(ctx, &kept, client.InNamespace("default"), client.HasLabels{infrav1.LabelStateBackup}); err != nil {
+		t.Fatal(err)
+	}
+	for _, b := range kept.Items {
+		if ref := b.OwnerReferences; len(ref) != 1 || ref[0].UID != moved.UID {
+			t.Errorf("backup %s on the target is owned by %v", b.Name, ref)
+		}
+	}
+
+	// A change made on the target plans, is approved and applies against
+	// the moved state.
+	dst.setSize(moved, "small")
+	p = dst.waitingPlan(moved, infrav1.ReasonPlanAwaitingApproval)
+	if p.Add != 0 || p.Destroy != 0 || p.Change == 0 {
+		t.Fatalf("a change on the target plans %d to add, %d to change, %d to destroy", p.Add, p.Change, p.Destroy)
+	}
+	dst.approve(moved, p.PlanHash)
+	dst.blockedWhileRunning(moved, "a change applied on the target", func(tc *infrav1.TerraformCluster) bool {
+		return ready(tc) && tc.Status.Plan == nil && tc.Status.ActiveJob == nil
+	})
+	if again := dst.stateIDs(moved); again["terraform_data.node"] != ids["terraform_data.node"] {
+		t.Errorf("terraform_data.node was created again on the target: %v, before the move %v", again, ids)
 	}
 
 	// No value reaches what moved or what the target wrote: the plans,

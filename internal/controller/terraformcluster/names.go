@@ -4,6 +4,8 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"strings"
+
+	"github.com/captf/captf/internal/tfstate"
 )
 
 // kindShort is the short kind in the names of spec 004: captf-<what>-tfc-<name>.
@@ -86,7 +88,7 @@ func numberTail(s string) bool {
 	return strings.Trim(s[i+1:], "0123456789") == ""
 }
 
-func stateSecretName(name string) string { return "tfstate-default-" + stateSuffix(name) }
+func stateSecretName(name string) string { return tfstate.SecretName(stateSuffix(name)) }
 
 // planName names the TerraformPlan of a plan Job: deterministic per Job
 // and hash, so a recurring identical plan from a later Job is a new object

@@ -149,10 +149,6 @@ func (r *Reconciler) readState(ctx context.Context, reader client.Reader, tc *in
 	return st, nil
 }
 
-// labelStateSuffix is the label terraform's kubernetes backend puts on the
-// Secrets of a state (the state and, for a large one, its parts).
-const labelStateSuffix = "tfstateSecretSuffix"
-
 // ownState makes tc an owner of the Secrets that hold its state, after a
 // successful apply, so that clusterctl move carries them with it. The
 // backend writes the state again on every apply; this finds out whether
@@ -175,7 +171,7 @@ func (ownState) apply(r *Reconciler, x *stepContext) error {
 // Secrets, the manager only marks them.
 func (r *Reconciler) setStateOwner(ctx context.Context, tc *infrav1.TerraformCluster, own bool) error {
 	var list corev1.SecretList
-	if err := r.Reader.List(ctx, &list, client.InNamespace(tc.Namespace), client.MatchingLabels{labelStateSuffix: stateSuffix(tc.Name)}); err != nil {
+	if err := r.Reader.List(ctx, &list, client.InNamespace(tc.Namespace), client.MatchingLabels{tfstate.LabelSuffix: stateSuffix(tc.Name)}); err != nil {
 		return fmt.Errorf("state Secrets: %w", err)
 	}
 	for i := range list.Items {
