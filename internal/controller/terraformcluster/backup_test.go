@@ -315,6 +315,35 @@ func TestChunkedStateBackup(t *testing.T) {
 	if m := serialField.FindSubmatch(after); m == nil || string(m[1]) != strconv.FormatInt(serial+1, 10) {
 		t.Fatalf("the restored state's serial is %q; terraform numbers a pushed state one past it (%d)", m, serial+1)
 	}
+
+	// A state past the size a backup holds is not backed up, and says so.
+	huge := make([]byte, MaxBackupBytes+(1<<20))
+	if _, err := rand.Read(huge); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(h.path(tc, "a.txt"), []byte(base64.StdEncoding.EncodeToString(huge)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	before = tc.DeepCopy()
+	tc.Spec.Drift.IntervalSeconds = ptr.To(int32(2))
+	if err := h.c.Patch(ctx, tc, client.MergeFrom(before)); err != nil {
+		t.Fatal(err)
+	}
+	h.wait(tc, "StateTooLarge", func(tc *infrav1.TerraformCluster) bool {
+		c := condition(tc, infrav1.ConditionStateBackedUp)
+		return c != nil && c.Status == metav1.ConditionFalse && c.Reason == infrav1.ReasonStateTooLarge
+	})
+	if n := count(h.events(tc), infrav1.EventStateTooLarge); n != 1 {
+		t.Fatalf("%d StateTooLarge events", n)
+	}
+	large := *tc.Status.StateSerial
+	var list corev1.SecretList
+	if err := h.c.List(ctx, &list, client.InNamespace(tc.Namespace), client.MatchingLabels{infrav1.LabelStateBackup: strconv.FormatInt(large, 10)}); err != nil {
+		t.Fatal(err)
+	}
+	if len(list.Items) != 0 || tc.Status.StateBackups[0].Serial == large {
+		t.Fatalf("serial %d of %d chunks was backed up", large, len(h.storedChunks(tc)))
+	}
 }
 
 // TestStaleStateLock: a state lock that a runner pod of the object left

@@ -161,16 +161,7 @@ func decideDrift(tc *infrav1.TerraformCluster, o outcome, now metav1.Time) (infr
 	st.LastRun = run
 	st.LastDriftCheck = &now
 	msg := o.Msg
-	switch {
-	case o.Unreadable || (msg != nil && msg.Outcome == runner.OutcomeChecked && msg.Drift == nil):
-		run.Error = &infrav1.RunError{Kind: runner.OutcomeFailed, Message: "the Job's report could not be read"}
-	case msg == nil && o.DeadlineExceeded:
-		run.Error = &infrav1.RunError{Kind: "deadline", Message: "the Job was stopped at its deadline"}
-	case msg == nil:
-		run.Error = &infrav1.RunError{Kind: runner.OutcomeFailed, Message: "the Job left no report"}
-	case msg.Outcome != runner.OutcomeChecked:
-		run.Error = &infrav1.RunError{Kind: msg.Outcome, Message: msg.Error}
-	}
+	run.Error = runError(o, runner.OutcomeChecked, func(m *runner.Message) bool { return m.Drift != nil })
 	if run.Error != nil {
 		run.Succeeded = false
 		setCondition(view, infrav1.ConditionDriftJobSucceeded, false, infrav1.ReasonDriftCheckFailed,

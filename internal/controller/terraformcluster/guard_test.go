@@ -81,18 +81,6 @@ func blockedEventNames(h *driftHarness, tc *infrav1.TerraformCluster, entry stri
 	return false
 }
 
-func (h *driftHarness) annotate(tc *infrav1.TerraformCluster, key, value string) {
-	h.t.Helper()
-	before := tc.DeepCopy()
-	if tc.Annotations == nil {
-		tc.Annotations = map[string]string{}
-	}
-	tc.Annotations[key] = value
-	if err := h.c.Patch(context.Background(), tc, client.MergeFrom(before)); err != nil {
-		h.t.Fatal(err)
-	}
-}
-
 // TestDestructiveGuard: under Automatic, an apply that would delete or
 // replace applies nothing; that plan waits for approval and applies once
 // approved, exactly as reviewed; a plan that moved after the approval is

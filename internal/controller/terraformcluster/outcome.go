@@ -294,6 +294,24 @@ func awaiting(tc *infrav1.TerraformCluster, p *fingerprint.Report) string {
 	return msg
 }
 
+// runError is what went wrong with a finished drift or restore Job whose
+// report should have the outcome want: nil when it has it and holds what
+// that outcome carries (complete).
+func runError(o outcome, want string, complete func(*runner.Message) bool) *infrav1.RunError {
+	msg := o.Msg
+	switch {
+	case o.Unreadable || (msg != nil && msg.Outcome == want && !complete(msg)):
+		return &infrav1.RunError{Kind: runner.OutcomeFailed, Message: "the Job's report could not be read"}
+	case msg == nil && o.DeadlineExceeded:
+		return &infrav1.RunError{Kind: "deadline", Message: "the Job was stopped at its deadline"}
+	case msg == nil:
+		return &infrav1.RunError{Kind: runner.OutcomeFailed, Message: "the Job left no report"}
+	case msg.Outcome != want:
+		return &infrav1.RunError{Kind: msg.Outcome, Message: msg.Error}
+	}
+	return nil
+}
+
 // interruption is what an apply Job that ended without a report leaves:
 // the mark that has the next apply plan first.
 func interruption(o outcome) []step {

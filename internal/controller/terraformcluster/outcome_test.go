@@ -1,6 +1,9 @@
 package terraformcluster
 
 import (
+	"fmt"
+	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -358,6 +361,54 @@ func TestDecideDrift(t *testing.T) {
 			}
 			if !tt.failure && (st.LastRun.Drift == nil || st.LastRun.Drift.Update != int32(tt.msg.Drift.Update)) {
 				t.Errorf("lastRun.drift %+v", st.LastRun.Drift)
+			}
+		})
+	}
+}
+
+// TestDecideRestore: a restore Job's outcome records the serial whatever
+// happened, counts no failure and makes nothing due; success removes the
+// annotation, owns the state Secrets again and has the state backed up
+// again; failure says so once.
+func TestDecideRestore(t *testing.T) {
+	now := metav1.NewTime(time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC))
+	for _, tt := range []struct {
+		name   string
+		o      outcome
+		reason string
+		steps  []string
+	}{
+		{name: "restored", o: outcome{Succeeded: true, Msg: &runner.Message{Outcome: runner.OutcomeRestored, Restored: &runner.Restored{Serial: 7, StateSerial: 8, Resources: 3}}},
+			reason: infrav1.ReasonRestored, steps: []string{"announce", "restoreDone", "ownState"}},
+		{name: "a bad backup", o: outcome{Msg: &runner.Message{Outcome: runner.OutcomeBadInput, Error: "backup chunk-1: corrupt state"}},
+			reason: infrav1.ReasonRestoreFailed, steps: []string{"announce"}},
+		{name: "no report", o: outcome{}, reason: infrav1.ReasonRestoreFailed, steps: []string{"announce"}},
+		{name: "a restored report without counts", o: outcome{Succeeded: true, Msg: &runner.Message{Outcome: runner.OutcomeRestored}},
+			reason: infrav1.ReasonRestoreFailed, steps: []string{"announce"}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			tc := &infrav1.TerraformCluster{ObjectMeta: metav1.ObjectMeta{Name: "demo", Namespace: "ns"}}
+			tc.Status.Failures = 2
+			tc.Status.StateSerial = ptr.To(int64(11))
+			o := tt.o
+			o.Job, o.Operation, o.RestoreSerial = "demo-restore-1", infrav1.OperationRestore, 7
+			st, steps := decide(tc, o, now)
+			view := &infrav1.TerraformCluster{Status: st}
+			if c := condition(view, infrav1.ConditionStateRestored); c == nil || c.Reason != tt.reason {
+				t.Errorf("StateRestored %+v, want %s", c, tt.reason)
+			}
+			if st.LastRestoredSerial == nil || *st.LastRestoredSerial != 7 || st.Failures != 2 || failedRun(st.LastRun) {
+				t.Errorf("lastRestoredSerial %v, failures %d, failed run %v", st.LastRestoredSerial, st.Failures, failedRun(st.LastRun))
+			}
+			if restored := tt.reason == infrav1.ReasonRestored; (st.StateSerial == nil) != restored {
+				t.Errorf("stateSerial %v after %s", st.StateSerial, tt.reason)
+			}
+			var got []string
+			for _, s := range steps {
+				got = append(got, strings.TrimPrefix(fmt.Sprintf("%T", s), "terraformcluster."))
+			}
+			if !slices.Equal(got, tt.steps) {
+				t.Errorf("steps %v, want %v", got, tt.steps)
 			}
 		})
 	}

@@ -100,16 +100,7 @@ func decideRestore(tc *infrav1.TerraformCluster, o outcome, now metav1.Time) (in
 	st.LastRun = run
 	st.LastRestoredSerial = ptr.To(o.RestoreSerial)
 	msg := o.Msg
-	switch {
-	case o.Unreadable || (msg != nil && msg.Outcome == runner.OutcomeRestored && msg.Restored == nil):
-		run.Error = &infrav1.RunError{Kind: runner.OutcomeFailed, Message: "the Job's report could not be read"}
-	case msg == nil && o.DeadlineExceeded:
-		run.Error = &infrav1.RunError{Kind: "deadline", Message: "the Job was stopped at its deadline"}
-	case msg == nil:
-		run.Error = &infrav1.RunError{Kind: runner.OutcomeFailed, Message: "the Job left no report"}
-	case msg.Outcome != runner.OutcomeRestored:
-		run.Error = &infrav1.RunError{Kind: msg.Outcome, Message: msg.Error}
-	}
+	run.Error = runError(o, runner.OutcomeRestored, func(m *runner.Message) bool { return m.Restored != nil })
 	key := o.Job
 	if run.Error != nil {
 		run.Succeeded = false
