@@ -171,7 +171,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		}
 	}
 	if err == nil {
-		err = r.releaseMove(ctx, tc)
+		err = r.releaseMove(ctx, s)
 	}
 	// Set last: a patch of the object itself (the finalizer) reads its
 	// status back from the API server.

@@ -180,6 +180,11 @@ func (r *Reconciler) resume(ctx context.Context, tc *infrav1.TerraformCluster, r
 // status.activeJob names it.
 func (r *Reconciler) activate(ctx context.Context, tc *infrav1.TerraformCluster, job *batchv1.Job) error {
 	op := infrav1.Operation(job.Labels[labelOperation])
+	// Set before the Job was created; again for a Job taken up whose start
+	// was cut short.
+	if err := r.blockMove(ctx, tc); err != nil {
+		return err
+	}
 	if err := r.approvalStarted(ctx, tc, job); err != nil {
 		return err
 	}

@@ -67,19 +67,25 @@ func (r *Reconciler) blockMove(ctx context.Context, tc *infrav1.TerraformCluster
 }
 
 // releaseMove removes annotationBlockMove once no Job of tc is left
-// unprocessed, as the API server itself says: the cache may not show a Job
-// created a moment ago. A crash between setting the annotation and
-// creating the Job leaves the annotation with no Job; this removes it.
-func (r *Reconciler) releaseMove(ctx context.Context, tc *infrav1.TerraformCluster) error {
-	if _, ok := tc.Annotations[annotationBlockMove]; !ok {
+// unprocessed: status names no active Job (a Job this manager started is
+// named there from its start, and one adopted when it is taken up) and the
+// cache shows none unprocessed but those this reconcile processed, whose
+// mark the cache may not show yet. It reads the cache only: while a Job
+// runs, a reconcile reads nothing else from the API server. A crash
+// between setting the annotation and creating the Job leaves the
+// annotation with no Job; this removes it, and a Job found later is
+// blocked again when it is taken up (activate).
+func (r *Reconciler) releaseMove(ctx context.Context, s *scope) error {
+	tc := s.tc
+	if _, ok := tc.Annotations[annotationBlockMove]; !ok || tc.Status.ActiveJob != nil {
 		return nil
 	}
-	jobs, err := r.jobsOf(ctx, r.Reader, tc)
+	jobs, err := r.jobsOf(ctx, r.Client, tc)
 	if err != nil {
 		return err
 	}
 	for i := range jobs {
-		if !processed(&jobs[i]) {
+		if !processed(&jobs[i]) && !s.processed[jobs[i].Name] {
 			return nil
 		}
 	}
@@ -113,7 +119,7 @@ func (r *Reconciler) reconcilePaused(ctx context.Context, s *scope, why string) 
 	s.paused = true
 	_, err := r.settleJobs(ctx, s, root, !tc.DeletionTimestamp.IsZero())
 	if err == nil {
-		err = r.releaseMove(ctx, tc)
+		err = r.releaseMove(ctx, s)
 	}
 	return errors.Join(err, r.patchStatus(ctx, s))
 }

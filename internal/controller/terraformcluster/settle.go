@@ -29,6 +29,9 @@ type scope struct {
 	// paused: the object is paused; steps that wait for the pause to be
 	// lifted are left out (reconcilePaused).
 	paused bool
+	// processed names the Jobs this reconcile marked processed, which the
+	// cache may not show yet (releaseMove).
+	processed map[string]bool
 }
 
 func newScope(tc *infrav1.TerraformCluster) *scope {
@@ -189,7 +192,14 @@ func (r *Reconciler) process(ctx context.Context, s *scope, job *batchv1.Job, de
 	if err := r.deleteRun(ctx, job); err != nil {
 		return err
 	}
-	return r.annotateJob(ctx, job, infrav1.AnnotationProcessed, "true")
+	if err := r.annotateJob(ctx, job, infrav1.AnnotationProcessed, "true"); err != nil {
+		return err
+	}
+	if s.processed == nil {
+		s.processed = map[string]bool{}
+	}
+	s.processed[job.Name] = true
+	return nil
 }
 
 func (r *Reconciler) annotateJob(ctx context.Context, job *batchv1.Job, key, value string) error {
