@@ -202,7 +202,7 @@ func (r *Reconciler) syncBackups(ctx context.Context, tc *infrav1.TerraformClust
 		// Gone or unreadable since the cache saw it: the next read decides.
 		return err
 	}
-	list, stray, err := r.backups(ctx, tc)
+	list, _, err := r.backups(ctx, tc)
 	if err != nil {
 		return err
 	}
@@ -210,7 +210,8 @@ func (r *Reconciler) syncBackups(ctx context.Context, tc *infrav1.TerraformClust
 		setCondition(tc, infrav1.ConditionStateBackedUp, false, infrav1.ReasonBackupFailed, fmt.Sprintf("The backup of state serial %d could not be written: %v", fresh.Serial, err))
 		return err
 	}
-	if list, stray, err = r.backups(ctx, tc); err != nil {
+	list, stray, err := r.backups(ctx, tc)
+	if err != nil {
 		return err
 	}
 	keep := r.StateBackups

@@ -61,10 +61,13 @@ func lockName(name string) string { return tfstate.LeaseName(stateSuffix(name)) 
 // +kubebuilder:rbac:groups=coordination.k8s.io,resources=leases,verbs=get;update
 
 // checkLock looks at the state's lock before a Job starts, when the last
-// run did not succeed: it releases a stale lock of the object's own and
+// run did not succeed or an apply was interrupted: it releases a stale lock of the object's own and
 // returns an *errLocked for any other holder.
 func (r *Reconciler) checkLock(ctx context.Context, tc *infrav1.TerraformCluster) error {
-	if run := tc.Status.LastRun; run != nil && run.Succeeded && !interrupted(tc) {
+	if run := tc.Status.LastRun; !interrupted(tc) && (run == nil || run.Succeeded) {
+		// No run of the object failed since its status began: nothing of
+		// its own can hold the lock, and another holder fails the Job,
+		// whose failure has the next start look.
 		return nil
 	}
 	var lease coordinationv1.Lease
