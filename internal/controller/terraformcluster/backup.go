@@ -196,22 +196,23 @@ func (r *Reconciler) syncBackups(ctx context.Context, tc *infrav1.TerraformClust
 		tc.Status.StateSerial = ptr.To(st.Serial)
 		return r.announce(ctx, tc, announce{Key: "too-large-" + strconv.FormatInt(st.Serial, 10), Type: corev1.EventTypeWarning, Reason: infrav1.EventStateTooLarge, Action: "Backup", Note: msg})
 	}
-	// Read again from the API server, so that every chunk is of one write.
-	fresh, err := r.readState(ctx, r.Reader, tc)
-	if err != nil || fresh == nil {
-		// Gone or unreadable since the cache saw it: the next read decides.
-		return err
-	}
-	list, _, err := r.backups(ctx, tc)
-	if err != nil {
-		return err
-	}
-	if err := r.writeBackup(ctx, tc, fresh, list); err != nil {
-		setCondition(tc, infrav1.ConditionStateBackedUp, false, infrav1.ReasonBackupFailed, fmt.Sprintf("The backup of state serial %d could not be written: %v", fresh.Serial, err))
-		return err
+	fresh := st
+	if len(st.chunks) > 1 {
+		// Read again from the API server, so that every chunk is of one
+		// write; one Secret is one write whatever the cache's age.
+		var err error
+		if fresh, err = r.readState(ctx, r.Reader, tc); err != nil || fresh == nil {
+			// Gone or unreadable since the cache saw it: the next read
+			// decides.
+			return err
+		}
 	}
 	list, stray, err := r.backups(ctx, tc)
 	if err != nil {
+		return err
+	}
+	if list, stray, err = r.writeBackup(ctx, tc, fresh, list, stray); err != nil {
+		setCondition(tc, infrav1.ConditionStateBackedUp, false, infrav1.ReasonBackupFailed, fmt.Sprintf("The backup of state serial %d could not be written: %v", fresh.Serial, err))
 		return err
 	}
 	keep := r.StateBackups
@@ -235,15 +236,25 @@ func (r *Reconciler) syncBackups(ctx context.Context, tc *infrav1.TerraformClust
 
 // writeBackup writes the backup of st unless list holds one of its serial
 // with the same content: the parts first, the first Secret (which names
-// the content) last, so a backup whose first Secret is there is whole.
-func (r *Reconciler) writeBackup(ctx context.Context, tc *infrav1.TerraformCluster, st *stateRead, list []backup) error {
+// the content) last, so a backup whose first Secret is there is whole. It
+// returns list and stray as they are then, newest first: a backup of the
+// same serial replaced, and its parts past the new count stray.
+func (r *Reconciler) writeBackup(ctx context.Context, tc *infrav1.TerraformCluster, st *stateRead, list []backup, stray []*corev1.Secret) ([]backup, []*corev1.Secret, error) {
 	chunks := st.chunks
 	sum := tfstate.Digests(chunks)
-	for _, b := range list {
-		if b.serial() == st.Serial && b.first.Annotations[annotationStateSum] == sum && len(b.parts) == len(chunks)-1 {
-			return nil
+	at := slices.IndexFunc(list, func(b backup) bool { return b.serial() == st.Serial })
+	if at >= 0 {
+		if b := list[at]; b.first.Annotations[annotationStateSum] == sum && len(b.parts) == len(chunks)-1 {
+			return list, stray, nil
 		}
+		for _, p := range list[at].parts {
+			if partIndex(p) >= len(chunks) {
+				stray = append(stray, p)
+			}
+		}
+		list = slices.Delete(list, at, at+1)
 	}
+	written := make([]*corev1.Secret, len(chunks))
 	for n := len(chunks) - 1; n >= 0; n-- {
 		name := backupName(tc.Name, st.Serial)
 		labels := backupLabels(tc, st.Serial)
@@ -260,7 +271,7 @@ func (r *Reconciler) writeBackup(ctx context.Context, tc *infrav1.TerraformClust
 		s := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: tc.Namespace, Labels: labels, Annotations: annotations},
 			Data: map[string][]byte{chunkKey(n): chunks[n]}}
 		if err := controllerutil.SetOwnerReference(tc, s, r.Client.Scheme()); err != nil {
-			return err
+			return nil, nil, err
 		}
 		err := r.Client.Create(ctx, s)
 		if apierrors.IsAlreadyExists(err) {
@@ -272,8 +283,11 @@ func (r *Reconciler) writeBackup(ctx context.Context, tc *infrav1.TerraformClust
 			}
 		}
 		if err != nil {
-			return fmt.Errorf("state backup %s: %w", name, err)
+			return nil, nil, fmt.Errorf("state backup %s: %w", name, err)
 		}
+		written[n] = s
 	}
-	return nil
+	list = append(list, backup{first: written[0], parts: written[1:]})
+	slices.SortFunc(list, func(x, y backup) int { return cmp.Compare(y.serial(), x.serial()) })
+	return list, stray, nil
 }

@@ -11,6 +11,7 @@ import (
 	"io"
 	"os"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -23,6 +24,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	infrav1 "github.com/captf/captf/api/v1alpha1"
+	"github.com/captf/captf/internal/testenv"
 	"github.com/captf/captf/internal/tfstate"
 )
 
@@ -418,4 +420,104 @@ func TestStaleStateLock(t *testing.T) {
 	h.wait(tc, "the apply after the lock was released", func(tc *infrav1.TerraformCluster) bool {
 		return ready(tc) && tc.Status.LastRun != nil && tc.Status.LastRun.Succeeded && tc.Status.ActiveJob == nil && condition(tc, infrav1.ConditionApplyJobSucceeded).Reason != infrav1.ReasonStateLocked
 	})
+}
+
+// TestBackupPruneAndReplace: the newest serials are kept, as many as the
+// manager's setting says, newest first in status; a serial whose content
+// changed (after a restore) is backed up again under its name, and the
+// parts a shorter state no longer needs go.
+func TestBackupPruneAndReplace(t *testing.T) {
+	env := testenv.Start(t, "../../..")
+	ctx := context.Background()
+	tc := &infrav1.TerraformCluster{
+		ObjectMeta: metav1.ObjectMeta{Name: "pruned", Namespace: "default"},
+		Spec:       infrav1.TerraformClusterSpec{RunnerSpec: infrav1.RunnerSpec{Image: moduleImage}},
+	}
+	if err := env.Client.Create(ctx, tc); err != nil {
+		t.Fatal(err)
+	}
+	r := &Reconciler{Client: env.Client, Reader: env.Client, StateBackups: 3}
+	// write stores a state of serial in parts Secrets, as terraform would,
+	// and backs it up as a reconcile does.
+	write := func(serial int64, lineage string, parts int) {
+		t.Helper()
+		var buf bytes.Buffer
+		zw := gzip.NewWriter(&buf)
+		fmt.Fprintf(zw, `{"version":4,"serial":%d,"lineage":%q,"outputs":{},"resources":[]}`, serial, lineage)
+		zw.Close()
+		z := buf.Bytes()
+		if err := env.Client.DeleteAllOf(ctx, &corev1.Secret{}, client.InNamespace("default"), client.MatchingLabels(tfstate.Selector(stateSuffix(tc.Name)))); err != nil {
+			t.Fatal(err)
+		}
+		for n := range parts {
+			name := stateSecretName(tc.Name)
+			if n > 0 {
+				name = tfstate.PartName(stateSuffix(tc.Name), n)
+			}
+			chunk := z[n*len(z)/parts : (n+1)*len(z)/parts]
+			s := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "default", Labels: tfstate.Selector(stateSuffix(tc.Name))},
+				Data: map[string][]byte{tfstate.DataKey: chunk}}
+			if err := env.Client.Create(ctx, s); err != nil {
+				t.Fatal(err)
+			}
+		}
+		st, err := r.readState(ctx, env.Client, tc)
+		if err != nil || st == nil || st.Serial != serial {
+			t.Fatalf("read state %d: %+v, %v", serial, st, err)
+		}
+		if err := r.syncBackups(ctx, tc, st); err != nil {
+			t.Fatal(err)
+		}
+	}
+	kept := func() []string {
+		t.Helper()
+		var list corev1.SecretList
+		if err := env.Client.List(ctx, &list, client.InNamespace("default"), client.HasLabels{infrav1.LabelStateBackup}); err != nil {
+			t.Fatal(err)
+		}
+		var names []string
+		for _, s := range list.Items {
+			names = append(names, s.Name)
+		}
+		slices.Sort(names)
+		return names
+	}
+	for serial := int64(1); serial <= 5; serial++ {
+		write(serial, "one", 2)
+	}
+	name := func(serial int64) string { return backupName(tc.Name, serial) }
+	part := func(serial int64, n int) string { return backupPartName(tc.Name, serial, n) }
+	want := []string{name(3), part(3, 1), name(4), part(4, 1), name(5), part(5, 1)}
+	if got := kept(); !slices.Equal(got, want) {
+		t.Fatalf("backups kept %v, want %v", got, want)
+	}
+	if got := tc.Status.StateBackups; len(got) != 3 || got[0].Serial != 5 || got[2].Serial != 3 {
+		t.Fatalf("status.stateBackups %+v", got)
+	}
+	// A restore of serial 3 pushed it back as 4: the same number, other
+	// content, in one Secret.
+	tc.Status.StateSerial = nil
+	write(4, "two", 1)
+	want = []string{name(3), part(3, 1), name(4), name(5), part(5, 1)}
+	if got := kept(); !slices.Equal(got, want) {
+		t.Fatalf("backups after serial 4 changed %v, want %v", got, want)
+	}
+	var first corev1.Secret
+	if err := env.Client.Get(ctx, client.ObjectKey{Namespace: "default", Name: name(4)}, &first); err != nil {
+		t.Fatal(err)
+	}
+	if first.Annotations[annotationStateChunks] != "1" || len(first.Data[chunkKey(0)]) == 0 {
+		t.Fatalf("serial 4 backed up again as %v", first.Annotations)
+	}
+	// Status lost (a move): the serial is checked against its backup once,
+	// and the same content is not written again.
+	rv := first.ResourceVersion
+	tc.Status.StateSerial, tc.Status.StateBackups = nil, nil
+	write(4, "two", 1)
+	if got := tc.Status.StateBackups; len(got) != 3 || got[0].Serial != 5 {
+		t.Fatalf("status.stateBackups rebuilt as %+v", got)
+	}
+	if err := env.Client.Get(ctx, client.ObjectKey{Namespace: "default", Name: name(4)}, &first); err != nil || first.ResourceVersion != rv {
+		t.Fatalf("an unchanged serial was written again: %v", err)
+	}
 }
