@@ -190,6 +190,22 @@ func (h *harness) stateIDs(tc *infrav1.TerraformCluster) map[string]string {
 	return ids
 }
 
+// provisioned creates a Cluster that clusterctl will move: provisioned,
+// its control plane initialized, as Cluster API's controllers would say.
+func (h *harness) provisioned(name string) *unstructured.Unstructured {
+	h.t.Helper()
+	cluster := h.cluster(name, false)
+	cluster.Object["status"] = map[string]any{
+		"initialization": map[string]any{"infrastructureProvisioned": true, "controlPlaneInitialized": true},
+		"conditions": []any{map[string]any{"type": "ControlPlaneInitialized", "status": "True", "reason": "Initialized", "message": "",
+			"lastTransitionTime": time.Now().UTC().Format(time.RFC3339)}},
+	}
+	if err := h.c.Status().Update(context.Background(), cluster); err != nil {
+		h.t.Fatal(err)
+	}
+	return cluster
+}
+
 // blockedWhileRunning waits for tc to settle, checking at every look that
 // a Job named in status.activeJob goes with annotationBlockMove, and that
 // the annotation is gone once nothing runs.
@@ -220,15 +236,7 @@ func TestMove(t *testing.T) {
 	dst := startMoveEnv(t)
 	ctx := context.Background()
 
-	cluster := src.cluster("moving", false)
-	cluster.Object["status"] = map[string]any{
-		"initialization": map[string]any{"infrastructureProvisioned": true, "controlPlaneInitialized": true},
-		"conditions": []any{map[string]any{"type": "ControlPlaneInitialized", "status": "True", "reason": "Initialized", "message": "",
-			"lastTransitionTime": time.Now().UTC().Format(time.RFC3339)}},
-	}
-	if err := src.c.Status().Update(ctx, cluster); err != nil {
-		t.Fatal(err)
-	}
+	cluster := src.provisioned("moving")
 	tc := src.create("moving", infrav1.ApplyManual, "small", func(tc *infrav1.TerraformCluster) {
 		tc.Labels = map[string]string{infrav1.LabelClusterName: "moving"}
 		tc.OwnerReferences = []metav1.OwnerReference{{APIVersion: "cluster.x-k8s.io/v1beta2", Kind: "Cluster", Name: cluster.GetName(), UID: cluster.GetUID()}}
@@ -439,15 +447,7 @@ func TestMoveApprovedPlan(t *testing.T) {
 	src := startMoveEnv(t)
 	dst := startMoveEnv(t)
 	ctx := context.Background()
-	cluster := src.cluster("approved", false)
-	cluster.Object["status"] = map[string]any{
-		"initialization": map[string]any{"infrastructureProvisioned": true, "controlPlaneInitialized": true},
-		"conditions": []any{map[string]any{"type": "ControlPlaneInitialized", "status": "True", "reason": "Initialized", "message": "",
-			"lastTransitionTime": time.Now().UTC().Format(time.RFC3339)}},
-	}
-	if err := src.c.Status().Update(ctx, cluster); err != nil {
-		t.Fatal(err)
-	}
+	cluster := src.provisioned("approved")
 	tc := src.create("approved", infrav1.ApplyManual, "small", func(tc *infrav1.TerraformCluster) {
 		tc.OwnerReferences = []metav1.OwnerReference{{APIVersion: "cluster.x-k8s.io/v1beta2", Kind: "Cluster", Name: cluster.GetName(), UID: cluster.GetUID()}}
 	})
