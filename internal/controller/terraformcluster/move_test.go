@@ -495,3 +495,58 @@ func TestMoveApprovedPlan(t *testing.T) {
 		t.Errorf("resource ids changed across the move: before %v, after %v", ids, after)
 	}
 }
+
+// TestMoveStalePlan: a plan that waited for inputs the object no longer
+// has (changed while the object was paused for the move) is an orphan on
+// the target: it is not re-attached but superseded, and a plan of the
+// current inputs waits instead, is approved and applies against the moved
+// state.
+func TestMoveStalePlan(t *testing.T) {
+	src := startMoveEnv(t)
+	dst := startMoveEnv(t)
+	ctx := context.Background()
+	cluster := src.provisioned("stale")
+	tc := src.create("stale", infrav1.ApplyManual, "small", func(tc *infrav1.TerraformCluster) {
+		tc.OwnerReferences = []metav1.OwnerReference{{APIVersion: "cluster.x-k8s.io/v1beta2", Kind: "Cluster", Name: cluster.GetName(), UID: cluster.GetUID()}}
+	})
+	src.wait(tc, "first apply", ready)
+	ids := src.stateIDs(tc)
+	src.setSize(tc, "large")
+	stale := src.livePlanOf(tc)
+	before := tc.DeepCopy()
+	if tc.Annotations == nil {
+		tc.Annotations = map[string]string{}
+	}
+	tc.Annotations[annotationPaused] = ""
+	if err := src.c.Patch(ctx, tc, client.MergeFrom(before)); err != nil {
+		t.Fatal(err)
+	}
+	src.wait(tc, "paused", pausedWith(metav1.ConditionTrue))
+	src.setSize(tc, "medium")
+
+	move(t, src, dst)
+
+	moved := &infrav1.TerraformCluster{ObjectMeta: metav1.ObjectMeta{Name: "stale", Namespace: "default"}}
+	dst.wait(moved, "moved, still paused by its annotation", pausedWith(metav1.ConditionTrue))
+	before = moved.DeepCopy()
+	delete(moved.Annotations, annotationPaused)
+	if err := dst.c.Patch(ctx, moved, client.MergeFrom(before)); err != nil {
+		t.Fatal(err)
+	}
+	dst.phaseWait(moved, stale.Name, infrav1.PlanSuperseded)
+	dst.wait(moved, "a plan of the current inputs waiting", func(tc *infrav1.TerraformCluster) bool {
+		c := condition(tc, infrav1.ConditionApplyJobSucceeded)
+		return tc.Status.PendingPlanRef != nil && tc.Status.PendingPlanRef.Name != stale.Name && tc.Status.Plan != nil &&
+			tc.Status.ActiveJob == nil && c != nil && c.Reason == infrav1.ReasonPlanAwaitingApproval
+	})
+	if moved.Status.Plan.PlanHash == stale.Spec.PlanHash {
+		t.Fatalf("the new plan has the stale plan's hash %s", stale.Spec.PlanHash)
+	}
+	dst.approve(moved, moved.Status.Plan.PlanHash)
+	dst.wait(moved, "the current plan applied", func(tc *infrav1.TerraformCluster) bool {
+		return ready(tc) && tc.Status.Plan == nil && tc.Status.ActiveJob == nil
+	})
+	if after := dst.stateIDs(moved); after["terraform_data.node"] != ids["terraform_data.node"] {
+		t.Errorf("resource ids changed across the move: before %v, after %v", ids, after)
+	}
+}
