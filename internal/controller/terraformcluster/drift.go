@@ -154,11 +154,8 @@ func (r *Reconciler) appliedInputs(ctx context.Context, tc *infrav1.TerraformClu
 // decideDrift is what a finished drift Job implies. It never counts as a
 // failed run: the object's failures and retries are about applies.
 func decideDrift(tc *infrav1.TerraformCluster, o outcome, now metav1.Time) (infrav1.TerraformClusterStatus, []step) {
-	view := tc.DeepCopy()
+	view, run := finishRun(tc, o, now)
 	st := &view.Status
-	st.ActiveJob = nil
-	run := &infrav1.RunStatus{Job: o.Job, Operation: o.Operation, StartedAt: o.StartedAt, FinishedAt: &now, Succeeded: o.Succeeded}
-	st.LastRun = run
 	st.LastDriftCheck = &now
 	msg := o.Msg
 	run.Error = runError(o, runner.OutcomeChecked, func(m *runner.Message) bool { return m.Drift != nil })

@@ -129,11 +129,8 @@ func decideRun(tc *infrav1.TerraformCluster, o outcome, now metav1.Time) (infrav
 	case infrav1.OperationRestore:
 		return decideRestore(tc, o, now)
 	}
-	view := tc.DeepCopy()
+	view, run := finishRun(tc, o, now)
 	st := &view.Status
-	st.ActiveJob = nil
-	run := &infrav1.RunStatus{Job: o.Job, Operation: o.Operation, StartedAt: o.StartedAt, FinishedAt: &now, Succeeded: o.Succeeded}
-	st.LastRun = run
 	msg := o.Msg
 	needsPlan := msg != nil && (msg.Outcome == runner.OutcomePlanned || msg.Outcome == runner.OutcomePlanChanged)
 	switch {
@@ -271,6 +268,16 @@ func decideRun(tc *infrav1.TerraformCluster, o outcome, now metav1.Time) (infrav
 		failed(view, run)
 		return *st, nil
 	}
+}
+
+// finishRun is the view of tc that decide changes for the finished Job o:
+// no active Job, and o as the last run, which the caller completes.
+func finishRun(tc *infrav1.TerraformCluster, o outcome, now metav1.Time) (*infrav1.TerraformCluster, *infrav1.RunStatus) {
+	view := tc.DeepCopy()
+	run := &infrav1.RunStatus{Job: o.Job, Operation: o.Operation, StartedAt: o.StartedAt, FinishedAt: &now, Succeeded: o.Succeeded}
+	view.Status.ActiveJob = nil
+	view.Status.LastRun = run
+	return view, run
 }
 
 // planStatus is status.plan for a plan the Job o reported.

@@ -93,11 +93,8 @@ func (s restoreDone) apply(r *Reconciler, x *stepContext) error {
 // decideRestore is what a finished restore Job implies. Like a drift check
 // it is not a failed apply: no backoff, and nothing becomes due.
 func decideRestore(tc *infrav1.TerraformCluster, o outcome, now metav1.Time) (infrav1.TerraformClusterStatus, []step) {
-	view := tc.DeepCopy()
+	view, run := finishRun(tc, o, now)
 	st := &view.Status
-	st.ActiveJob = nil
-	run := &infrav1.RunStatus{Job: o.Job, Operation: o.Operation, StartedAt: o.StartedAt, FinishedAt: &now, Succeeded: o.Succeeded}
-	st.LastRun = run
 	st.LastRestoredSerial = ptr.To(o.RestoreSerial)
 	msg := o.Msg
 	run.Error = runError(o, runner.OutcomeRestored, func(m *runner.Message) bool { return m.Restored != nil })
