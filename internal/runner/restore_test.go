@@ -6,10 +6,8 @@ import (
 	"crypto/rand"
 	"encoding/base64"
 	"encoding/json"
-	"io"
 	"os"
 	"path/filepath"
-	"regexp"
 	"strconv"
 	"strings"
 	"testing"
@@ -114,7 +112,7 @@ func TestJobRestore(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			before := decompress(t, stored)
+			before := tftest.StateJSON(t, stored)
 			if err := env.Client.DeleteAllOf(ctx, &corev1.Secret{}, client.InNamespace("default"), client.MatchingLabels(tfstate.Selector(suffix))); err != nil {
 				t.Fatal(err)
 			}
@@ -174,9 +172,9 @@ func TestJobRestore(t *testing.T) {
 			if len(chunks) != tc.chunks {
 				t.Errorf("restored in %d chunks, want %d", len(chunks), tc.chunks)
 			}
-			after := decompress(t, chunks)
+			after := tftest.StateJSON(t, chunks)
 			// The one difference: push -force writes serial+1.
-			wantAfter := withSerial(t, before, meta.Serial+1)
+			wantAfter := tftest.WithSerial(t, before, meta.Serial+1)
 			if !bytes.Equal(after, wantAfter) {
 				t.Errorf("the restored state (%d bytes) is not the backup (%d bytes) with serial %d", len(after), len(before), meta.Serial+1)
 			}
@@ -269,41 +267,6 @@ func stateSecrets(t *testing.T, c client.Client, suffix string) []tfstate.Secret
 	}
 	return out
 }
-
-func decompress(t *testing.T, chunks [][]byte) []byte {
-	t.Helper()
-	r, err := tfstate.Open(chunks)
-	if err != nil {
-		t.Fatal(err)
-	}
-	b, err := io.ReadAll(r)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return b
-}
-
-// serialPattern is the state's serial member, as terraform (indented) and
-// tofu (compact) write it; the first is the top-level one, written before
-// the outputs and resources.
-var serialPattern = regexp.MustCompile(`"serial": ?[0-9]+`)
-
-// withSerial is state with its serial set to serial, every other byte
-// kept.
-func withSerial(t *testing.T, state []byte, serial int64) []byte {
-	t.Helper()
-	loc := serialPattern.FindIndex(state)
-	if loc == nil {
-		t.Fatal("the state has no serial")
-	}
-	member := serialPattern.Find(state)
-	colon := bytes.IndexByte(member, ':')
-	number := bytes.TrimLeft(member[colon+1:], " ")
-	head := member[:len(member)-len(number)]
-	return slicesConcat(state[:loc[0]], head, []byte(strconv.FormatInt(serial, 10)), state[loc[1]:])
-}
-
-func slicesConcat(parts ...[]byte) []byte { return bytes.Join(parts, nil) }
 
 func remove(t *testing.T, path string) {
 	t.Helper()

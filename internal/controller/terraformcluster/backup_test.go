@@ -8,9 +8,7 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
-	"io"
 	"os"
-	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -26,6 +24,7 @@ import (
 	infrav1 "github.com/captf/captf/api/v1alpha1"
 	"github.com/captf/captf/internal/testenv"
 	"github.com/captf/captf/internal/tfstate"
+	"github.com/captf/captf/internal/tftest"
 )
 
 // stateSecrets lists the Secrets that hold tc's terraform state.
@@ -81,36 +80,6 @@ func (h *harness) backupChunks(tc *infrav1.TerraformCluster, serial int64) [][]b
 	return chunks
 }
 
-// unzip is the state JSON of stored chunks.
-func unzip(t *testing.T, chunks [][]byte) []byte {
-	t.Helper()
-	zr, err := gzip.NewReader(bytes.NewReader(bytes.Join(chunks, nil)))
-	if err != nil {
-		t.Fatal(err)
-	}
-	raw, err := io.ReadAll(zr)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return raw
-}
-
-var serialField = regexp.MustCompile(`"serial":\s*(\d+)`)
-
-// withSerial is the state JSON raw with its serial set to n, written as
-// the tool wrote it (terraform indents, tofu does not).
-func withSerial(raw []byte, n int64) []byte {
-	done := false
-	return serialField.ReplaceAllFunc(raw, func(m []byte) []byte {
-		if done {
-			return m
-		}
-		done = true
-		i := bytes.LastIndexAny(m, ": ") + 1
-		return append(append([]byte(nil), m[:i]...), strconv.FormatInt(n, 10)...)
-	})
-}
-
 func backedUpSerial(tc *infrav1.TerraformCluster) int64 {
 	if c := condition(tc, infrav1.ConditionStateBackedUp); c == nil || c.Reason != infrav1.ReasonBackedUp || tc.Status.StateSerial == nil {
 		return -1
@@ -161,7 +130,7 @@ func TestStateBackupAndRestore(t *testing.T) {
 			if got := tc.Status.StateBackups; len(got) != 2 || got[0].Serial != newest || got[1].Serial != first || got[0].Bytes <= 0 {
 				t.Fatalf("status.stateBackups = %+v; want serials %d and %d", got, newest, first)
 			}
-			backup := unzip(t, h.backupChunks(tc, newest))
+			backup := tftest.StateJSON(t, h.backupChunks(tc, newest))
 
 			// The state is lost: nothing runs, and the message names the
 			// newest backup.
@@ -199,12 +168,12 @@ func TestStateBackupAndRestore(t *testing.T) {
 			if plan.Add != 0 || plan.Change != 1 || plan.Destroy != 0 {
 				t.Fatalf("after the restore the change plans %d to add, %d to change, %d to destroy; want only a.txt changed", plan.Add, plan.Change, plan.Destroy)
 			}
-			after := unzip(t, h.storedChunks(tc))
-			if !bytes.Equal(withSerial(after, newest), backup) {
+			after := tftest.StateJSON(t, h.storedChunks(tc))
+			if !bytes.Equal(tftest.WithSerial(t, after, newest), backup) {
 				t.Fatalf("the restored state differs from the backup beyond its serial")
 			}
-			if m := serialField.FindSubmatch(after); m == nil || string(m[1]) != strconv.FormatInt(newest+1, 10) {
-				t.Fatalf("the restored state's serial is %q; terraform numbers a pushed state one past the backup's (%d)", m, newest+1)
+			if m, err := tfstate.ReadMeta(bytes.NewReader(after)); err != nil || m.Serial != newest+1 {
+				t.Fatalf("the restored state's serial is %d (%v); terraform numbers a pushed state one past the backup's (%d)", m.Serial, err, newest+1)
 			}
 			if n := count(h.events(tc), infrav1.EventStateRestored); n != 1 {
 				t.Fatalf("%d StateRestored events", n)
@@ -299,7 +268,7 @@ func TestChunkedStateBackup(t *testing.T) {
 	if got := h.backupChunks(tc, serial); !equalChunks(got, stored) {
 		t.Fatalf("the backup of serial %d differs from the state (%d chunks, %d stored)", serial, len(got), len(stored))
 	}
-	backup := unzip(t, stored)
+	backup := tftest.StateJSON(t, stored)
 	for _, s := range h.stateSecrets(tc) {
 		if err := h.c.Delete(ctx, &s); err != nil {
 			t.Fatal(err)
@@ -310,12 +279,12 @@ func TestChunkedStateBackup(t *testing.T) {
 		c := condition(tc, infrav1.ConditionStateRestored)
 		return c != nil && c.Reason == infrav1.ReasonRestored
 	})
-	after := unzip(t, h.storedChunks(tc))
-	if !bytes.Equal(withSerial(after, serial), backup) {
+	after := tftest.StateJSON(t, h.storedChunks(tc))
+	if !bytes.Equal(tftest.WithSerial(t, after, serial), backup) {
 		t.Fatalf("the restored state differs from the backup beyond its serial (%d bytes, %d backed up)", len(after), len(backup))
 	}
-	if m := serialField.FindSubmatch(after); m == nil || string(m[1]) != strconv.FormatInt(serial+1, 10) {
-		t.Fatalf("the restored state's serial is %q; terraform numbers a pushed state one past it (%d)", m, serial+1)
+	if m, err := tfstate.ReadMeta(bytes.NewReader(after)); err != nil || m.Serial != serial+1 {
+		t.Fatalf("the restored state's serial is %d (%v); terraform numbers a pushed state one past it (%d)", m.Serial, err, serial+1)
 	}
 
 	// A state past the size a backup holds is not backed up, and says so.

@@ -437,6 +437,39 @@ func TestMovePausedRecordsOutcome(t *testing.T) {
 	}
 }
 
+// pausedWithPlan creates a Manual object named name owned by a provisioned
+// Cluster, applies it, has a plan of another size wait, and pauses the
+// object through its own annotation (clusterctl checks only the Cluster's
+// pause). It returns the object, the ids in its state and the waiting plan.
+func (h *harness) pausedWithPlan(name string) (*infrav1.TerraformCluster, map[string]string, *infrav1.TerraformPlan) {
+	h.t.Helper()
+	cluster := h.provisioned(name)
+	tc := h.create(name, infrav1.ApplyManual, "small", func(tc *infrav1.TerraformCluster) {
+		tc.OwnerReferences = []metav1.OwnerReference{{APIVersion: "cluster.x-k8s.io/v1beta2", Kind: "Cluster", Name: cluster.GetName(), UID: cluster.GetUID()}}
+	})
+	h.wait(tc, "first apply", ready)
+	ids := h.stateIDs(tc)
+	h.setSize(tc, "large")
+	plan := h.livePlanOf(tc)
+	h.annotate(tc, annotationPaused, "")
+	h.wait(tc, "paused", pausedWith(metav1.ConditionTrue))
+	return tc, ids, plan
+}
+
+// resumeMoved waits for the object named name on the target, moved and
+// still paused by its own annotation, and lifts that pause.
+func (h *harness) resumeMoved(name string) *infrav1.TerraformCluster {
+	h.t.Helper()
+	moved := &infrav1.TerraformCluster{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "default"}}
+	h.wait(moved, "moved, still paused by its annotation", pausedWith(metav1.ConditionTrue))
+	before := moved.DeepCopy()
+	delete(moved.Annotations, annotationPaused)
+	if err := h.c.Patch(context.Background(), moved, client.MergeFrom(before)); err != nil {
+		h.t.Fatal(err)
+	}
+	return moved
+}
+
 // TestMoveApprovedPlan: a live plan approved by the identity that runs the
 // move is created on the target by that identity (create equals approve,
 // spec 002), and the manager there applies it with --expect-plan. The
@@ -447,23 +480,7 @@ func TestMoveApprovedPlan(t *testing.T) {
 	src := startMoveEnv(t)
 	dst := startMoveEnv(t)
 	ctx := context.Background()
-	cluster := src.provisioned("approved")
-	tc := src.create("approved", infrav1.ApplyManual, "small", func(tc *infrav1.TerraformCluster) {
-		tc.OwnerReferences = []metav1.OwnerReference{{APIVersion: "cluster.x-k8s.io/v1beta2", Kind: "Cluster", Name: cluster.GetName(), UID: cluster.GetUID()}}
-	})
-	src.wait(tc, "first apply", ready)
-	ids := src.stateIDs(tc)
-	src.setSize(tc, "large")
-	plan := src.livePlanOf(tc)
-	before := tc.DeepCopy()
-	if tc.Annotations == nil {
-		tc.Annotations = map[string]string{}
-	}
-	tc.Annotations[annotationPaused] = ""
-	if err := src.c.Patch(ctx, tc, client.MergeFrom(before)); err != nil {
-		t.Fatal(err)
-	}
-	src.wait(tc, "paused", pausedWith(metav1.ConditionTrue))
+	tc, ids, plan := src.pausedWithPlan("approved")
 	// The mover approves: the administrator of both kubeconfigs.
 	mover := src.env.ClientAs(t, "captf-test-admin", "system:masters")
 	pb := plan.DeepCopy()
@@ -478,13 +495,7 @@ func TestMoveApprovedPlan(t *testing.T) {
 
 	move(t, src, dst)
 
-	moved := &infrav1.TerraformCluster{ObjectMeta: metav1.ObjectMeta{Name: "approved", Namespace: "default"}}
-	dst.wait(moved, "moved, still paused by its annotation", pausedWith(metav1.ConditionTrue))
-	before = moved.DeepCopy()
-	delete(moved.Annotations, annotationPaused)
-	if err := dst.c.Patch(ctx, moved, client.MergeFrom(before)); err != nil {
-		t.Fatal(err)
-	}
+	moved := dst.resumeMoved("approved")
 	dst.wait(moved, "the moved approved plan applied", func(tc *infrav1.TerraformCluster) bool { return ready(tc) && tc.Status.Plan == nil })
 	dst.phaseWait(moved, plan.Name, infrav1.PlanApplied)
 	jobs := dst.jobs(moved)
@@ -504,35 +515,12 @@ func TestMoveApprovedPlan(t *testing.T) {
 func TestMoveStalePlan(t *testing.T) {
 	src := startMoveEnv(t)
 	dst := startMoveEnv(t)
-	ctx := context.Background()
-	cluster := src.provisioned("stale")
-	tc := src.create("stale", infrav1.ApplyManual, "small", func(tc *infrav1.TerraformCluster) {
-		tc.OwnerReferences = []metav1.OwnerReference{{APIVersion: "cluster.x-k8s.io/v1beta2", Kind: "Cluster", Name: cluster.GetName(), UID: cluster.GetUID()}}
-	})
-	src.wait(tc, "first apply", ready)
-	ids := src.stateIDs(tc)
-	src.setSize(tc, "large")
-	stale := src.livePlanOf(tc)
-	before := tc.DeepCopy()
-	if tc.Annotations == nil {
-		tc.Annotations = map[string]string{}
-	}
-	tc.Annotations[annotationPaused] = ""
-	if err := src.c.Patch(ctx, tc, client.MergeFrom(before)); err != nil {
-		t.Fatal(err)
-	}
-	src.wait(tc, "paused", pausedWith(metav1.ConditionTrue))
+	tc, ids, stale := src.pausedWithPlan("stale")
 	src.setSize(tc, "medium")
 
 	move(t, src, dst)
 
-	moved := &infrav1.TerraformCluster{ObjectMeta: metav1.ObjectMeta{Name: "stale", Namespace: "default"}}
-	dst.wait(moved, "moved, still paused by its annotation", pausedWith(metav1.ConditionTrue))
-	before = moved.DeepCopy()
-	delete(moved.Annotations, annotationPaused)
-	if err := dst.c.Patch(ctx, moved, client.MergeFrom(before)); err != nil {
-		t.Fatal(err)
-	}
+	moved := dst.resumeMoved("stale")
 	dst.phaseWait(moved, stale.Name, infrav1.PlanSuperseded)
 	dst.wait(moved, "a plan of the current inputs waiting", func(tc *infrav1.TerraformCluster) bool {
 		c := condition(tc, infrav1.ConditionApplyJobSucceeded)
