@@ -215,6 +215,9 @@ func (o *options) open(ctx context.Context, args []string, stdout, stderr io.Wri
 			// plan validate.
 			Init:       &runner.InitStamp{Path: filepath.Join(abs, runner.StateDir, runner.InitStampFile), Key: key},
 			NoValidate: true,
+			// Read saved plans here, not through show -json, which
+			// starts every provider again for its schema.
+			Schemas:    &runner.SchemaCache{Path: filepath.Join(abs, runner.StateDir, runner.SchemaCacheFile)},
 			RuntimeKey: key,
 		},
 		store: planstore.Store{Dir: filepath.Join(dir, runner.StateDir, "plans")},

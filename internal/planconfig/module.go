@@ -12,6 +12,7 @@ import (
 
 	"github.com/hashicorp/hcl/v2"
 	"github.com/hashicorp/hcl/v2/hclsyntax"
+	"github.com/zclconf/go-cty/cty"
 )
 
 // module is the configuration of one module directory, parsed.
@@ -25,6 +26,9 @@ type module struct {
 	locals    map[string]*hclsyntax.Attribute
 	variables map[string]*hclsyntax.Block
 	calls     map[string]*hclsyntax.Block
+	// required maps a provider's source address, as written in
+	// required_providers, to the module's local name for it.
+	required map[string]string
 	// jsonFiles are the module's .tf.json (and .tofu.json) files, which
 	// are not parsed: every digest in the module binds them whole.
 	jsonFiles []string
@@ -91,6 +95,7 @@ func loadModule(key, dir string) (*module, error) {
 		locals:    map[string]*hclsyntax.Attribute{},
 		variables: map[string]*hclsyntax.Block{},
 		calls:     map[string]*hclsyntax.Block{},
+		required:  map[string]string{},
 	}
 	for _, name := range files {
 		path := filepath.Join(dir, name)
@@ -150,6 +155,17 @@ func (m *module) add(body *hclsyntax.Body) {
 			m.variables[b.Labels[0]] = b
 		case b.Type == "module" && len(b.Labels) == 1:
 			m.calls[b.Labels[0]] = b
+		case b.Type == "terraform":
+			for _, rp := range b.Body.Blocks {
+				if rp.Type != "required_providers" {
+					continue
+				}
+				for name, a := range rp.Body.Attributes {
+					if src := requiredSource(a); src != "" {
+						m.required[src] = name
+					}
+				}
+			}
 		}
 	}
 }
@@ -225,4 +241,54 @@ func (ms *modules) readManifest() error {
 		ms.dirs[mod.Key] = mod.Dir
 	}
 	return nil
+}
+
+// requiredSource is the source of a required_providers entry, such as
+// hashicorp/aws in aws = { source = "hashicorp/aws" }, lower-cased, or ""
+// when it has none.
+func requiredSource(a *hclsyntax.Attribute) string {
+	v, diags := a.Expr.Value(nil)
+	if diags.HasErrors() || !v.IsKnown() || v.IsNull() || !(v.Type().IsObjectType() || v.Type().IsMapType()) {
+		return ""
+	}
+	var src cty.Value
+	switch {
+	case v.Type().IsObjectType() && v.Type().HasAttribute("source"):
+		src = v.GetAttr("source")
+	case v.Type().IsMapType() && v.HasIndex(cty.StringVal("source")).True():
+		src = v.Index(cty.StringVal("source"))
+	default:
+		return ""
+	}
+	if !src.IsKnown() || src.IsNull() || !src.Type().Equals(cty.String) {
+		return ""
+	}
+	return strings.ToLower(src.AsString())
+}
+
+// localName is the module's local name for the provider whose full source
+// address is fqn (registry.terraform.io/hashicorp/aws): the name
+// required_providers gives it, else the provider type, as terraform
+// implies it.
+func (m *module) localName(fqn string) string {
+	fqn = strings.ToLower(fqn)
+	for src, name := range m.required {
+		if src == fqn || sourceMatches(src, fqn) {
+			return name
+		}
+	}
+	return fqn[strings.LastIndexByte(fqn, '/')+1:]
+}
+
+// sourceMatches says whether a required_providers source without a
+// hostname (hashicorp/aws, or aws) names fqn on either public registry.
+func sourceMatches(src, fqn string) bool {
+	host, rest, ok := strings.Cut(fqn, "/")
+	if !ok || (host != "registry.terraform.io" && host != "registry.opentofu.org") {
+		return false
+	}
+	if !strings.Contains(src, "/") {
+		src = "hashicorp/" + src
+	}
+	return src == rest
 }

@@ -26,7 +26,10 @@ import (
 	"strings"
 
 	"github.com/hashicorp/hcl/v2"
+	"github.com/hashicorp/hcl/v2/ext/typeexpr"
 	"github.com/hashicorp/hcl/v2/hclsyntax"
+	"github.com/zclconf/go-cty/cty/convert"
+	ctyjson "github.com/zclconf/go-cty/cty/json"
 )
 
 // Block is one block that runs at apply, with its keyed digest. It holds
@@ -48,6 +51,11 @@ type Block struct {
 type Change struct {
 	Address string
 	Actions []string
+	// Provider is the address of the provider configuration the change
+	// was planned with, as the saved plan file records it
+	// (module.a.provider["registry.terraform.io/hashicorp/aws"].west),
+	// when the plan's configuration section is not at hand.
+	Provider string
 }
 
 // Input is what Bind reads besides the configuration files.
@@ -171,7 +179,12 @@ func (b *binder) change(c Change) error {
 	if err != nil {
 		return err
 	}
-	if err := b.provider(a); err != nil {
+	if c.Provider != "" {
+		err = b.providerAt(c.Provider)
+	} else {
+		err = b.provider(a)
+	}
+	if err != nil {
 		return err
 	}
 	if !create && !destroy {
@@ -304,6 +317,36 @@ func (b *binder) provider(a resourceAddr) error {
 	return nil
 }
 
+// providerAt binds the provider configuration at addr, an absolute
+// provider configuration address.
+func (b *binder) providerAt(addr string) error {
+	mod, rest, ok := strings.Cut(addr, `provider["`)
+	fqn, alias, ok2 := strings.Cut(rest, `"]`)
+	if !ok || !ok2 || fqn == "" || (alias != "" && !strings.HasPrefix(alias, ".")) {
+		return fmt.Errorf("provider configuration address %q", addr)
+	}
+	mod = strings.TrimSuffix(mod, ".")
+	mk, err := moduleKey(mod)
+	if err != nil {
+		return err
+	}
+	m, err := b.mods.get(mk)
+	if err != nil {
+		return err
+	}
+	local := m.localName(fqn)
+	for i, p := range m.providers[local+alias] {
+		block := fmt.Sprintf("provider %q", local)
+		if i > 0 {
+			block = fmt.Sprintf("%s (%s)", block, p.Range().Filename)
+		}
+		if err := b.bind(m, addr, block, p); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 func (b *binder) bind(m *module, address, name string, blk *hclsyntax.Block) error {
 	if _, done := b.out[[2]string{address, name}]; done {
 		return nil
@@ -404,8 +447,12 @@ func (r *resolver) traversal(m *module, t hcl.Traversal) error {
 		if m.key == "" {
 			v, ok := r.b.vars[attr.Name]
 			if !ok {
-				r.out[id] = "absent"
-				return nil
+				// A saved plan file records only the variables set;
+				// show -json adds the defaults, as here.
+				if v, ok = defaultValue(m.variables[attr.Name]); !ok {
+					r.out[id] = "absent"
+					return nil
+				}
 			}
 			var c bytes.Buffer
 			if err := json.Compact(&c, v); err != nil {
@@ -448,4 +495,39 @@ func (r *resolver) traversal(m *module, t hcl.Traversal) error {
 // compact is a short expression's source without spaces.
 func compact(b []byte) string {
 	return strings.Join(strings.Fields(string(b)), "")
+}
+
+// defaultValue is the JSON of a variable's default converted to its type,
+// as show -json writes a variable that was not set; ok is false when the
+// variable is not declared, has no default, or one that does not convert.
+func defaultValue(blk *hclsyntax.Block) (json.RawMessage, bool) {
+	if blk == nil {
+		return nil, false
+	}
+	d := blk.Body.Attributes["default"]
+	if d == nil {
+		return nil, false
+	}
+	v, diags := d.Expr.Value(nil)
+	if diags.HasErrors() {
+		return nil, false
+	}
+	if t := blk.Body.Attributes["type"]; t != nil {
+		ty, defaults, diags := typeexpr.TypeConstraintWithDefaults(t.Expr)
+		if diags.HasErrors() {
+			return nil, false
+		}
+		if defaults != nil {
+			v = defaults.Apply(v)
+		}
+		var err error
+		if v, err = convert.Convert(v, ty); err != nil {
+			return nil, false
+		}
+	}
+	js, err := ctyjson.Marshal(v, v.Type())
+	if err != nil {
+		return nil, false
+	}
+	return js, true
 }

@@ -82,6 +82,9 @@ var configSuffixes = []string{".tf", ".tf.json", ".tofu", ".tofu.json", ".tfvars
 
 func (s *InitStamp) compute(tf *tfexec.Terraform) (string, error) {
 	h := hmac.New(sha256.New, s.Key)
+	if err := hashTools(h, tf); err != nil {
+		return "", err
+	}
 	field := func(name string, value []byte) {
 		fmt.Fprintf(h, "%s %d\n", name, len(value))
 		h.Write(value)
@@ -94,38 +97,11 @@ func (s *InitStamp) compute(tf *tfexec.Terraform) (string, error) {
 		}
 		field(name, b)
 	}
-
-	info, err := os.Stat(tf.Bin)
-	if err != nil {
-		return "", err
-	}
-	field("binary", fmt.Appendf(nil, "%s %d %d %v", tf.Bin, info.Size(), info.ModTime().UnixNano(), info.Mode()))
-
-	env := environ(tf)
-	names := make([]string, 0, len(env))
-	for k := range env {
-		names = append(names, k)
-	}
-	slices.Sort(names)
-	for _, k := range names {
-		if k == "TF_CLI_CONFIG_FILE" {
-			// captf may write its own config into a new directory each
-			// run: what counts is the content.
-			file("cli config", env[k])
-			continue
-		}
-		field("env "+k, []byte(env[k]))
-	}
-
 	data := tf.DataDir()
-	file("lock file", filepath.Join(tf.Dir, ".terraform.lock.hcl"))
 	manifest := filepath.Join(data, "modules", "modules.json")
 	file("modules manifest", manifest)
 	file("backend", filepath.Join(data, "terraform.tfstate"))
 	file("workspace", filepath.Join(data, "environment"))
-	if err := tree(h, filepath.Join(data, "providers")); err != nil {
-		return "", err
-	}
 
 	dirs := []string{"."}
 	if b, err := os.ReadFile(manifest); err == nil {
@@ -154,6 +130,48 @@ func (s *InitStamp) compute(tf *tfexec.Terraform) (string, error) {
 		}
 	}
 	return hex.EncodeToString(h.Sum(nil)), nil
+}
+
+// hashTools writes into h what decides the binary and the providers a
+// root runs with: the binary, the TF_* environment and the CLI config's
+// content, the lock file and the installed providers.
+func hashTools(h hash.Hash, tf *tfexec.Terraform) error {
+	field := func(name string, value []byte) {
+		fmt.Fprintf(h, "%s %d\n", name, len(value))
+		h.Write(value)
+	}
+	file := func(name, path string) {
+		b, err := os.ReadFile(path)
+		if err != nil {
+			field(name+" missing", nil)
+			return
+		}
+		field(name, b)
+	}
+
+	info, err := os.Stat(tf.Bin)
+	if err != nil {
+		return err
+	}
+	field("binary", fmt.Appendf(nil, "%s %d %d %v", tf.Bin, info.Size(), info.ModTime().UnixNano(), info.Mode()))
+
+	env := environ(tf)
+	names := make([]string, 0, len(env))
+	for k := range env {
+		names = append(names, k)
+	}
+	slices.Sort(names)
+	for _, k := range names {
+		if k == "TF_CLI_CONFIG_FILE" {
+			// captf may write its own config into a new directory each
+			// run: what counts is the content.
+			file("cli config", env[k])
+			continue
+		}
+		field("env "+k, []byte(env[k]))
+	}
+	file("lock file", filepath.Join(tf.Dir, ".terraform.lock.hcl"))
+	return tree(h, filepath.Join(tf.DataDir(), "providers"))
 }
 
 // environ is the TF_* environment terraform runs with: captf's process

@@ -38,6 +38,10 @@ type Runner struct {
 	// NoValidate leaves out the validate step: plan validates the
 	// configuration itself and fails on the same errors.
 	NoValidate bool
+	// Schemas, when set, has Plan read the saved plan file itself with the
+	// providers' schemas it caches, rather than run show -json; a plan it
+	// cannot read goes to show -json as before.
+	Schemas *SchemaCache
 	// RuntimeKey, when set, has Plan also bind what the apply runs outside
 	// the plan (Planned.Runtime), keyed with it; Hasher must have Detail
 	// and Sections "variables" and "configuration".
@@ -85,17 +89,25 @@ func (r *Runner) Plan(ctx context.Context) (*Planned, error) {
 		p.Close()
 		return nil, err
 	}
-	err = r.TF.Show(ctx, p.file, func(plan io.Reader) error {
-		var err error
-		p.Result, err = r.Hasher.Compute(plan)
-		return err
-	})
-	if err != nil {
-		p.Close()
-		return nil, fmt.Errorf("fingerprint: %w", err)
+	var providers map[string]string
+	if r.Schemas != nil {
+		if p.Result, providers, err = r.readPlan(ctx, p.file); err != nil {
+			p.Result, providers = nil, nil
+		}
+	}
+	if p.Result == nil {
+		err = r.TF.Show(ctx, p.file, func(plan io.Reader) error {
+			var err error
+			p.Result, err = r.Hasher.Compute(plan)
+			return err
+		})
+		if err != nil {
+			p.Close()
+			return nil, fmt.Errorf("fingerprint: %w", err)
+		}
 	}
 	if r.RuntimeKey != nil {
-		if p.Runtime, err = r.bindRuntime(p.Result); err != nil {
+		if p.Runtime, err = r.bindRuntime(p.Result, providers); err != nil {
 			p.Close()
 			return nil, fmt.Errorf("what runs at apply: %w", err)
 		}
@@ -106,8 +118,10 @@ func (r *Runner) Plan(ctx context.Context) (*Planned, error) {
 }
 
 // bindRuntime binds the provisioners and provider configurations the
-// plan's changes run at apply (internal/planconfig).
-func (r *Runner) bindRuntime(res *fingerprint.Result) ([]planconfig.Block, error) {
+// plan's changes run at apply (internal/planconfig). providers, from a
+// plan file read here, gives each change's provider configuration where
+// the plan document has no configuration section.
+func (r *Runner) bindRuntime(res *fingerprint.Result, providers map[string]string) ([]planconfig.Block, error) {
 	if res.Changes == nil {
 		return nil, fmt.Errorf("the fingerprint has no Detail")
 	}
@@ -119,7 +133,7 @@ func (r *Runner) bindRuntime(res *fingerprint.Result) ([]planconfig.Block, error
 	}
 	for c := range res.Changes.All() {
 		if !c.Output {
-			in.Changes = append(in.Changes, planconfig.Change{Address: c.Address, Actions: strings.Split(c.Actions, ",")})
+			in.Changes = append(in.Changes, planconfig.Change{Address: c.Address, Actions: strings.Split(c.Actions, ","), Provider: providers[c.Address]})
 		}
 	}
 	return planconfig.Bind(r.RuntimeKey, in)

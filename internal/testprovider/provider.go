@@ -95,7 +95,7 @@ func (p *captftest) Configure(ctx context.Context, req provider.ConfigureRequest
 }
 
 func (p *captftest) Resources(context.Context) []func() resource.Resource {
-	return []func() resource.Resource{newFile}
+	return []func() resource.Resource{newFile, newShape}
 }
 
 func (p *captftest) DataSources(context.Context) []func() datasource.DataSource {

@@ -250,3 +250,20 @@ func orDiscard(w io.Writer) io.Writer {
 	}
 	return w
 }
+
+// ProvidersSchema runs providers schema -json and passes its stdout, the
+// schemas of the providers the root requires, to read.
+func (t *Terraform) ProvidersSchema(ctx context.Context, read func(io.Reader) error) error {
+	return t.stream(ctx, read, "providers", "schema", "-json")
+}
+
+// Version returns the first line of the binary's version output, such as
+// "Terraform v1.11.4" or "OpenTofu v1.12.6".
+func (t *Terraform) Version(ctx context.Context) (string, error) {
+	var out bytes.Buffer
+	if err := t.runTo(ctx, &out, io.Discard, "version"); err != nil {
+		return "", err
+	}
+	line, _, _ := strings.Cut(out.String(), "\n")
+	return strings.TrimSpace(line), nil
+}

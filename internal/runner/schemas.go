@@ -1,0 +1,181 @@
+package runner
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+
+	tfjson "github.com/hashicorp/terraform-json"
+
+	"github.com/captf/captf/internal/tfexec"
+	"github.com/captf/captf/internal/tfplan"
+	"github.com/captf/captf/pkg/fingerprint"
+)
+
+// SchemaCacheFile is the name of the CLI's provider schema cache inside
+// StateDir.
+const SchemaCacheFile = "provider-schemas.json"
+
+// maxSchemaBytes bounds the schema JSON read from terraform or the cache.
+const maxSchemaBytes = 512 << 20
+
+// SchemaCache keeps the JSON of `providers schema -json` for a root, so
+// that the CLI reads its saved plan files itself (internal/tfplan) instead
+// of running show -json, which starts every provider again for its
+// schema. The cache is valid while the binary, the TF_* environment, the
+// CLI config, the lock file and the installed providers are those it was
+// made with; schemas hold no values.
+type SchemaCache struct {
+	// Path is the cache file, in the root's StateDir.
+	Path string
+}
+
+// cached is the cache file's content.
+type cached struct {
+	Key string `json:"key"`
+	// Version is the first line of the binary's version output, such as
+	// "Terraform v1.11.4".
+	Version string `json:"version"`
+	// Schemas are the providers' schemas, for a binary whose plan files
+	// captf reads.
+	Schemas *tfjson.ProviderSchemas `json:"schemas,omitempty"`
+}
+
+func schemaKey(tf *tfexec.Terraform) (string, error) {
+	h := sha256.New()
+	if err := hashTools(h, tf); err != nil {
+		return "", err
+	}
+	return hex.EncodeToString(h.Sum(nil)), nil
+}
+
+// load returns the schemas from the cache when they are still valid, and
+// otherwise from terraform, then cached. A binary whose plan files captf
+// does not read (see readable) has none: tfplan.ErrUnsupported.
+func (c *SchemaCache) load(ctx context.Context, tf *tfexec.Terraform) (*tfjson.ProviderSchemas, error) {
+	key, err := schemaKey(tf)
+	if err != nil {
+		return nil, err
+	}
+	got := cached{Key: key}
+	if b, err := readBounded(c.Path, maxSchemaBytes); err == nil {
+		var old cached
+		if json.Unmarshal(b, &old) == nil && old.Key == key {
+			got = old
+		}
+	}
+	if got.Version == "" {
+		if got.Version, err = tf.Version(ctx); err != nil {
+			return nil, err
+		}
+		got.Schemas = nil
+	}
+	if !readable(got.Version) {
+		c.save(tf, &got)
+		return nil, fmt.Errorf("%w: %s", tfplan.ErrUnsupported, got.Version)
+	}
+	if got.Schemas == nil {
+		var s tfjson.ProviderSchemas
+		err = tf.ProvidersSchema(ctx, func(r io.Reader) error {
+			b, err := io.ReadAll(io.LimitReader(r, maxSchemaBytes))
+			if err != nil {
+				return err
+			}
+			return json.Unmarshal(b, &s)
+		})
+		if err != nil {
+			return nil, err
+		}
+		got.Schemas = &s
+		c.save(tf, &got)
+	}
+	return got.Schemas, nil
+}
+
+// readable says whether captf reads the plan files of the binary whose
+// version line this is: terraform from 1.5, whose plan files it was tested
+// against (internal/tfplan). Others, tofu among them, go through show -json.
+func readable(version string) bool {
+	v, ok := strings.CutPrefix(version, "Terraform v")
+	if !ok {
+		return false
+	}
+	major, rest, _ := strings.Cut(v, ".")
+	minor, _, _ := strings.Cut(rest, ".")
+	n, err := strconv.Atoi(minor)
+	return major == "1" && err == nil && n >= 5
+}
+
+// save writes the cache; failing to is not an error, the next plan asks
+// terraform again.
+func (c *SchemaCache) save(tf *tfexec.Terraform, got *cached) {
+	if b, err := json.Marshal(got); err == nil && EnsureStateDir(tf.Dir) == nil {
+		writeReplace(c.Path, b)
+	}
+}
+
+// drop removes the cache: the next plan asks terraform again.
+func (c *SchemaCache) drop() { os.Remove(c.Path) }
+
+// readBounded reads a regular file of at most max bytes.
+func readBounded(path string, max int64) ([]byte, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	b, err := io.ReadAll(io.LimitReader(f, max+1))
+	if err == nil && int64(len(b)) > max {
+		err = fmt.Errorf("%s: over %d bytes", path, max)
+	}
+	return b, err
+}
+
+// writeReplace writes b into a new file renamed over path: never through a
+// link, never half written. A failure leaves path as it was.
+func writeReplace(path string, b []byte) {
+	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+"-*")
+	if err != nil {
+		return
+	}
+	_, err = f.Write(b)
+	if err = errors.Join(err, f.Close()); err == nil {
+		err = os.Rename(f.Name(), path)
+	}
+	if err != nil {
+		os.Remove(f.Name())
+	}
+}
+
+// readPlan fingerprints a saved plan file read by captf itself; it returns
+// tfplan.ErrUnsupported, or another error, when show -json must do it.
+func (r *Runner) readPlan(ctx context.Context, file string) (*fingerprint.Result, map[string]string, error) {
+	schemas, err := r.Schemas.load(ctx, r.TF)
+	if err != nil {
+		return nil, nil, err
+	}
+	doc, err := tfplan.Read(file, schemas)
+	if errors.Is(err, tfplan.ErrNoSchema) {
+		// Schemas older than the providers: ask terraform again next
+		// time.
+		r.Schemas.drop()
+	}
+	if err != nil {
+		return nil, nil, err
+	}
+	res, err := r.Hasher.Compute(bytes.NewReader(doc.JSON))
+	clear(doc.JSON)
+	if err != nil {
+		return nil, nil, err
+	}
+	return res, doc.Providers, nil
+}
