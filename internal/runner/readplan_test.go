@@ -115,7 +115,7 @@ output "id" {
 		if err != nil {
 			t.Fatal(err)
 		}
-		viaRead, providers, err := r.readPlan(ctx, f)
+		viaRead, providers, err := r.readPlan(ctx, f, r.Schemas.read(tf))
 		if err != nil {
 			t.Fatalf("captf's own reading: %v", err)
 		}

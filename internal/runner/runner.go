@@ -77,6 +77,12 @@ func (r *Runner) Plan(ctx context.Context) (*Planned, error) {
 		return nil, fmt.Errorf("plan: %w", err)
 	}
 	p := &Planned{dir: dir, file: filepath.Join(dir, "plan.tfplan")}
+	var cache chan *cached
+	if r.Schemas != nil {
+		// Read the schema cache while terraform plans.
+		cache = make(chan *cached, 1)
+		go func() { cache <- r.Schemas.read(r.TF) }()
+	}
 	args := make([]string, 0, len(r.VarFiles))
 	for _, f := range r.VarFiles {
 		args = append(args, "-var-file="+f)
@@ -91,7 +97,7 @@ func (r *Runner) Plan(ctx context.Context) (*Planned, error) {
 	}
 	var providers map[string]string
 	if r.Schemas != nil {
-		if p.Result, providers, err = r.readPlan(ctx, p.file); err != nil {
+		if p.Result, providers, err = r.readPlan(ctx, p.file, <-cache); err != nil {
 			p.Result, providers = nil, nil
 		}
 	}

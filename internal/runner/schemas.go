@@ -58,29 +58,38 @@ func schemaKey(tf *tfexec.Terraform) (string, error) {
 	return hex.EncodeToString(h.Sum(nil)), nil
 }
 
-// load returns the schemas from the cache when they are still valid, and
-// otherwise from terraform, then cached. A binary whose plan files captf
-// does not read (see readable) has none: tfplan.ErrUnsupported.
-func (c *SchemaCache) load(ctx context.Context, tf *tfexec.Terraform) (*tfjson.ProviderSchemas, error) {
+// read returns what the cache holds for the binary and the providers tf
+// runs with now, or an entry with only the key when it holds nothing for
+// them. It runs no process: it can run while terraform plans.
+func (c *SchemaCache) read(tf *tfexec.Terraform) *cached {
 	key, err := schemaKey(tf)
 	if err != nil {
-		return nil, err
+		return &cached{}
 	}
-	got := cached{Key: key}
 	if b, err := readBounded(c.Path, maxSchemaBytes); err == nil {
 		var old cached
 		if json.Unmarshal(b, &old) == nil && old.Key == key {
-			got = old
+			return &old
 		}
 	}
+	return &cached{Key: key}
+}
+
+// complete returns got's schemas, asking terraform for what got lacks and
+// caching it. A binary whose plan files captf does not read (see
+// readable) has none: tfplan.ErrUnsupported.
+func (c *SchemaCache) complete(ctx context.Context, tf *tfexec.Terraform, got *cached) (*tfjson.ProviderSchemas, error) {
+	var err error
 	if got.Version == "" {
 		if got.Version, err = tf.Version(ctx); err != nil {
 			return nil, err
 		}
 		got.Schemas = nil
+		if !readable(got.Version) {
+			c.save(tf, got)
+		}
 	}
 	if !readable(got.Version) {
-		c.save(tf, &got)
 		return nil, fmt.Errorf("%w: %s", tfplan.ErrUnsupported, got.Version)
 	}
 	if got.Schemas == nil {
@@ -96,7 +105,7 @@ func (c *SchemaCache) load(ctx context.Context, tf *tfexec.Terraform) (*tfjson.P
 			return nil, err
 		}
 		got.Schemas = &s
-		c.save(tf, &got)
+		c.save(tf, got)
 	}
 	return got.Schemas, nil
 }
@@ -118,6 +127,9 @@ func readable(version string) bool {
 // save writes the cache; failing to is not an error, the next plan asks
 // terraform again.
 func (c *SchemaCache) save(tf *tfexec.Terraform, got *cached) {
+	if got.Key == "" {
+		return
+	}
 	if b, err := json.Marshal(got); err == nil && EnsureStateDir(tf.Dir) == nil {
 		writeReplace(c.Path, b)
 	}
@@ -156,10 +168,11 @@ func writeReplace(path string, b []byte) {
 	}
 }
 
-// readPlan fingerprints a saved plan file read by captf itself; it returns
+// readPlan fingerprints a saved plan file read by captf itself, with the
+// schemas of got (SchemaCache.read) or else terraform's; it returns
 // tfplan.ErrUnsupported, or another error, when show -json must do it.
-func (r *Runner) readPlan(ctx context.Context, file string) (*fingerprint.Result, map[string]string, error) {
-	schemas, err := r.Schemas.load(ctx, r.TF)
+func (r *Runner) readPlan(ctx context.Context, file string, got *cached) (*fingerprint.Result, map[string]string, error) {
+	schemas, err := r.Schemas.complete(ctx, r.TF, got)
 	if err != nil {
 		return nil, nil, err
 	}

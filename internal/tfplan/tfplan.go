@@ -70,7 +70,8 @@ func Read(path string, schemas *tfjson.ProviderSchemas) (*Document, error) {
 	if p.unsupported != "" {
 		return nil, fmt.Errorf("%w: the plan holds %s", ErrUnsupported, p.unsupported)
 	}
-	w := &writer{schemas: schemas, dec: newDecoder(), types: map[string]cty.Type{}}
+	// The document is about twice the size of the encoded plan.
+	w := &writer{schemas: schemas, dec: newDecoder(), types: map[string]cty.Type{}, buf: make([]byte, 0, 2*len(raw)+4096)}
 	if err := w.plan(p); err != nil {
 		return nil, err
 	}
@@ -99,7 +100,20 @@ func readEntry(path, name string) ([]byte, error) {
 			return nil, err
 		}
 		defer r.Close()
-		return io.ReadAll(io.LimitReader(r, maxPlanBytes))
+		b := make([]byte, f.UncompressedSize64)
+		_, err = io.ReadFull(r, b)
+		if err == nil {
+			// Read to the end, where the zip reader checks the entry's
+			// size and checksum.
+			var more []byte
+			if more, err = io.ReadAll(io.LimitReader(r, 1)); err == nil && len(more) > 0 {
+				err = errors.New("longer than the archive says")
+			}
+		}
+		if err != nil {
+			return nil, fmt.Errorf("%w: %s: %w", ErrUnsupported, name, err)
+		}
+		return b, nil
 	}
 	return nil, fmt.Errorf("%w: no %s in the plan file", ErrUnsupported, name)
 }

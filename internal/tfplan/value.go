@@ -264,7 +264,14 @@ func (d *decoder) number(code byte) ([]byte, error) {
 
 // nfc is s as cty holds every string: valid UTF-8 in normal form C.
 func nfc(s string) string {
-	if utf8.ValidString(s) && norm.NFC.IsNormalString(s) {
+	ascii := true
+	for i := 0; i < len(s); i++ {
+		if s[i] >= utf8.RuneSelf {
+			ascii = false
+			break
+		}
+	}
+	if ascii || (utf8.ValidString(s) && norm.NFC.IsNormalString(s)) {
 		return s
 	}
 	return norm.NFC.String(s)
