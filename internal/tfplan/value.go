@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"math/big"
 	"slices"
 	"strconv"
 	"unicode/utf8"
@@ -181,8 +182,9 @@ func (d *decoder) value(ty cty.Type, depth int) (*value, error) {
 	return nil, fmt.Errorf("a value of type %s", ty.FriendlyName())
 }
 
-// key reads a path's element key: a map key, an index, or a set element
-// (an index of -1, which leaves mark at the set).
+// key reads a path's element key, encoded by its own type: a map key (a
+// string), an index (a number), or a set element (anything else, or a
+// string or a number too), where mark stops.
 func (d *decoder) key(b []byte) step {
 	d.rd.Reset(b)
 	d.dec.Reset(&d.rd)
@@ -249,7 +251,9 @@ func (d *decoder) number(code byte) ([]byte, error) {
 		if math.IsInf(f, 0) || math.IsNaN(f) {
 			return nil, errors.New("an infinite number, which JSON cannot hold")
 		}
-		return strconv.AppendFloat(nil, f, 'f', -1, 64), nil
+		// As go-cty holds it (a big.Float of 53 bits) and writes it: for
+		// a subnormal this is not strconv's shortest form.
+		return big.NewFloat(f).Append(nil, 'f', -1), nil
 	}
 	s, err := d.dec.DecodeString()
 	if err != nil {
@@ -423,17 +427,19 @@ func (v *value) appendSensitive(b []byte) []byte {
 }
 
 // mark marks the value at path p sensitive. A path through a set marks
-// the set; a path into a null or unknown value or to nothing marks
+// the set; a path into a null or unknown value, or to nothing, marks
 // nothing.
 func (v *value) mark(p []step) {
 	for len(p) > 0 {
 		if v.set {
-			v.sensitive = true
+			// terraform records no path into a set: cty keeps the marks
+			// of a set's elements on the set. Mark the set.
+			v.sensitive = p[0].isIndex || v.sensitive
 			return
 		}
 		var next *value
-		switch v.kind {
-		case kindObject:
+		switch {
+		case v.kind == kindObject:
 			k := p[0].name
 			if p[0].isIndex {
 				k = p[0].key
@@ -444,7 +450,7 @@ func (v *value) mark(p []step) {
 					break
 				}
 			}
-		case kindSeq:
+		case v.kind == kindSeq:
 			if p[0].isIndex && p[0].index >= 0 && p[0].index < len(v.elems) {
 				next = v.elems[p[0].index]
 			}
