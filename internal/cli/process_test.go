@@ -112,8 +112,12 @@ func killedRuns(t *testing.T, captfBin, tf string) {
 	tmp := os.Getenv("TMPDIR")
 	dir := tftest.CopyRoot(t, "testdata/roots/canary")
 	mark := filepath.Join(t.TempDir(), "held")
-	// terraform is held, plan file written, at show (plan) or apply.
-	held := wrapTerraform(t, tf, `if [ "$1" = "$HOLD_AT" ]; then : > "`+mark+`"; sleep 60; fi`)
+	// terraform is held with the plan file written: once plan has written
+	// it (HOLD_AT=plan), or before apply.
+	held := wrapTerraform(t, tf, `if [ "$1" = "$HOLD_AT" ]; then
+  if [ "$1" = plan ]; then "$REAL" "$@" || exit; fi
+  : > "`+mark+`"; sleep 60
+fi`)
 
 	kill := func(t *testing.T, at string, args ...string) {
 		t.Helper()
@@ -157,7 +161,7 @@ func killedRuns(t *testing.T, captfBin, tf string) {
 		}
 		return found
 	}
-	kill(t, "show", "plan", dir, "--binary", held)
+	kill(t, "plan", "plan", dir, "--binary", held)
 	left := leftovers(t)
 	if len(left) == 0 || !strings.HasPrefix(left[0], filepath.Join(dir, runner.StateDir, TmpDir)) {
 		t.Fatalf("after a killed plan, leftovers %v: want the plan file under DIR/.captf/tmp", left)
