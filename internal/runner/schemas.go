@@ -1,7 +1,6 @@
 package runner
 
 import (
-	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -169,26 +168,37 @@ func writeReplace(path string, b []byte) {
 }
 
 // readPlan fingerprints a saved plan file read by captf itself, with the
-// schemas of got (SchemaCache.read) or else terraform's; it returns
-// tfplan.ErrUnsupported, or another error, when show -json must do it.
+// schemas of got (SchemaCache.read) or else terraform's, streamed into the
+// fingerprint as show -json would be; it returns tfplan.ErrUnsupported, or
+// another error, when show -json must do it.
 func (r *Runner) readPlan(ctx context.Context, file string, got *cached) (*fingerprint.Result, map[string]string, error) {
 	schemas, err := r.Schemas.complete(ctx, r.TF, got)
 	if err != nil {
 		return nil, nil, err
 	}
-	doc, err := tfplan.Read(file, schemas)
-	if errors.Is(err, tfplan.ErrNoSchema) {
+	pr, pw := io.Pipe()
+	var providers map[string]string
+	var werr error
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		providers, werr = tfplan.Write(pw, file, schemas)
+		pw.CloseWithError(werr)
+	}()
+	res, err := r.Hasher.Compute(pr)
+	// Ends the writer should the fingerprint have stopped early.
+	pr.CloseWithError(errors.New("the fingerprint stopped reading"))
+	<-done
+	if errors.Is(werr, tfplan.ErrNoSchema) {
 		// Schemas older than the providers: ask terraform again next
 		// time.
 		r.Schemas.drop()
 	}
+	if werr != nil {
+		return nil, nil, werr
+	}
 	if err != nil {
 		return nil, nil, err
 	}
-	res, err := r.Hasher.Compute(bytes.NewReader(doc.JSON))
-	clear(doc.JSON)
-	if err != nil {
-		return nil, nil, err
-	}
-	return res, doc.Providers, nil
+	return res, providers, nil
 }

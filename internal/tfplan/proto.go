@@ -1,8 +1,11 @@
 package tfplan
 
 import (
+	"bufio"
+	"encoding/binary"
 	"errors"
 	"fmt"
+	"io"
 
 	"google.golang.org/protobuf/encoding/protowire"
 )
@@ -10,19 +13,6 @@ import (
 // The messages of terraform's tfplan file (internal/plans/planproto,
 // planfile.proto, format version 3) that the plan document needs, read
 // with protowire: the field numbers below are that file's.
-
-type plan struct {
-	version          uint64
-	terraformVersion string
-	errored          bool
-	variables        map[string][]byte // msgpack of the dynamic type
-	resources        []resourceChange
-	outputs          []outputChange
-	// unsupported names a part of the plan this package does not render
-	// (deferred changes, action invocations): the caller falls back to
-	// terraform show.
-	unsupported string
-}
 
 type resourceChange struct {
 	addr, prevRunAddr, deposedKey, provider string
@@ -89,57 +79,79 @@ func fields(b []byte, f func(num protowire.Number, typ protowire.Type, v []byte,
 	return nil
 }
 
-func decodePlan(b []byte) (*plan, error) {
-	p := &plan{variables: map[string][]byte{}}
-	err := fields(b, func(num protowire.Number, typ protowire.Type, v []byte, n uint64) error {
+// maxFieldBytes bounds one top-level field of the plan: a resource
+// change, an output change, a variable.
+const maxFieldBytes = 256 << 20
+
+// topFields reads the fields of the Plan message from r one at a time,
+// as terraform writes them (in the order of their numbers), and calls f
+// with each: a resource change is read, rendered and let go before the
+// next, so the plan is never whole in memory. A bytes field's value is
+// valid only during the call.
+func topFields(r *bufio.Reader, f func(num protowire.Number, typ protowire.Type, v []byte, n uint64) error) error {
+	var buf []byte
+	for {
+		tag, err := binary.ReadUvarint(r)
+		if err == io.EOF {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		num, typ := protowire.DecodeTag(tag)
+		if !num.IsValid() {
+			return errors.New("an invalid field number")
+		}
+		var v []byte
+		var n uint64
+		switch typ {
+		case protowire.VarintType:
+			n, err = binary.ReadUvarint(r)
+		case protowire.BytesType:
+			var l uint64
+			if l, err = binary.ReadUvarint(r); err == nil {
+				if l > maxFieldBytes {
+					return fmt.Errorf("a field of %d bytes", l)
+				}
+				if uint64(cap(buf)) < l {
+					buf = make([]byte, l)
+				}
+				v = buf[:l]
+				_, err = io.ReadFull(r, v)
+			}
+		case protowire.Fixed32Type:
+			_, err = r.Discard(4)
+		case protowire.Fixed64Type:
+			_, err = r.Discard(8)
+		default:
+			return fmt.Errorf("a field of wire type %d", typ)
+		}
+		if err == io.EOF {
+			err = io.ErrUnexpectedEOF
+		}
+		if err != nil {
+			return err
+		}
+		if err := f(num, typ, v, n); err != nil {
+			return err
+		}
+	}
+}
+
+// decodeVariable reads a variables map entry.
+func decodeVariable(b []byte) (name string, value []byte, err error) {
+	err = fields(b, func(num protowire.Number, _ protowire.Type, v []byte, _ uint64) error {
 		switch num {
 		case 1:
-			p.version = n
+			name = string(v)
 		case 2:
-			var k string
-			var val []byte
-			err := fields(v, func(num protowire.Number, _ protowire.Type, v []byte, _ uint64) error {
-				switch num {
-				case 1:
-					k = string(v)
-				case 2:
-					var err error
-					val, err = dynamicValue(v)
-					return err
-				}
-				return nil
-			})
-			if err != nil {
-				return err
-			}
-			p.variables[k] = val
-		case 3:
-			rc, err := decodeResourceChange(v)
-			if err != nil {
-				return err
-			}
-			p.resources = append(p.resources, rc)
-		case 4:
-			oc, err := decodeOutputChange(v)
-			if err != nil {
-				return err
-			}
-			p.outputs = append(p.outputs, oc)
-		case 14:
-			p.terraformVersion = string(v)
-		case 20:
-			p.errored = n != 0
-		case 27, 31:
-			p.unsupported = "deferred changes"
-		case 30:
-			p.unsupported = "action invocations"
+			var err error
+			value, err = dynamicValue(v)
+			return err
 		}
 		return nil
 	})
-	if err != nil {
-		return nil, fmt.Errorf("tfplan: %w", err)
-	}
-	return p, nil
+	return name, value, err
 }
 
 func decodeResourceChange(b []byte) (resourceChange, error) {

@@ -1,23 +1,24 @@
 // Package tfplan reads terraform's saved plan file itself and writes the
 // parts of the plan document that `terraform show -json` would write for
 // it which captf reads: the resource and output changes with their values
-// and markers, and the variables. It spares `captf plan` a second
-// terraform process that starts every provider again for its schema.
+// and markers, and the variables set. It spares `captf plan` a second
+// terraform process that loads the configuration again and starts every
+// provider again for its schema.
 //
 // The plan file's inner format is terraform's own, not a public interface.
 // This package reads the format version it was built and tested against
 // (3, written by terraform 1.x) and returns ErrUnsupported for anything
 // else, or for a plan holding what it does not render (deferred changes,
-// action invocations, identities): the caller then runs terraform show.
-// The values are decoded with the providers' schemas (the JSON of
-// `terraform providers schema -json`) and written with go-cty, the
-// library terraform writes them with, by the rules of terraform's
-// jsonplan: unknown values left out of "after" and listed in
+// action invocations): the caller then runs terraform show. The values are
+// decoded with the providers' schemas (the JSON of `terraform providers
+// schema -json`) and written by the rules of terraform's show -json, which
+// the tests hold it to: unknown values left out of "after" and listed in
 // "after_unknown", sensitive paths from the plan and the schema.
 package tfplan
 
 import (
 	"archive/zip"
+	"bufio"
 	"errors"
 	"fmt"
 	"io"
@@ -27,6 +28,7 @@ import (
 
 	tfjson "github.com/hashicorp/terraform-json"
 	"github.com/zclconf/go-cty/cty"
+	"google.golang.org/protobuf/encoding/protowire"
 )
 
 // ErrUnsupported is returned for a plan this package does not render.
@@ -39,151 +41,193 @@ var ErrNoSchema = errors.New("no schema")
 // FormatVersion is the tfplan format version this package reads.
 const FormatVersion = 3
 
-// maxPlanBytes bounds the tfplan entry read into memory.
-const maxPlanBytes = 1 << 30
-
-// Document is a plan document and what only the plan file tells.
-type Document struct {
-	// JSON is the plan document: format_version, terraform_version,
-	// variables (those set: show -json adds the defaults), planned_values
-	// (empty), resource_changes, output_changes and errored.
-	JSON []byte
-	// Providers maps each resource change's address to the address of
-	// the provider configuration it was planned with.
-	Providers map[string]string
-}
-
-// Read reads the saved plan file at path and renders its plan document,
-// decoding values with schemas.
-func Read(path string, schemas *tfjson.ProviderSchemas) (*Document, error) {
-	raw, err := readEntry(path, "tfplan")
-	if err != nil {
-		return nil, err
-	}
-	p, err := decodePlan(raw)
-	if err != nil {
-		return nil, err
-	}
-	if p.version != FormatVersion {
-		return nil, fmt.Errorf("%w: tfplan format version %d (this captf reads %d)", ErrUnsupported, p.version, FormatVersion)
-	}
-	if p.unsupported != "" {
-		return nil, fmt.Errorf("%w: the plan holds %s", ErrUnsupported, p.unsupported)
-	}
-	// The document is about twice the size of the encoded plan.
-	w := &writer{schemas: schemas, dec: newDecoder(), types: map[string]cty.Type{}, buf: make([]byte, 0, 2*len(raw)+4096)}
-	if err := w.plan(p); err != nil {
-		return nil, err
-	}
-	doc := &Document{JSON: w.buf, Providers: make(map[string]string, len(p.resources))}
-	for _, rc := range p.resources {
-		doc.Providers[rc.addr] = rc.provider
-	}
-	return doc, nil
-}
-
-func readEntry(path, name string) ([]byte, error) {
+// Write reads the saved plan file at path and writes its plan document
+// to w as it reads, decoding values with schemas: format_version,
+// resource_changes, output_changes, variables (those set: show -json adds
+// the defaults), an empty planned_values, terraform_version and errored.
+// The plan is never whole in memory. It returns the address of the
+// provider configuration each resource change was planned with.
+//
+// On an error, what was written is not a plan document: ErrUnsupported
+// for a plan this package does not read, ErrNoSchema when schemas lack a
+// schema the plan needs or do not decode its values.
+func Write(w io.Writer, path string, schemas *tfjson.ProviderSchemas) (map[string]string, error) {
 	z, err := zip.OpenReader(path)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrUnsupported, err)
 	}
 	defer z.Close()
-	for _, f := range z.File {
-		if f.Name != name {
-			continue
-		}
-		if f.UncompressedSize64 > maxPlanBytes {
-			return nil, fmt.Errorf("%w: %s is %d bytes", ErrUnsupported, name, f.UncompressedSize64)
-		}
-		r, err := f.Open()
-		if err != nil {
+	i := slices.IndexFunc(z.File, func(f *zip.File) bool { return f.Name == "tfplan" })
+	if i < 0 {
+		return nil, fmt.Errorf("%w: no tfplan in the plan file", ErrUnsupported)
+	}
+	rc, err := z.File[i].Open()
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrUnsupported, err)
+	}
+	defer rc.Close()
+	d := &writer{out: w, schemas: schemas, dec: newDecoder(), types: map[string]cty.Type{}, providers: map[string]string{}}
+	d.buf = append(make([]byte, 0, flushBytes*2), `{"format_version":"1.2"`...)
+	// The zip reader checks the entry's size and checksum at its end,
+	// which topFields reads to.
+	if err := topFields(bufio.NewReaderSize(rc, 64<<10), d.field); err != nil {
+		if errors.Is(err, ErrUnsupported) || errors.Is(err, ErrNoSchema) {
 			return nil, err
 		}
-		defer r.Close()
-		b := make([]byte, f.UncompressedSize64)
-		_, err = io.ReadFull(r, b)
-		if err == nil {
-			// Read to the end, where the zip reader checks the entry's
-			// size and checksum.
-			var more []byte
-			if more, err = io.ReadAll(io.LimitReader(r, 1)); err == nil && len(more) > 0 {
-				err = errors.New("longer than the archive says")
-			}
-		}
-		if err != nil {
-			return nil, fmt.Errorf("%w: %s: %w", ErrUnsupported, name, err)
-		}
-		return b, nil
+		return nil, fmt.Errorf("tfplan: %w", err)
 	}
-	return nil, fmt.Errorf("%w: no %s in the plan file", ErrUnsupported, name)
+	if err := d.end(); err != nil {
+		return nil, err
+	}
+	return d.providers, nil
 }
 
+// flushBytes is how much of the document the writer holds before it
+// writes it out.
+const flushBytes = 64 << 10
+
+// The sections of the document, in the order of the fields that fill
+// them.
+const (
+	noSection = iota
+	variablesSection
+	resourcesSection
+	outputsSection
+)
+
+var sectionOpen = [...]string{variablesSection: `,"variables":{`, resourcesSection: `,"resource_changes":[`, outputsSection: `,"output_changes":{`}
+var sectionClose = [...]byte{variablesSection: '}', resourcesSection: ']', outputsSection: '}'}
+
 type writer struct {
+	out     io.Writer
 	schemas *tfjson.ProviderSchemas
 	dec     *decoder
 	// types are the implied types of the resource types met, by provider,
 	// mode and type.
-	types map[string]cty.Type
-	buf   []byte
+	types     map[string]cty.Type
+	providers map[string]string
+	buf       []byte
+
+	// section is the section open, done the sections closed.
+	section int
+	done    [outputsSection + 1]bool
+
+	version          uint64
+	terraformVersion string
+	errored          bool
 }
 
-func (d *writer) plan(p *plan) error {
-	d.buf = append(d.buf, `{"format_version":"1.2","terraform_version":`...)
-	d.buf = appendJSONString(d.buf, p.terraformVersion)
-	if len(p.variables) > 0 {
-		d.buf = append(d.buf, `,"variables":{`...)
-		names := make([]string, 0, len(p.variables))
-		for n := range p.variables {
-			names = append(names, n)
+// field renders one field of the Plan message (planfile.proto).
+func (d *writer) field(num protowire.Number, _ protowire.Type, v []byte, n uint64) error {
+	switch num {
+	case 1:
+		if d.version = n; n != FormatVersion {
+			return fmt.Errorf("%w: tfplan format version %d (this captf reads %d)", ErrUnsupported, n, FormatVersion)
 		}
-		slices.Sort(names)
-		for i, n := range names {
-			v, err := d.dec.decode(p.variables[n], cty.DynamicPseudoType)
-			if err != nil {
-				return fmt.Errorf("variable %s: %w", n, err)
-			}
-			if !v.wholly() {
-				return fmt.Errorf("variable %s: an unknown value", n)
-			}
-			if i > 0 {
-				d.buf = append(d.buf, ',')
-			}
-			d.buf = appendJSONString(d.buf, n)
-			d.buf = append(d.buf, `:{"value":`...)
-			d.buf = v.appendJSON(d.buf)
-			d.buf = append(d.buf, '}')
+	case 2:
+		name, raw, err := decodeVariable(v)
+		if err != nil {
+			return err
 		}
-		d.buf = append(d.buf, '}')
-	}
-	d.buf = append(d.buf, `,"planned_values":{},"resource_changes":[`...)
-	first := true
-	for i := range p.resources {
-		rc := &p.resources[i]
+		if err := d.variable(name, raw); err != nil {
+			return fmt.Errorf("variable %s: %w", name, err)
+		}
+	case 3:
+		rc, err := decodeResourceChange(v)
+		if err != nil {
+			return err
+		}
 		data := isData(rc.addr)
 		if data && rc.change.action == actionDelete {
 			// terraform deletes data sources from the state; show leaves
 			// these out.
-			continue
+			return nil
 		}
-		if !first {
-			d.buf = append(d.buf, ',')
-		}
-		first = false
-		if err := d.resource(rc, data); err != nil {
+		if err := d.resource(&rc, data); err != nil {
 			return fmt.Errorf("%s: %w", rc.addr, err)
 		}
-	}
-	d.buf = append(d.buf, `],"output_changes":{`...)
-	for i := range p.outputs {
-		if i > 0 {
-			d.buf = append(d.buf, ',')
+	case 4:
+		oc, err := decodeOutputChange(v)
+		if err != nil {
+			return err
 		}
-		if err := d.output(&p.outputs[i]); err != nil {
-			return fmt.Errorf("output %s: %w", p.outputs[i].name, err)
+		if err := d.output(&oc); err != nil {
+			return fmt.Errorf("output %s: %w", oc.name, err)
 		}
+	case 14:
+		d.terraformVersion = string(v)
+	case 20:
+		d.errored = n != 0
+	case 27, 31:
+		return fmt.Errorf("%w: the plan holds deferred changes", ErrUnsupported)
+	case 30:
+		return fmt.Errorf("%w: the plan holds action invocations", ErrUnsupported)
 	}
-	d.buf = append(d.buf, `},"errored":`...)
-	d.buf = strconv.AppendBool(d.buf, p.errored)
+	if len(d.buf) >= flushBytes {
+		return d.flush()
+	}
+	return nil
+}
+
+// member starts a member of section s, opening it, or closing the open
+// one first. A section cannot open twice: the fields must come in the
+// order of their numbers, as terraform writes them.
+func (d *writer) member(s int) error {
+	if d.section == s {
+		d.buf = append(d.buf, ',')
+		return nil
+	}
+	d.closeSection()
+	if d.done[s] {
+		return fmt.Errorf("%w: the plan's fields are not in order", ErrUnsupported)
+	}
+	d.buf = append(d.buf, sectionOpen[s]...)
+	d.section = s
+	return nil
+}
+
+func (d *writer) closeSection() {
+	if d.section != noSection {
+		d.buf = append(d.buf, sectionClose[d.section])
+		d.done[d.section] = true
+		d.section = noSection
+	}
+}
+
+// end writes the document's last members and what is left of it.
+func (d *writer) end() error {
+	if d.version != FormatVersion {
+		return fmt.Errorf("%w: no tfplan format version", ErrUnsupported)
+	}
+	d.closeSection()
+	d.buf = append(d.buf, `,"planned_values":{},"terraform_version":`...)
+	d.buf = appendJSONString(d.buf, d.terraformVersion)
+	d.buf = append(d.buf, `,"errored":`...)
+	d.buf = strconv.AppendBool(d.buf, d.errored)
+	d.buf = append(d.buf, '}')
+	return d.flush()
+}
+
+func (d *writer) flush() error {
+	_, err := d.out.Write(d.buf)
+	d.buf = d.buf[:0]
+	return err
+}
+
+func (d *writer) variable(name string, raw []byte) error {
+	v, err := d.dec.decode(raw, cty.DynamicPseudoType)
+	if err != nil {
+		return err
+	}
+	if !v.wholly() {
+		return errors.New("an unknown value")
+	}
+	if err := d.member(variablesSection); err != nil {
+		return err
+	}
+	d.buf = appendJSONString(d.buf, name)
+	d.buf = append(d.buf, `:{"value":`...)
+	d.buf = v.appendJSON(d.buf)
 	d.buf = append(d.buf, '}')
 	return nil
 }
@@ -241,6 +285,10 @@ func (d *writer) resource(rc *resourceChange, data bool) error {
 		markSchema(schema.Block, side.v)
 		side.v.hoist()
 	}
+	if err := d.member(resourcesSection); err != nil {
+		return err
+	}
+	d.providers[rc.addr] = rc.provider
 	b := append(d.buf, `{"address":`...)
 	b = appendJSONString(b, rc.addr)
 	if rc.prevRunAddr != "" && rc.prevRunAddr != rc.addr {
@@ -313,6 +361,9 @@ func (d *writer) output(oc *outputChange) error {
 	}
 	before, after, err := d.values(c, cty.DynamicPseudoType)
 	if err != nil {
+		return err
+	}
+	if err := d.member(outputsSection); err != nil {
 		return err
 	}
 	b := appendJSONString(d.buf, oc.name)
