@@ -248,7 +248,7 @@ func (ms *modules) readManifest() error {
 // when it has none.
 func requiredSource(a *hclsyntax.Attribute) string {
 	v, diags := a.Expr.Value(nil)
-	if diags.HasErrors() || !v.IsKnown() || v.IsNull() || !(v.Type().IsObjectType() || v.Type().IsMapType()) {
+	if diags.HasErrors() || !v.IsKnown() || v.IsNull() {
 		return ""
 	}
 	var src cty.Value

@@ -92,7 +92,7 @@ func topFields(r *bufio.Reader, f func(num protowire.Number, typ protowire.Type,
 	var buf []byte
 	for {
 		tag, err := binary.ReadUvarint(r)
-		if err == io.EOF {
+		if errors.Is(err, io.EOF) {
 			return nil
 		}
 		if err != nil {
@@ -126,7 +126,7 @@ func topFields(r *bufio.Reader, f func(num protowire.Number, typ protowire.Type,
 		default:
 			return fmt.Errorf("a field of wire type %d", typ)
 		}
-		if err == io.EOF {
+		if errors.Is(err, io.EOF) {
 			err = io.ErrUnexpectedEOF
 		}
 		if err != nil {

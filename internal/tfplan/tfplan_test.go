@@ -81,7 +81,9 @@ func planFile(t testing.TB, tfplan []byte) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	w.Write(tfplan)
+	if _, err := w.Write(tfplan); err != nil {
+		t.Fatal(err)
+	}
 	if err := z.Close(); err != nil {
 		t.Fatal(err)
 	}
@@ -131,16 +133,24 @@ func TestReadRefuses(t *testing.T) {
 	}{
 		{"not a zip", func() string {
 			p := filepath.Join(t.TempDir(), "p")
-			os.WriteFile(p, []byte("plan"), 0o600)
+			if err := os.WriteFile(p, []byte("plan"), 0o600); err != nil {
+				t.Fatal(err)
+			}
 			return p
 		}, ErrUnsupported},
 		{"no tfplan", func() string {
 			var buf bytes.Buffer
 			z := zip.NewWriter(&buf)
-			z.Create("tfstate")
-			z.Close()
+			if _, err := z.Create("tfstate"); err != nil {
+				t.Fatal(err)
+			}
+			if err := z.Close(); err != nil {
+				t.Fatal(err)
+			}
 			p := filepath.Join(t.TempDir(), "p")
-			os.WriteFile(p, buf.Bytes(), 0o600)
+			if err := os.WriteFile(p, buf.Bytes(), 0o600); err != nil {
+				t.Fatal(err)
+			}
 			return p
 		}, ErrUnsupported},
 		{"format version 2", func() string { return planFile(t, msg(1, uint64(2), 3, create)) }, ErrUnsupported},

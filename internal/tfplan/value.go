@@ -163,7 +163,7 @@ func (d *decoder) value(ty cty.Type, depth int) (*value, error) {
 			if err != nil {
 				return nil, err
 			}
-			ety := cty.DynamicPseudoType
+			var ety cty.Type
 			if obj {
 				var ok bool
 				if ety, ok = ty.AttributeTypes()[k]; !ok {
@@ -438,19 +438,14 @@ func (v *value) mark(p []step) {
 			return
 		}
 		var next *value
-		switch {
-		case v.kind == kindObject:
+		switch v.kind {
+		case kindObject:
 			k := p[0].name
 			if p[0].isIndex {
 				k = p[0].key
 			}
-			for i, key := range v.keys {
-				if key == k {
-					next = v.elems[i]
-					break
-				}
-			}
-		case v.kind == kindSeq:
+			next = v.member(k)
+		case kindSeq:
 			if p[0].isIndex && p[0].index >= 0 && p[0].index < len(v.elems) {
 				next = v.elems[p[0].index]
 			}
