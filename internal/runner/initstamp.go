@@ -85,18 +85,7 @@ func (s *InitStamp) compute(tf *tfexec.Terraform) (string, error) {
 	if err := hashTools(h, tf); err != nil {
 		return "", err
 	}
-	field := func(name string, value []byte) {
-		fmt.Fprintf(h, "%s %d\n", name, len(value))
-		h.Write(value)
-	}
-	file := func(name, path string) {
-		b, err := os.ReadFile(path)
-		if err != nil {
-			field(name+" missing", nil)
-			return
-		}
-		field(name, b)
-	}
+	file := func(name, path string) { hashFile(h, name, path) }
 	data := tf.DataDir()
 	manifest := filepath.Join(data, "modules", "modules.json")
 	file("modules manifest", manifest)
@@ -119,7 +108,7 @@ func (s *InitStamp) compute(tf *tfexec.Terraform) (string, error) {
 		}
 		entries, err := os.ReadDir(d)
 		if err != nil {
-			field("module dir missing "+d, nil)
+			hashField(h, "module dir missing "+d, nil)
 			continue
 		}
 		for _, e := range entries {
@@ -136,18 +125,8 @@ func (s *InitStamp) compute(tf *tfexec.Terraform) (string, error) {
 // root runs with: the binary, the TF_* environment and the CLI config's
 // content, the lock file and the installed providers.
 func hashTools(h hash.Hash, tf *tfexec.Terraform) error {
-	field := func(name string, value []byte) {
-		fmt.Fprintf(h, "%s %d\n", name, len(value))
-		h.Write(value)
-	}
-	file := func(name, path string) {
-		b, err := os.ReadFile(path)
-		if err != nil {
-			field(name+" missing", nil)
-			return
-		}
-		field(name, b)
-	}
+	field := func(name string, value []byte) { hashField(h, name, value) }
+	file := func(name, path string) { hashFile(h, name, path) }
 
 	info, err := os.Stat(tf.Bin)
 	if err != nil {
@@ -172,6 +151,22 @@ func hashTools(h hash.Hash, tf *tfexec.Terraform) error {
 	}
 	file("lock file", filepath.Join(tf.Dir, ".terraform.lock.hcl"))
 	return tree(h, filepath.Join(tf.DataDir(), "providers"))
+}
+
+// hashField writes a named value into h, its length first.
+func hashField(h hash.Hash, name string, value []byte) {
+	fmt.Fprintf(h, "%s %d\n", name, len(value))
+	h.Write(value)
+}
+
+// hashFile writes a file's content into h, or that it is missing.
+func hashFile(h hash.Hash, name, path string) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		hashField(h, name+" missing", nil)
+		return
+	}
+	hashField(h, name, b)
 }
 
 // environ is the TF_* environment terraform runs with: captf's process

@@ -73,18 +73,7 @@ func markSchema(b *tfjson.SchemaBlock, v *value) {
 	if b == nil || v.kind != kindObject {
 		return
 	}
-	for name, a := range b.Attributes {
-		e := v.member(name)
-		if e == nil {
-			continue
-		}
-		if a.Sensitive {
-			e.sensitive = true
-		}
-		if a.AttributeNestedType != nil {
-			markNested(a.AttributeNestedType, e)
-		}
-	}
+	markAttributes(b.Attributes, v)
 	for name, nb := range b.NestedBlocks {
 		e := v.member(name)
 		if e == nil || nb.Block == nil {
@@ -101,32 +90,32 @@ func markSchema(b *tfjson.SchemaBlock, v *value) {
 	}
 }
 
-// markNested marks the sensitive attributes of a nested attribute's value.
-func markNested(n *tfjson.SchemaNestedAttributeType, v *value) {
-	mark := func(obj *value) {
-		if obj.kind != kindObject {
-			return
-		}
-		for name, a := range n.Attributes {
-			e := obj.member(name)
-			if e == nil {
-				continue
-			}
-			if a.Sensitive {
-				e.sensitive = true
-			}
-			if a.AttributeNestedType != nil {
-				markNested(a.AttributeNestedType, e)
-			}
-		}
+// markAttributes marks the sensitive attributes of obj, and those of
+// their nested attributes.
+func markAttributes(attrs map[string]*tfjson.SchemaAttribute, obj *value) {
+	if obj.kind != kindObject {
+		return
 	}
-	switch n.NestingMode {
-	case tfjson.SchemaNestingModeList, tfjson.SchemaNestingModeSet, tfjson.SchemaNestingModeMap:
-		for _, el := range v.elems {
-			mark(el)
+	for name, a := range attrs {
+		e := obj.member(name)
+		if e == nil {
+			continue
 		}
-	default:
-		mark(v)
+		if a.Sensitive {
+			e.sensitive = true
+		}
+		n := a.AttributeNestedType
+		if n == nil {
+			continue
+		}
+		switch n.NestingMode {
+		case tfjson.SchemaNestingModeList, tfjson.SchemaNestingModeSet, tfjson.SchemaNestingModeMap:
+			for _, el := range e.elems {
+				markAttributes(n.Attributes, el)
+			}
+		default:
+			markAttributes(n.Attributes, e)
+		}
 	}
 }
 

@@ -352,47 +352,21 @@ func (v *value) sortedKeys() []int {
 	return idx
 }
 
-// appendUnknown writes v's unknown marker: true where a value is unknown,
-// objects without their known members, sequences in full.
+// appendUnknown writes v's unknown marker: true where a value is unknown.
 func (v *value) appendUnknown(b []byte) []byte {
-	switch v.kind {
-	case kindUnknown:
-		return append(b, "true"...)
-	case kindSeq:
-		b = append(b, '[')
-		for i, e := range v.elems {
-			if i > 0 {
-				b = append(b, ',')
-			}
-			b = e.appendUnknown(b)
-		}
-		return append(b, ']')
-	case kindObject:
-		b = append(b, '{')
-		first := true
-		for _, i := range v.sortedKeys() {
-			e := v.elems[i]
-			if e.kind != kindUnknown && e.kind != kindObject && e.kind != kindSeq {
-				// A known scalar's marker is false: left out.
-				continue
-			}
-			if !first {
-				b = append(b, ',')
-			}
-			first = false
-			b = appendJSONString(b, v.keys[i])
-			b = append(b, ':')
-			b = e.appendUnknown(b)
-		}
-		return append(b, '}')
-	}
-	return append(b, "false"...)
+	return v.appendMarker(b, func(v *value) bool { return v.kind == kindUnknown })
 }
 
-// appendSensitive writes v's sensitivity marker: true where v is marked,
-// objects without their unmarked scalar members, sequences in full.
+// appendSensitive writes v's sensitivity marker: true where v is marked.
 func (v *value) appendSensitive(b []byte) []byte {
-	if v.sensitive {
+	return v.appendMarker(b, func(v *value) bool { return v.sensitive })
+}
+
+// appendMarker writes the marker of is: true where is holds, sequences in
+// full, objects without the members that are scalars is does not hold for,
+// false elsewhere, as show -json writes its markers.
+func (v *value) appendMarker(b []byte, is func(*value) bool) []byte {
+	if is(v) {
 		return append(b, "true"...)
 	}
 	switch v.kind {
@@ -402,7 +376,7 @@ func (v *value) appendSensitive(b []byte) []byte {
 			if i > 0 {
 				b = append(b, ',')
 			}
-			b = e.appendSensitive(b)
+			b = e.appendMarker(b, is)
 		}
 		return append(b, ']')
 	case kindObject:
@@ -410,7 +384,7 @@ func (v *value) appendSensitive(b []byte) []byte {
 		first := true
 		for _, i := range v.sortedKeys() {
 			e := v.elems[i]
-			if !e.sensitive && e.kind != kindObject && e.kind != kindSeq {
+			if !is(e) && e.kind != kindObject && e.kind != kindSeq {
 				continue
 			}
 			if !first {
@@ -419,7 +393,7 @@ func (v *value) appendSensitive(b []byte) []byte {
 			first = false
 			b = appendJSONString(b, v.keys[i])
 			b = append(b, ':')
-			b = e.appendSensitive(b)
+			b = e.appendMarker(b, is)
 		}
 		return append(b, '}')
 	}
