@@ -373,3 +373,41 @@ output "obj" {
 		t.Fatal("the schema cache holds a value")
 	}
 }
+
+// TestSchemaKey: the schema cache's key moves with the lock file and the
+// CLI config, not with the configuration; with dev_overrides there is
+// none, so nothing is cached.
+func TestSchemaKey(t *testing.T) {
+	dir := t.TempDir()
+	cfg := filepath.Join(t.TempDir(), "terraform.rc")
+	tf := &tfexec.Terraform{Bin: tftest.Terraform(t).Path, Dir: dir, Env: []string{"TF_CLI_CONFIG_FILE=" + cfg}}
+	write := func(path, body string) {
+		t.Helper()
+		if err := os.WriteFile(path, []byte(body), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	key := func() string {
+		t.Helper()
+		k, err := schemaKey(tf)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return k
+	}
+	write(cfg, "disable_checkpoint = true\n")
+	write(filepath.Join(dir, "main.tf"), `resource "terraform_data" "a" {}`)
+	first := key()
+	write(filepath.Join(dir, "main.tf"), `resource "terraform_data" "b" {}`)
+	if key() != first || first == "" {
+		t.Fatal("the key moved with the configuration")
+	}
+	write(filepath.Join(dir, ".terraform.lock.hcl"), "# lock\n")
+	if key() == first {
+		t.Fatal("the key did not move with the lock file")
+	}
+	write(cfg, "provider_installation {\n  dev_overrides {\n    \"hashicorp/aws\" = \"/opt/aws\"\n  }\n  direct {}\n}\n")
+	if k := key(); k != "" {
+		t.Fatalf("with dev_overrides, key %q", k)
+	}
+}

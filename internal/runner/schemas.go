@@ -1,6 +1,7 @@
 package runner
 
 import (
+	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -32,7 +33,8 @@ const maxSchemaBytes = 512 << 20
 // of running show -json, which starts every provider again for its
 // schema. The cache is valid while the binary, the TF_* environment, the
 // CLI config, the lock file and the installed providers are those it was
-// made with; schemas hold no values.
+// made with; with dev_overrides in the CLI config nothing is cached.
+// Schemas hold no values.
 type SchemaCache struct {
 	// Path is the cache file, in the root's StateDir.
 	Path string
@@ -54,6 +56,13 @@ func schemaKey(tf *tfexec.Terraform) (string, error) {
 	if err := hashTools(h, tf); err != nil {
 		return "", err
 	}
+	// A provider the CLI config's dev_overrides name is run from a
+	// directory captf does not watch: no key, so nothing is cached.
+	if cfg := environ(tf)["TF_CLI_CONFIG_FILE"]; cfg != "" {
+		if b, err := os.ReadFile(cfg); err == nil && bytes.Contains(b, []byte("dev_overrides")) {
+			return "", nil
+		}
+	}
 	return hex.EncodeToString(h.Sum(nil)), nil
 }
 
@@ -62,7 +71,7 @@ func schemaKey(tf *tfexec.Terraform) (string, error) {
 // them. It runs no process: it can run while terraform plans.
 func (c *SchemaCache) read(tf *tfexec.Terraform) *cached {
 	key, err := schemaKey(tf)
-	if err != nil {
+	if err != nil || key == "" {
 		return &cached{}
 	}
 	if b, err := readBounded(c.Path, maxSchemaBytes); err == nil {

@@ -2,7 +2,10 @@ package fingerprint
 
 import (
 	"bytes"
+	"encoding/json"
 	"errors"
+	"math/rand/v2"
+	"strings"
 	"testing"
 	"testing/iotest"
 )
@@ -48,4 +51,34 @@ func FuzzCompute(f *testing.F) {
 			t.Fatalf("whole %s, one byte at a time %s", whole.Report.PlanHash, bytewise.Report.PlanHash)
 		}
 	})
+}
+
+// TestStringsMatchJSON holds the parser's string decoding to
+// encoding/json's on strings full of escapes: quotes and backslashes in
+// runs, control characters, \u escapes, surrogate pairs and lone
+// surrogates.
+func TestStringsMatchJSON(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 4))
+	pieces := []string{`\"`, `\\`, `\/`, `\n`, `\t`, `\b`, `\f`, `\r`, `\u00e9`, `\u00E9`, `\ud83d\ude00`, `\ud83d`, `\ude00x`, `\u0000`, "é", "x", "ab", `\\\"`, `\\\\`}
+	var tr tree
+	for i := range 20000 {
+		var b strings.Builder
+		b.WriteByte('"')
+		for range rng.IntN(8) {
+			b.WriteString(pieces[rng.IntN(len(pieces))])
+		}
+		b.WriteByte('"')
+		src := b.String()
+		var want string
+		if err := json.Unmarshal([]byte(src), &want); err != nil {
+			t.Fatalf("%d: %s: %v", i, src, err)
+		}
+		root, err := tr.parse([]byte(src))
+		if err != nil {
+			t.Fatalf("%d: %s: %v", i, src, err)
+		}
+		if got, _ := tr.stringOf(root); got != want {
+			t.Fatalf("%d: %s: got %q, want %q", i, src, got, want)
+		}
+	}
 }
