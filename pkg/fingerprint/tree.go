@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strconv"
 	"unicode/utf16"
 	"unicode/utf8"
 )
@@ -214,21 +215,18 @@ func (t *tree) str() (span, error) {
 		t.pos = start + i + 1
 		return span{uint32(start), uint32(i)}, nil
 	}
-	// Find the real closing quote: the first one after an even number
-	// of backslashes. Then decode the escapes.
+	// Find the real closing quote, then decode the escapes.
 	end := start
 	for {
-		q := bytes.IndexByte(t.src[end:], '"')
-		if q < 0 {
+		if end >= len(t.src) {
 			return span{}, t.end()
 		}
-		end += q
-		n := 0
-		for end-1-n >= start && t.src[end-1-n] == '\\' {
-			n++
-		}
-		if n%2 == 0 {
+		c := t.src[end]
+		if c == '"' {
 			break
+		}
+		if c == '\\' {
+			end++
 		}
 		end++
 	}
@@ -402,13 +400,12 @@ func (t *tree) stringOf(i int32) (string, bool) {
 // appendUnescaped decodes the JSON string body raw onto dst.
 func appendUnescaped(dst, raw []byte) ([]byte, error) {
 	for i := 0; i < len(raw); i++ {
-		// Copy the run up to the next backslash at once.
-		k := bytes.IndexByte(raw[i:], '\\')
-		if k < 0 {
-			return append(dst, raw[i:]...), nil
+		c := raw[i]
+		if c != '\\' {
+			dst = append(dst, c)
+			continue
 		}
-		dst = append(dst, raw[i:i+k]...)
-		i += k + 1
+		i++
 		if i >= len(raw) {
 			return dst, errors.New("string ends in a backslash")
 		}
@@ -458,21 +455,8 @@ func hex4(b []byte) (rune, bool) {
 	if len(b) < 4 {
 		return 0, false
 	}
-	var r rune
-	for _, c := range b[:4] {
-		switch {
-		case '0' <= c && c <= '9':
-			c -= '0'
-		case 'a' <= c && c <= 'f':
-			c -= 'a' - 10
-		case 'A' <= c && c <= 'F':
-			c -= 'A' - 10
-		default:
-			return 0, false
-		}
-		r = r<<4 | rune(c)
-	}
-	return r, true
+	v, err := strconv.ParseUint(string(b[:4]), 16, 16)
+	return rune(v), err == nil
 }
 
 // validScalar reports whether b is a JSON number, true, false or null.
