@@ -297,9 +297,9 @@ func newPlan(stdout, stderr io.Writer) *cobra.Command {
 		Use:   "plan [DIR]",
 		Short: "Plan a root module and print the hash that approves it",
 		Long: `Runs init (unless nothing init reads changed since the last one) and plan
--out, reads the plan file (or, for tofu, show -json) in memory only, and
-prints terraform's plan, the counts, the changed resources, the p2: hash and
-the exact command that applies this plan.
+-out, reads the plan file (or show -json of it) in memory only, and prints
+terraform's plan, the counts, the changed resources, the p2: hash and the
+exact command that applies this plan.
 
 ` + exitCodesHelp,
 		Args: dirArg,

@@ -30,9 +30,15 @@ const readPlanCanary = "canary-7f3e9a"
 // sensitive values at every depth, values known after apply), with
 // variables set and defaulted, providers in modules and aliases, the
 // hash, every change's digest and paths, and what runs at apply outside
-// the plan must come out the same both ways, from the same plan file.
+// the plan must come out the same both ways, from the same plan file;
+// with terraform and with tofu.
 func TestReadPlanMatchesShow(t *testing.T) {
-	bin := tftest.Terraform(t)
+	for _, bin := range tftest.Binaries(t) {
+		t.Run(bin.Name, func(t *testing.T) { readPlanMatchesShow(t, bin) })
+	}
+}
+
+func readPlanMatchesShow(t *testing.T, bin tftest.Binary) {
 	p := tftest.Provider(t)
 	ctx := context.Background()
 	dir, files, other := t.TempDir(), t.TempDir(), t.TempDir()
@@ -409,5 +415,16 @@ func TestSchemaKey(t *testing.T) {
 	write(cfg, "provider_installation {\n  dev_overrides {\n    \"hashicorp/aws\" = \"/opt/aws\"\n  }\n  direct {}\n}\n")
 	if k := key(); k != "" {
 		t.Fatalf("with dev_overrides, key %q", k)
+	}
+}
+
+func TestReadable(t *testing.T) {
+	for v, want := range map[string]bool{
+		"Terraform v1.11.4": true, "Terraform v1.5.0": true, "Terraform v1.4.7": false, "Terraform v2.0.0": false,
+		"OpenTofu v1.12.6": true, "OpenTofu v1.6.0": true, "OpenTofu v1.5.9": false, "": false, "Terraform vx": false,
+	} {
+		if got := readable(v); got != want {
+			t.Errorf("readable(%q) = %v", v, got)
+		}
 	}
 }

@@ -119,17 +119,23 @@ func (c *SchemaCache) complete(ctx context.Context, tf *tfexec.Terraform, got *c
 }
 
 // readable says whether captf reads the plan files of the binary whose
-// version line this is: terraform from 1.5, whose plan files it was tested
-// against (internal/tfplan). Others, tofu among them, go through show -json.
+// version line this is: terraform from 1.5 and OpenTofu from 1.6 (the
+// plan file format of both, version 3; internal/tfplan is tested against
+// terraform 1.11 and OpenTofu 1.12). Others go through show -json.
 func readable(version string) bool {
+	least := 5
 	v, ok := strings.CutPrefix(version, "Terraform v")
+	if !ok {
+		least = 6
+		v, ok = strings.CutPrefix(version, "OpenTofu v")
+	}
 	if !ok {
 		return false
 	}
 	major, rest, _ := strings.Cut(v, ".")
 	minor, _, _ := strings.Cut(rest, ".")
 	n, err := strconv.Atoi(minor)
-	return major == "1" && err == nil && n >= 5
+	return major == "1" && err == nil && n >= least
 }
 
 // save writes the cache; failing to is not an error, the next plan asks

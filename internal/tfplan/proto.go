@@ -12,7 +12,8 @@ import (
 
 // The messages of terraform's tfplan file (internal/plans/planproto,
 // planfile.proto, format version 3) that the plan document needs, read
-// with protowire: the field numbers below are that file's.
+// with protowire: the field numbers below are that file's, and OpenTofu's
+// where it differs (the import's identity, an action of its own).
 
 type resourceChange struct {
 	addr, prevRunAddr, deposedKey, provider string
@@ -220,14 +221,16 @@ func decodeChange(b []byte) (change, error) {
 			}
 		case 5:
 			c.importing = &importing{}
-			err = fields(v, func(num protowire.Number, _ protowire.Type, v []byte, n uint64) error {
+			err = fields(v, func(num protowire.Number, typ protowire.Type, v []byte, n uint64) error {
 				var err error
-				switch num {
-				case 1:
+				switch {
+				case num == 1:
 					c.importing.id = string(v)
-				case 2:
+				case num == 2 && typ == protowire.VarintType:
+					// terraform: the id is unknown.
 					c.importing.unknown = n != 0
-				case 3:
+				case num == 3, num == 2 && typ == protowire.BytesType:
+					// The identity: terraform's field 3, tofu's 2.
 					c.importing.identity, err = dynamicValue(v)
 				}
 				return err

@@ -7,9 +7,10 @@
 //
 // The plan file's inner format is terraform's own, not a public interface.
 // This package reads the format version it was built and tested against
-// (3, written by terraform 1.x) and returns ErrUnsupported for anything
-// else, or for a plan holding what it does not render (deferred changes,
-// action invocations): the caller then runs terraform show. The values are
+// (3, written by terraform 1.x and OpenTofu) and returns ErrUnsupported
+// for anything else, or for a plan holding what it does not render
+// (deferred changes, action invocations, ephemeral resources): the caller
+// then runs terraform show. The values are
 // decoded with the providers' schemas (the JSON of `terraform providers
 // schema -json`) and written by the rules of terraform's show -json, which
 // the tests hold it to: unknown values left out of "after" and listed in
@@ -137,6 +138,10 @@ func (d *writer) field(num protowire.Number, _ protowire.Type, v []byte, n uint6
 		if err != nil {
 			return err
 		}
+		if _, rest := modulePrefix(rc.addr); strings.HasPrefix(rest, "ephemeral.") {
+			// show writes an ephemeral resource without its values.
+			return fmt.Errorf("%w: ephemeral resource %s", ErrUnsupported, rc.addr)
+		}
 		data := isData(rc.addr)
 		if data && rc.change.action == actionDelete {
 			// terraform deletes data sources from the state; show leaves
@@ -236,15 +241,16 @@ func (d *writer) variable(name string, raw []byte) error {
 const actionDelete = 5
 
 var actionNames = map[uint64]string{
-	0: `["no-op"]`,
-	1: `["create"]`,
-	2: `["read"]`,
-	3: `["update"]`,
-	5: `["delete"]`,
-	6: `["delete","create"]`,
-	7: `["create","delete"]`,
-	8: `["forget"]`,
-	9: `["create","forget"]`,
+	0:  `["no-op"]`,
+	1:  `["create"]`,
+	2:  `["read"]`,
+	3:  `["update"]`,
+	5:  `["delete"]`,
+	6:  `["delete","create"]`,
+	7:  `["create","delete"]`,
+	8:  `["forget"]`,
+	9:  `["create","forget"]`, // terraform's only
+	10: `["forget","create"]`, // OpenTofu's only
 }
 
 func (d *writer) resource(rc *resourceChange, data bool) error {

@@ -201,3 +201,29 @@ func FuzzRead(f *testing.F) {
 		}
 	})
 }
+
+// TestImporting reads an import as terraform writes it (an id, or that it
+// is unknown, or an identity in field 3) and as OpenTofu does (an identity
+// in field 2).
+func TestImporting(t *testing.T) {
+	identity := dynamic(t, cty.ObjectVal(map[string]cty.Value{"id": cty.StringVal("i")}), cty.Object(map[string]cty.Type{"id": cty.String}))
+	for _, c := range []struct {
+		name string
+		msg  []byte
+		want importing
+	}{
+		{"id", msg(1, "i-1"), importing{id: "i-1"}},
+		{"unknown", msg(2, uint64(1)), importing{unknown: true}},
+		{"terraform identity", msg(3, identity), importing{identity: identity}},
+		{"tofu identity", msg(2, identity), importing{identity: identity}},
+	} {
+		ch, err := decodeChange(msg(1, uint64(1), 5, c.msg))
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := *ch.importing
+		if got.id != c.want.id || got.unknown != c.want.unknown || (len(got.identity) > 0) != (len(c.want.identity) > 0) {
+			t.Errorf("%s: got %+v", c.name, got)
+		}
+	}
+}
