@@ -26,14 +26,14 @@ type outputChange struct {
 	sensitive bool
 }
 
+// change is what the document needs of a Change: not the generated
+// configuration nor the identities before and after, which show writes
+// but the fingerprint does not read.
 type change struct {
 	action                uint64
 	values                [][]byte
 	beforeSens, afterSens []path
 	importing             *importing
-	beforeIdentity        []byte
-	afterIdentity         []byte
-	hasGenerated          bool
 }
 
 type importing struct {
@@ -235,12 +235,6 @@ func decodeChange(b []byte) (change, error) {
 				}
 				return err
 			})
-		case 6:
-			c.hasGenerated = len(v) > 0
-		case 7:
-			c.beforeIdentity, err = dynamicValue(v)
-		case 8:
-			c.afterIdentity, err = dynamicValue(v)
 		}
 		return err
 	})
