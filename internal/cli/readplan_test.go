@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"slices"
@@ -56,6 +57,31 @@ if [ "$1" = "$FAIL_AT" ]; then exit 1; fi`)
 				t.Fatalf("through show -json hash %s, read here %s", viaShow.PlanHash, first.PlanHash)
 			}
 			t.Setenv("FAIL_AT", "")
+
+			// A cache whose schemas do not fit (providers upgraded behind
+			// its back): show -json reads this plan, the cache goes, and
+			// the next plan asks for the schemas again.
+			cache := filepath.Join(dir, runner.StateDir, runner.SchemaCacheFile)
+			captf(t, "plan", dir, "--binary", wrapped, "--json").want(t, 0)
+			commands()
+			var c map[string]json.RawMessage
+			if b, err := os.ReadFile(cache); err != nil || json.Unmarshal(b, &c) != nil {
+				t.Fatalf("schema cache: %v", err)
+			}
+			c["schemas"] = json.RawMessage(`{"format_version":"1.0","provider_schemas":{}}`)
+			b, _ := json.Marshal(c)
+			write(t, cache, b, 0o600)
+			stale := captf(t, "plan", dir, "--binary", wrapped, "--json").want(t, 0).report(t)
+			if got := commands(); !slices.Contains(got, "show") || stale.PlanHash != first.PlanHash {
+				t.Fatalf("with stale schemas, plan ran %v and hashed %s: want show and %s", got, stale.PlanHash, first.PlanHash)
+			}
+			if _, err := os.Stat(cache); err == nil {
+				t.Fatal("the stale schema cache is still there")
+			}
+			captf(t, "plan", dir, "--binary", wrapped, "--json").want(t, 0)
+			if got := commands(); slices.Contains(got, "show") || !slices.Contains(got, "providers") {
+				t.Fatalf("after a stale cache, plan ran %v: want the schemas asked again, no show", got)
+			}
 
 			captf(t, "apply", dir, "--binary", wrapped, "--expect-plan", first.PlanHash).want(t, 0)
 			if got := commands(); slices.Contains(got, "show") || !slices.Contains(got, "apply") {
