@@ -285,33 +285,20 @@ func (b *binder) provider(a resourceAddr) error {
 		if !ok {
 			continue
 		}
-		mk, err := moduleKey(pc.ModuleAddress)
+		m, err := b.module(pc.ModuleAddress)
 		if err != nil {
 			return err
 		}
-		m, err := b.mods.get(mk)
-		if err != nil {
-			return err
-		}
-		name := pc.Name
+		alias := ""
 		if pc.Alias != "" {
-			name += "." + pc.Alias
+			alias = "." + pc.Alias
 		}
 		address := fmt.Sprintf("provider[%q]", pc.FullName)
 		if pc.ModuleAddress != "" {
 			address = pc.ModuleAddress + "." + address
 		}
-		if pc.Alias != "" {
-			address += "." + pc.Alias
-		}
-		for i, p := range m.providers[name] {
-			block := fmt.Sprintf("provider %q", pc.Name)
-			if i > 0 {
-				block = fmt.Sprintf("%s (%s)", block, p.Range().Filename)
-			}
-			if err := b.bind(m, address, block, p); err != nil {
-				return err
-			}
+		if err := b.providerBlocks(m, address+alias, pc.Name, alias); err != nil {
+			return err
 		}
 	}
 	return nil
@@ -325,22 +312,32 @@ func (b *binder) providerAt(addr string) error {
 	if !ok || !ok2 || fqn == "" || (alias != "" && !strings.HasPrefix(alias, ".")) {
 		return fmt.Errorf("provider configuration address %q", addr)
 	}
-	mod = strings.TrimSuffix(mod, ".")
-	mk, err := moduleKey(mod)
+	m, err := b.module(strings.TrimSuffix(mod, "."))
 	if err != nil {
 		return err
 	}
-	m, err := b.mods.get(mk)
+	return b.providerBlocks(m, addr, m.localName(fqn), alias)
+}
+
+// module is the module at a module address (module.a.module.b, or "" for
+// the root).
+func (b *binder) module(addr string) (*module, error) {
+	mk, err := moduleKey(addr)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	local := m.localName(fqn)
+	return b.mods.get(mk)
+}
+
+// providerBlocks binds, under the provider configuration address, the
+// provider blocks of m with the local name and alias (".west", or "").
+func (b *binder) providerBlocks(m *module, address, local, alias string) error {
 	for i, p := range m.providers[local+alias] {
 		block := fmt.Sprintf("provider %q", local)
 		if i > 0 {
 			block = fmt.Sprintf("%s (%s)", block, p.Range().Filename)
 		}
-		if err := b.bind(m, addr, block, p); err != nil {
+		if err := b.bind(m, address, block, p); err != nil {
 			return err
 		}
 	}

@@ -61,14 +61,19 @@ func (s *InitStamp) record(tf *tfexec.Terraform) error {
 	if err != nil {
 		return err
 	}
-	// A new file renamed over the stamp: never written through a link.
-	f, err := os.CreateTemp(filepath.Dir(s.Path), ".init-stamp-*")
+	return writeReplace(s.Path, []byte(sum))
+}
+
+// writeReplace writes b into a new file renamed over path: never through a
+// link, never half written. A failure leaves path as it was.
+func writeReplace(path string, b []byte) error {
+	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+"-*")
 	if err != nil {
 		return err
 	}
-	_, err = f.WriteString(sum)
+	_, err = f.Write(b)
 	if err = errors.Join(err, f.Close()); err == nil {
-		err = os.Rename(f.Name(), s.Path)
+		err = os.Rename(f.Name(), path)
 	}
 	if err != nil {
 		os.Remove(f.Name())

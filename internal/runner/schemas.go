@@ -10,7 +10,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"path/filepath"
 	"strconv"
 	"strings"
 
@@ -145,7 +144,7 @@ func (c *SchemaCache) save(tf *tfexec.Terraform, got *cached) {
 		return
 	}
 	if b, err := json.Marshal(got); err == nil && EnsureStateDir(tf.Dir) == nil {
-		writeReplace(c.Path, b)
+		_ = writeReplace(c.Path, b)
 	}
 }
 
@@ -164,22 +163,6 @@ func readBounded(path string, max int64) ([]byte, error) {
 		err = fmt.Errorf("%s: over %d bytes", path, max)
 	}
 	return b, err
-}
-
-// writeReplace writes b into a new file renamed over path: never through a
-// link, never half written. A failure leaves path as it was.
-func writeReplace(path string, b []byte) {
-	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+"-*")
-	if err != nil {
-		return
-	}
-	_, err = f.Write(b)
-	if err = errors.Join(err, f.Close()); err == nil {
-		err = os.Rename(f.Name(), path)
-	}
-	if err != nil {
-		os.Remove(f.Name())
-	}
 }
 
 // readPlan fingerprints a saved plan file read by captf itself, with the

@@ -67,7 +67,7 @@ func Write(w io.Writer, path string, schemas *tfjson.ProviderSchemas) (map[strin
 		return nil, fmt.Errorf("%w: %w", ErrUnsupported, err)
 	}
 	defer rc.Close()
-	d := &writer{out: w, schemas: schemas, dec: newDecoder(), types: map[string]cty.Type{}, providers: map[string]string{}}
+	d := &writer{out: w, schemas: schemas, dec: newDecoder(), types: map[typeKey]cty.Type{}, providers: map[string]string{}}
 	d.buf = append(make([]byte, 0, flushBytes*2), `{"format_version":"1.2"`...)
 	// The zip reader checks the entry's size and checksum at its end,
 	// which topFields reads to.
@@ -99,13 +99,20 @@ const (
 var sectionOpen = [...]string{variablesSection: `,"variables":{`, resourcesSection: `,"resource_changes":[`, outputsSection: `,"output_changes":{`}
 var sectionClose = [...]byte{variablesSection: '}', resourcesSection: ']', outputsSection: '}'}
 
+// typeKey names a resource type: its provider, whether it is a data
+// source's, and the type.
+type typeKey struct {
+	provider string
+	data     bool
+	typ      string
+}
+
 type writer struct {
 	out     io.Writer
 	schemas *tfjson.ProviderSchemas
 	dec     *decoder
-	// types are the implied types of the resource types met, by provider,
-	// mode and type.
-	types     map[string]cty.Type
+	// types are the implied types of the resource types met.
+	types     map[typeKey]cty.Type
 	providers map[string]string
 	buf       []byte
 
@@ -138,17 +145,19 @@ func (d *writer) field(num protowire.Number, _ protowire.Type, v []byte, n uint6
 		if err != nil {
 			return err
 		}
-		if _, rest := modulePrefix(rc.addr); strings.HasPrefix(rest, "ephemeral.") {
+		mode, typ, err := resourceOf(rc.addr)
+		switch {
+		case err != nil:
+			return err
+		case mode == "ephemeral":
 			// show writes an ephemeral resource without its values.
 			return fmt.Errorf("%w: ephemeral resource %s", ErrUnsupported, rc.addr)
-		}
-		data := isData(rc.addr)
-		if data && rc.change.action == actionDelete {
+		case mode == "data" && rc.change.action == actionDelete:
 			// terraform deletes data sources from the state; show leaves
 			// these out.
 			return nil
 		}
-		if err := d.resource(&rc, data); err != nil {
+		if err := d.resource(&rc, mode == "data", typ); err != nil {
 			return fmt.Errorf("%s: %w", rc.addr, err)
 		}
 	case 4:
@@ -253,7 +262,9 @@ var actionNames = map[uint64]string{
 	10: `["forget","create"]`, // OpenTofu's only
 }
 
-func (d *writer) resource(rc *resourceChange, data bool) error {
+// resource renders a resource change of type typ, a data source's or a
+// managed resource's.
+func (d *writer) resource(rc *resourceChange, data bool, typ string) error {
 	c := &rc.change
 	acts, ok := actionNames[c.action]
 	if !ok {
@@ -263,15 +274,11 @@ func (d *writer) resource(rc *resourceChange, data bool) error {
 	if err != nil {
 		return err
 	}
-	typ, err := resourceType(rc.addr)
-	if err != nil {
-		return err
-	}
 	schema, err := resourceSchema(d.schemas, src, data, typ)
 	if err != nil {
 		return err
 	}
-	tkey := fmt.Sprintf("%s %t %s", src, data, typ)
+	tkey := typeKey{src, data, typ}
 	ty, ok := d.types[tkey]
 	if !ok {
 		ty = impliedType(schema.Block)
@@ -465,27 +472,28 @@ func (d *writer) markPaths(v *value, paths []path) error {
 	return nil
 }
 
-// isData says whether a resource instance address is a data source's:
-// its last module step is followed by "data.".
-func isData(addr string) bool {
-	_, rest := modulePrefix(addr)
-	return strings.HasPrefix(rest, "data.")
-}
-
-// resourceType is the resource type in a resource instance address.
-func resourceType(addr string) (string, error) {
-	_, rest := modulePrefix(addr)
-	rest = strings.TrimPrefix(rest, "data.")
+// resourceOf returns the mode (managed, data or ephemeral) and the type of
+// a resource instance address such as module.a["k"].data.t.n[0].
+func resourceOf(addr string) (mode, typ string, err error) {
+	rest := afterModules(addr)
+	mode = "managed"
+	for _, m := range []string{"data", "ephemeral"} {
+		if r, ok := strings.CutPrefix(rest, m+"."); ok {
+			mode, rest = m, r
+			break
+		}
+	}
 	typ, _, ok := strings.Cut(rest, ".")
 	if !ok || typ == "" {
-		return "", fmt.Errorf("resource address %q", addr)
+		return "", "", fmt.Errorf("resource address %q", addr)
 	}
-	return typ, nil
+	return mode, typ, nil
 }
 
-// modulePrefix splits module.a["k"].module.b[0]. off an address.
-func modulePrefix(addr string) (mod, rest string) {
-	rest = addr
+// afterModules is an address without its module steps,
+// module.a["k"].module.b[0].
+func afterModules(addr string) string {
+	rest := addr
 	for strings.HasPrefix(rest, "module.") {
 		i := len("module.")
 		for i < len(rest) && rest[i] != '.' && rest[i] != '[' {
@@ -510,9 +518,9 @@ func modulePrefix(addr string) (mod, rest string) {
 			i = j + 1
 		}
 		if i >= len(rest) || rest[i] != '.' {
-			return addr[:len(addr)-len(rest)], rest
+			return rest
 		}
 		rest = rest[i+1:]
 	}
-	return addr[:len(addr)-len(rest)], rest
+	return rest
 }

@@ -195,7 +195,7 @@ func FuzzRead(f *testing.F) {
 	f.Add(msg(1, uint64(3), 3, createData(f, "terraform_data.a", cty.ObjectVal(map[string]cty.Value{"k": cty.ListVal([]cty.Value{cty.NumberIntVal(1)})}))))
 	f.Add(msg(1, uint64(3), 4, msg(1, "o", 2, msg(1, uint64(3), 2, dynamic(f, cty.True, cty.DynamicPseudoType), 2, dynamic(f, cty.UnknownVal(cty.String), cty.DynamicPseudoType)))))
 	f.Fuzz(func(t *testing.T, tfplan []byte) {
-		d := &writer{out: io.Discard, schemas: dataSchema, dec: newDecoder(), types: map[string]cty.Type{}, providers: map[string]string{}}
+		d := &writer{out: io.Discard, schemas: dataSchema, dec: newDecoder(), types: map[typeKey]cty.Type{}, providers: map[string]string{}}
 		if topFields(bufio.NewReader(bytes.NewReader(tfplan)), d.field) == nil {
 			_ = d.end()
 		}
