@@ -5,6 +5,7 @@ all: build
 
 build:
 	go build -o bin/captf ./cmd/captf
+	go build -o bin/captf-preview ./cmd/captf-preview
 	go build -o bin/kubectl-captf ./cmd/kubectl-captf
 
 # Deepcopy, CRDs, RBAC and webhook configurations from the markers in api/ (never edited by hand).

@@ -35,12 +35,21 @@ const exitCodesHelp = `Exit codes:
      nothing was approved), or a provisioner or provider configuration it
      runs at apply moved since the plan was approved; nothing was applied`
 
-// Run runs the captf command line with args and returns its exit code.
+// Run runs the captf command line with args and returns its exit code. Its
+// preview command hands off to the preview binary (see handOff).
 func Run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	return run(ctx, args, stdout, stderr, capabilities(stderr))
+	return run(ctx, args, stdout, stderr, nil)
 }
 
-// run is Run with the capabilities preview offers.
+// RunPreview runs `captf preview` with args and the deploy tools of
+// registry, and returns its exit code: what the preview binary runs.
+func RunPreview(ctx context.Context, args []string, stdout, stderr io.Writer, registry preview.Registry) int {
+	return run(ctx, append([]string{"preview"}, args...), stdout, stderr, registry)
+}
+
+// run runs the command line. With a registry its preview command plans
+// and applies in this process with those deploy tools; without, it hands
+// off to the preview binary.
 func run(ctx context.Context, args []string, stdout, stderr io.Writer, registry preview.Registry) int {
 	cmd := newRoot(stdout, stderr, registry)
 	cmd.SetArgs(args)
@@ -86,7 +95,12 @@ applies only when a fresh plan hashes to the approved value.
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error {
 		return fmt.Errorf("%w: %w", runner.ErrBadInput, err)
 	})
-	root.AddCommand(newPlan(stdout, stderr), newApply(stdout, stderr), newFingerprint(stdout), newPreview(stdout, stderr, registry), newVersion(stdout))
+	root.AddCommand(newPlan(stdout, stderr), newApply(stdout, stderr), newFingerprint(stdout), newVersion(stdout))
+	if registry != nil {
+		root.AddCommand(newPreview(stdout, stderr, registry))
+	} else {
+		root.AddCommand(newHandOff())
+	}
 	return root
 }
 

@@ -13,6 +13,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/captf/captf/internal/preview/capabilities"
 	"github.com/captf/captf/internal/runner"
 	"github.com/captf/captf/internal/tfexec"
 	"github.com/captf/captf/internal/tftest"
@@ -32,7 +33,7 @@ type outcome struct {
 func captf(t *testing.T, args ...string) outcome {
 	t.Helper()
 	var stdout, stderr bytes.Buffer
-	code := Run(context.Background(), args, &stdout, &stderr)
+	code := run(context.Background(), args, &stdout, &stderr, capabilities.All(&stderr))
 	return outcome{code, stdout.String(), stderr.String()}
 }
 

@@ -20,6 +20,8 @@ import (
 	"github.com/captf/captf/pkg/changeset"
 )
 
+const previewShort = "Plan a pull request across deploy tools and apply exactly what was approved"
+
 // digestPattern is the shape of a change-set digest.
 var digestPattern = regexp.MustCompile(`^` + regexp.QuoteMeta(changeset.DigestPrefix) + `[0-9a-f]{64}$`)
 
@@ -243,11 +245,11 @@ func (o *previewOptions) title() string {
 func newPreview(stdout, stderr io.Writer, registry preview.Registry) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "preview",
-		Short: "Plan a pull request across deploy tools and apply exactly what was approved",
+		Short: previewShort,
 		Long: `captf preview plans every component of the project file (` + preview.ProjectFile + `) that a
-change touches, across terraform, kubectl and CloudFormation, and prints one
-digest over the whole change set. captf preview apply plans again and applies
-only when that digest holds.
+change touches, across terraform, kubectl, CloudFormation, ARM templates and
+Config Connector, and prints one digest over the whole change set. captf
+preview apply plans again and applies only when that digest holds.
 
 ` + previewExitCodes,
 		Args: cobra.ArbitraryArgs,

@@ -18,14 +18,17 @@ import (
 // These tests run the captf binary as a separate process, for what only a
 // process shows: signals, a kill, a printed command pasted into a shell.
 
-// buildCaptf builds cmd/captf into a temporary directory.
+// buildCaptf builds cmd/captf, and beside it cmd/captf-preview, into a
+// temporary directory and returns captf's path.
 func buildCaptf(t *testing.T) string {
 	t.Helper()
-	bin := filepath.Join(t.TempDir(), "captf")
-	if out, err := exec.Command("go", "build", "-o", bin, "../../cmd/captf").CombinedOutput(); err != nil {
-		t.Fatalf("build captf: %v\n%s", err, out)
+	dir := t.TempDir()
+	for _, cmd := range []string{"captf", PreviewBinary} {
+		if out, err := exec.Command("go", "build", "-o", filepath.Join(dir, cmd), "../../cmd/"+cmd).CombinedOutput(); err != nil {
+			t.Fatalf("build %s: %v\n%s", cmd, err, out)
+		}
 	}
-	return bin
+	return filepath.Join(dir, "captf")
 }
 
 // wrapTerraform writes a shell script that runs before, then execs the
@@ -47,6 +50,70 @@ func TestBinary(t *testing.T) {
 	t.Run("signal during key read", func(t *testing.T) { signalDuringKeyRead(t, captfBin, tf.Path) })
 	t.Run("killed runs leave nothing", func(t *testing.T) { killedRuns(t, captfBin, tf.Path) })
 	t.Run("pasted apply command", func(t *testing.T) { pastedApplyCommand(t, captfBin, tf.Path) })
+	t.Run("preview hand-off", func(t *testing.T) { previewHandOff(t, captfBin) })
+}
+
+// previewHandOff: `captf preview ARGS` is the preview binary's command,
+// with its exit codes and output, found beside captf (through a symbolic
+// link too) or on PATH; without it, captf says how to install it.
+func previewHandOff(t *testing.T, captfBin string) {
+	run := func(t *testing.T, bin, path string, args ...string) (int, string, string) {
+		t.Helper()
+		cmd := exec.Command(bin, args...)
+		cmd.Env = append(os.Environ(), "PATH="+path)
+		var stdout, stderr bytes.Buffer
+		cmd.Stdout, cmd.Stderr = &stdout, &stderr
+		err := cmd.Run()
+		if _, ok := err.(*exec.ExitError); err != nil && !ok {
+			t.Fatal(err)
+		}
+		return cmd.ProcessState.ExitCode(), stdout.String(), stderr.String()
+	}
+	emptyPath := t.TempDir()
+	linked := filepath.Join(t.TempDir(), "captf")
+	if err := os.Symlink(captfBin, linked); err != nil {
+		t.Fatal(err)
+	}
+	alone := filepath.Join(t.TempDir(), "captf")
+	raw, err := os.ReadFile(captfBin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	write(t, alone, raw, 0o755)
+
+	for _, bin := range []string{captfBin, linked} {
+		code, _, stderr := run(t, bin, emptyPath, "preview", "nope")
+		if want := `captf: bad input: unknown command "nope" for "captf preview"`; code != runner.ExitBadInput || !strings.HasPrefix(stderr, want) {
+			t.Errorf("%s preview nope: exit %d, stderr %q; want exit %d and %q", bin, code, stderr, runner.ExitBadInput, want)
+		}
+		code, stdout, _ := run(t, bin, emptyPath, "preview", "apply", "--help")
+		if code != 0 || !strings.Contains(stdout, "captf preview apply --expect-digest cs1:...") {
+			t.Errorf("%s preview apply --help: exit %d, stdout %q", bin, code, stdout)
+		}
+	}
+	code, _, stderr := run(t, alone, emptyPath, "preview", "plan")
+	if want := "go install github.com/captf/captf/cmd/captf-preview@"; code != runner.ExitFailure || !strings.Contains(stderr, want) {
+		t.Errorf("captf without captf-preview: exit %d, stderr %q; want exit %d naming %q", code, stderr, runner.ExitFailure, want)
+	}
+	code, _, stderr = run(t, alone, filepath.Dir(captfBin), "preview", "nope")
+	if code != runner.ExitBadInput {
+		t.Errorf("captf-preview on PATH: exit %d, stderr %q; want %d", code, stderr, runner.ExitBadInput)
+	}
+}
+
+// TestCaptfLinksNoDeployTools: captf's own commands start without the
+// preview's deploy-tool clients, whose package initialisation would cost
+// every `captf plan` ~25 ms; they live in captf-preview.
+func TestCaptfLinksNoDeployTools(t *testing.T) {
+	out, err := exec.Command("go", "list", "-deps", "../../cmd/captf").Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, pkg := range strings.Fields(string(out)) {
+		if strings.HasPrefix(pkg, "k8s.io/") || strings.HasPrefix(pkg, "github.com/aws/") || strings.HasPrefix(pkg, "github.com/captf/captf/internal/preview/") && pkg != "github.com/captf/captf/internal/preview/terraform" {
+			t.Errorf("cmd/captf links %s", pkg)
+		}
+	}
 }
 
 // signalDuringKeyRead: a key read from a FIFO nobody writes, or from a

@@ -65,8 +65,12 @@ func newRepo(t *testing.T) *repo {
 	write(t, filepath.Join(dir, ".gitignore"), ".captf/\n.terraform/\n*.tfstate*\n.terraform.lock.hcl\n", 0o644)
 
 	bin := t.TempDir()
-	if out, err := exec.Command("go", "build", "-o", filepath.Join(bin, "captf"), "../../cmd/captf").CombinedOutput(); err != nil {
-		t.Fatalf("build captf: %v\n%s", err, out)
+	// As the examples install them: captf, and beside it the preview
+	// binary that `captf preview` hands off to.
+	for _, cmd := range []string{"captf", "captf-preview"} {
+		if out, err := exec.Command("go", "build", "-o", filepath.Join(bin, cmd), "../../cmd/"+cmd).CombinedOutput(); err != nil {
+			t.Fatalf("build %s: %v\n%s", cmd, err, out)
+		}
 	}
 	if err := os.Symlink(tftest.Terraform(t).Path, filepath.Join(bin, "terraform")); err != nil {
 		t.Fatal(err)

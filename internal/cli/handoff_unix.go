@@ -1,0 +1,16 @@
+//go:build unix
+
+package cli
+
+import (
+	"fmt"
+	"os"
+	"syscall"
+)
+
+// handOff replaces this process with the preview binary, so that its exit
+// code, its signals and its terminal are the user's own.
+func handOff(path string, args []string) error {
+	err := syscall.Exec(path, append([]string{path}, args...), os.Environ())
+	return fmt.Errorf("run %s: %w", path, err)
+}
