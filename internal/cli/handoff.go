@@ -39,9 +39,11 @@ func newHandOff() *cobra.Command {
 // previewBinary finds the preview binary: beside captf (a release or `go
 // install` puts both in one directory), else on PATH.
 func previewBinary() (string, error) {
+	dir := ""
 	if self, err := os.Executable(); err == nil {
 		if self, err = filepath.EvalSymlinks(self); err == nil {
-			path := filepath.Join(filepath.Dir(self), PreviewBinary)
+			dir = filepath.Dir(self)
+			path := filepath.Join(dir, PreviewBinary)
 			if info, err := os.Stat(path); err == nil && !info.IsDir() {
 				return path, nil
 			}
@@ -50,9 +52,10 @@ func previewBinary() (string, error) {
 	if path, err := exec.LookPath(PreviewBinary); err == nil {
 		return path, nil
 	}
-	at := version.Get()
-	if strings.HasPrefix(at, "devel") {
-		at = "latest"
+	install := "go install github.com/captf/captf/cmd/" + PreviewBinary + "@" + version.Get()
+	if strings.HasPrefix(version.Get(), "devel") {
+		// Not a released captf: the preview binary of the same source.
+		install = "go build -o " + filepath.Join(dir, PreviewBinary) + " ./cmd/" + PreviewBinary + " (in captf's source tree)"
 	}
-	return "", fmt.Errorf("captf preview runs %s, found neither beside captf nor on PATH; install it with: go install github.com/captf/captf/cmd/%s@%s", PreviewBinary, PreviewBinary, at)
+	return "", fmt.Errorf("captf preview runs %s, found neither beside captf nor on PATH; install it beside captf: %s", PreviewBinary, install)
 }
