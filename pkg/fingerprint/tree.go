@@ -64,15 +64,21 @@ func (t *tree) nameOf(i int32) []byte { return t.bytes(t.nodes[i].name) }
 // order. A tree is reused from change to change; its slices only grow.
 type tree struct {
 	src   []byte
-	pos   int
 	nodes []node
 	kids  []int32 // children of containers, contiguous per container
 	stack []int32 // children of the containers still open
+	open  []frame // the containers being read, innermost last
 	text  []byte  // decoded strings that needed unescaping
-	depth int
-	final bool // src is all the input there is
+	final bool    // src is all the input there is
 	// sortFrom is the depth from which object members are sorted.
 	sortFrom int
+}
+
+// frame is a container being read.
+type frame struct {
+	closing byte // '}' or ']'
+	base    int  // where its children begin in tree.stack
+	name    span // its member name in the enclosing object
 }
 
 const maxDepth = 512
@@ -88,10 +94,8 @@ func (t *tree) parse(src []byte) (int32, error) {
 	if err != nil {
 		return none, err
 	}
-	t.pos = n
-	t.space()
-	if t.pos != len(t.src) {
-		return none, t.errorf("unexpected %q after value", t.src[t.pos])
+	if n = skipSpace(src, n); n != len(src) {
+		return none, t.errorAt(n, "unexpected %q after value", src[n])
 	}
 	return root, nil
 }
@@ -101,102 +105,195 @@ func (t *tree) parse(src []byte) (int32, error) {
 // errNeedMore, unless final says no more input follows. Objects from depth
 // sortFrom on (the root is depth 1) have their members sorted; shallower
 // ones keep input order.
+//
+// It is one loop over the values, the open containers kept in t.open
+// rather than on the call stack: a change is mostly short names, strings
+// and numbers, and a recursive call per value, with the position kept in
+// the tree, cost as much as reading the value.
 func (t *tree) parsePrefix(src []byte, final bool, sortFrom int) (int32, int, error) {
-	t.src, t.pos, t.final, t.sortFrom = src, 0, final, sortFrom
-	t.nodes, t.kids, t.stack, t.text = t.nodes[:0], t.kids[:0], t.stack[:0], t.text[:0]
-	t.depth = 0
-	root, err := t.value()
-	if err != nil {
-		return none, 0, err
+	t.src, t.final, t.sortFrom = src, final, sortFrom
+	t.nodes, t.kids, t.stack, t.open, t.text = t.nodes[:0], t.kids[:0], t.stack[:0], t.open[:0], t.text[:0]
+	pos := 0
+	var name span // the member name of the value read next
+	var err error
+	for {
+		// A value starts at pos.
+		pos = skipSpace(src, pos)
+		if pos >= len(src) {
+			return none, 0, t.end(pos)
+		}
+		var v int32
+		switch c := src[pos]; c {
+		case '{', '[':
+			if len(t.open) >= maxDepth {
+				return none, 0, errDepth
+			}
+			closing := c + 2 // '{'+2 == '}', '['+2 == ']'
+			t.open = append(t.open, frame{closing: closing, base: len(t.stack), name: name})
+			if pos = skipSpace(src, pos+1); pos >= len(src) {
+				return none, 0, t.end(pos)
+			}
+			if src[pos] != closing {
+				// The first element follows.
+				name = span{}
+				if closing == '}' {
+					if name, pos, err = t.member(pos); err != nil {
+						return none, 0, err
+					}
+				}
+				continue
+			}
+			pos++
+			v = t.close()
+		case '"':
+			var s span
+			if s, pos, err = t.str(pos); err != nil {
+				return none, 0, err
+			}
+			v = t.add(kindString, s, name)
+		default:
+			if v, pos, err = t.literal(pos, name); err != nil {
+				return none, 0, err
+			}
+		}
+		// v is complete: it is the next child of the innermost open
+		// container, which then goes on to another element or ends, and
+		// is then complete itself.
+		for {
+			if len(t.open) == 0 {
+				return v, pos, nil
+			}
+			t.stack = append(t.stack, v)
+			closing := t.open[len(t.open)-1].closing
+			if pos = skipSpace(src, pos); pos >= len(src) {
+				return none, 0, t.end(pos)
+			}
+			c := src[pos]
+			if c == ',' {
+				pos++
+				name = span{}
+				if closing == '}' {
+					if name, pos, err = t.member(pos); err != nil {
+						return none, 0, err
+					}
+				}
+				break
+			}
+			if c != closing {
+				return none, 0, t.errorAt(pos, "expected ',' or %q", closing)
+			}
+			pos++
+			v = t.close()
+		}
 	}
-	return root, t.pos, nil
 }
 
-// end is the error for src ending inside a value.
-func (t *tree) end() error {
+// end is the error for src ending inside a value, at pos.
+func (t *tree) end(pos int) error {
 	if t.final {
-		return t.errorf("unexpected end of input")
+		return t.errorAt(pos, "unexpected end of input")
 	}
 	return errNeedMore
 }
 
-func (t *tree) errorf(format string, args ...any) error {
-	return fmt.Errorf("invalid JSON at byte %d of the change: %s", t.pos, fmt.Sprintf(format, args...))
+func (t *tree) errorAt(pos int, format string, args ...any) error {
+	return fmt.Errorf("invalid JSON at byte %d of the change: %s", pos, fmt.Sprintf(format, args...))
 }
 
-func (t *tree) space() {
+// skipSpace returns the position of the first byte from pos on that is not
+// whitespace.
+func skipSpace(src []byte, pos int) int {
 	// Terraform writes no whitespace: the usual case returns at once.
-	if t.pos < len(t.src) && t.src[t.pos] > ' ' {
-		return
+	if pos < len(src) && src[pos] > ' ' {
+		return pos
 	}
-	for t.pos < len(t.src) {
-		switch t.src[t.pos] {
+	for pos < len(src) {
+		switch src[pos] {
 		case ' ', '\n', '\r', '\t':
-			t.pos++
+			pos++
 		default:
-			return
+			return pos
 		}
 	}
+	return pos
 }
 
-func (t *tree) add(n node) int32 {
-	t.nodes = append(t.nodes, n)
-	return int32(len(t.nodes) - 1)
-}
-
-func (t *tree) value() (int32, error) {
-	t.space()
-	if t.pos >= len(t.src) {
-		return none, t.end()
+// add appends a node and returns its index. It writes the node in place:
+// a node composed on the stack and copied in is read back with wide loads
+// across its narrow stores, and that stalls the CPU on every node.
+func (t *tree) add(k kind, text, name span) int32 {
+	i := len(t.nodes)
+	if i == cap(t.nodes) {
+		t.nodes = append(t.nodes, node{})[:i]
 	}
-	switch c := t.src[t.pos]; c {
-	case '{':
-		return t.object()
-	case '[':
-		return t.array()
-	case '"':
-		s, err := t.str()
-		if err != nil {
-			return none, err
-		}
-		return t.add(node{kind: kindString, text: s}), nil
-	default:
-		start := t.pos
-		for t.pos < len(t.src) && byteClass[t.src[t.pos]] == clsOther {
-			t.pos++
-		}
-		if t.pos == len(t.src) && !t.final {
-			return none, errNeedMore
-		}
-		lit := t.src[start:t.pos]
-		switch {
-		case string(lit) == "null":
-			return t.add(node{kind: kindNull}), nil
-		case string(lit) == "true":
-			return t.add(node{kind: kindTrue}), nil
-		case string(lit) == "false":
-			return t.add(node{kind: kindFalse}), nil
-		case validNumber(lit):
-			return t.add(node{kind: kindNumber, text: span{uint32(start), uint32(len(lit))}}), nil
-		}
-		t.pos = start
-		if len(lit) == 0 {
-			return none, t.errorf("unexpected %q", c)
-		}
-		// The literal is not echoed: malformed or not, it may be a value.
-		return none, t.errorf("invalid literal of %d bytes", len(lit))
-	}
+	t.nodes = t.nodes[:i+1]
+	nd := &t.nodes[i]
+	nd.kind, nd.text, nd.name, nd.kids, nd.n = k, text, name, 0, 0
+	return int32(i)
 }
 
-// str reads a string at pos and returns it decoded.
-func (t *tree) str() (span, error) {
-	start := t.pos + 1
+// member reads an object member's name at pos, and the colon after it. It
+// returns the name and where the member's value begins.
+func (t *tree) member(pos int) (span, int, error) {
+	src := t.src
+	if pos = skipSpace(src, pos); pos >= len(src) {
+		return span{}, 0, t.end(pos)
+	}
+	if src[pos] != '"' {
+		return span{}, 0, t.errorAt(pos, "expected member name")
+	}
+	name, pos, err := t.str(pos)
+	if err != nil {
+		return span{}, 0, err
+	}
+	if pos = skipSpace(src, pos); pos >= len(src) {
+		return span{}, 0, t.end(pos)
+	}
+	if src[pos] != ':' {
+		return span{}, 0, t.errorAt(pos, "expected ':' after member name")
+	}
+	return name, pos + 1, nil
+}
+
+// literal reads a number, true, false or null at pos into a node named
+// name. It returns the node and where the literal ends.
+func (t *tree) literal(pos int, name span) (int32, int, error) {
+	src := t.src
+	start := pos
+	for pos < len(src) && byteClass[src[pos]] == clsOther {
+		pos++
+	}
+	if pos == len(src) && !t.final {
+		return none, 0, errNeedMore
+	}
+	lit := src[start:pos]
+	switch {
+	case string(lit) == "null":
+		return t.add(kindNull, span{}, name), pos, nil
+	case string(lit) == "true":
+		return t.add(kindTrue, span{}, name), pos, nil
+	case string(lit) == "false":
+		return t.add(kindFalse, span{}, name), pos, nil
+	case validNumber(lit):
+		return t.add(kindNumber, span{uint32(start), uint32(len(lit))}, name), pos, nil
+	}
+	if len(lit) == 0 {
+		return none, 0, t.errorAt(start, "unexpected %q", src[start])
+	}
+	// The literal is not echoed: malformed or not, it may be a value.
+	return none, 0, t.errorAt(start, "invalid literal of %d bytes", len(lit))
+}
+
+// str reads the string at pos and returns it decoded, and where it ends.
+func (t *tree) str(pos int) (span, int, error) {
+	src := t.src
+	start := pos + 1
 	// Most strings are short names and values: one loop looks for the
 	// closing quote and a backslash together; a long string goes to
 	// bytes.IndexByte.
 	i, esc := -1, false
-	for j := start; j < len(t.src) && j < start+32; j++ {
-		if c := t.src[j]; c == '"' {
+	for j := start; j < len(src) && j < start+32; j++ {
+		if c := src[j]; c == '"' {
 			i = j - start
 			break
 		} else if c == '\\' {
@@ -205,23 +302,22 @@ func (t *tree) str() (span, error) {
 		}
 	}
 	if i < 0 && !esc {
-		i = bytes.IndexByte(t.src[start:], '"')
+		i = bytes.IndexByte(src[start:], '"')
 		if i < 0 {
-			return span{}, t.end()
+			return span{}, 0, t.end(pos)
 		}
-		esc = bytes.IndexByte(t.src[start:start+i], '\\') >= 0
+		esc = bytes.IndexByte(src[start:start+i], '\\') >= 0
 	}
 	if !esc {
-		t.pos = start + i + 1
-		return span{uint32(start), uint32(i)}, nil
+		return span{uint32(start), uint32(i)}, start + i + 1, nil
 	}
 	// Find the real closing quote, then decode the escapes.
 	end := start
 	for {
-		if end >= len(t.src) {
-			return span{}, t.end()
+		if end >= len(src) {
+			return span{}, 0, t.end(pos)
 		}
-		c := t.src[end]
+		c := src[end]
 		if c == '"' {
 			break
 		}
@@ -230,142 +326,49 @@ func (t *tree) str() (span, error) {
 		}
 		end++
 	}
-	raw := t.src[start:end]
 	off := len(t.text)
 	var err error
-	t.text, err = appendUnescaped(t.text, raw)
+	t.text, err = appendUnescaped(t.text, src[start:end])
 	if err != nil {
-		return span{}, t.errorf("%v", err)
+		return span{}, 0, t.errorAt(pos, "%v", err)
 	}
-	t.pos = end + 1
-	return span{uint32(off) | inText, uint32(len(t.text) - off)}, nil
+	return span{uint32(off) | inText, uint32(len(t.text) - off)}, end + 1, nil
 }
 
-func (t *tree) object() (int32, error) {
-	base := len(t.stack)
-	empty, err := t.open('}')
-	if err != nil {
-		return none, err
-	}
-	if !empty {
-		for {
-			t.space()
-			if t.pos >= len(t.src) {
-				return none, t.end()
-			}
-			if t.src[t.pos] != '"' {
-				return none, t.errorf("expected member name")
-			}
-			name, err := t.str()
-			if err != nil {
-				return none, err
-			}
-			t.space()
-			if t.pos >= len(t.src) {
-				return none, t.end()
-			}
-			if t.src[t.pos] != ':' {
-				return none, t.errorf("expected ':' after member name")
-			}
-			t.pos++
-			v, err := t.value()
-			if err != nil {
-				return none, err
-			}
-			t.nodes[v].name = name
-			t.stack = append(t.stack, v)
-			if more, err := t.next('}'); !more || err != nil {
-				if err != nil {
-					return none, err
-				}
-				break
-			}
+// close ends the innermost open container: its children move from the
+// stack into kids, and its node is added.
+func (t *tree) close() int32 {
+	f := t.open[len(t.open)-1]
+	kids := t.stack[f.base:]
+	k := kindArray
+	if f.closing == '}' {
+		k = kindObject
+		if len(t.open) >= t.sortFrom {
+			t.sortMembers(kids)
 		}
 	}
-	if t.depth >= t.sortFrom {
-		members := t.stack[base:]
-		if !slices.IsSortedFunc(members, t.byName) {
+	t.open = t.open[:len(t.open)-1]
+	first := int32(len(t.kids))
+	t.kids = append(t.kids, kids...)
+	t.stack = t.stack[:f.base]
+	v := t.add(k, span{}, f.name)
+	t.nodes[v].kids, t.nodes[v].n = first, int32(len(kids))
+	return v
+}
+
+// sortMembers sorts the members of an object by name, keeping the order of
+// equal names. Terraform writes objects sorted, so this is mostly a check.
+func (t *tree) sortMembers(members []int32) {
+	for i := 1; i < len(members); i++ {
+		if string(t.nameOf(members[i-1])) > string(t.nameOf(members[i])) {
 			slices.SortStableFunc(members, t.byName)
+			return
 		}
 	}
-	t.depth--
-	return t.close(kindObject, base), nil
 }
 
 func (t *tree) byName(a, b int32) int {
 	return bytes.Compare(t.nameOf(a), t.nameOf(b))
-}
-
-func (t *tree) array() (int32, error) {
-	base := len(t.stack)
-	empty, err := t.open(']')
-	if err != nil {
-		return none, err
-	}
-	if !empty {
-		for {
-			v, err := t.value()
-			if err != nil {
-				return none, err
-			}
-			t.stack = append(t.stack, v)
-			if more, err := t.next(']'); !more || err != nil {
-				if err != nil {
-					return none, err
-				}
-				break
-			}
-		}
-	}
-	t.depth--
-	return t.close(kindArray, base), nil
-}
-
-// open starts a container at pos: it checks the depth, consumes the opening
-// byte and reports whether the container is empty (then its closing byte
-// is consumed too).
-func (t *tree) open(closing byte) (empty bool, err error) {
-	if t.depth++; t.depth > maxDepth {
-		return false, errDepth
-	}
-	t.pos++
-	t.space()
-	if t.pos >= len(t.src) {
-		return false, t.end()
-	}
-	if t.src[t.pos] == closing {
-		t.pos++
-		return true, nil
-	}
-	return false, nil
-}
-
-// next ends an element of a container: it consumes a comma and reports
-// more, or consumes the closing byte and reports no more.
-func (t *tree) next(closing byte) (more bool, err error) {
-	t.space()
-	if t.pos >= len(t.src) {
-		return false, t.end()
-	}
-	switch t.src[t.pos] {
-	case ',':
-		t.pos++
-		return true, nil
-	case closing:
-		t.pos++
-		return false, nil
-	}
-	return false, t.errorf("expected ',' or %q", closing)
-}
-
-// close moves the children on the stack above base into kids and adds the
-// container node.
-func (t *tree) close(k kind, base int) int32 {
-	first := int32(len(t.kids))
-	t.kids = append(t.kids, t.stack[base:]...)
-	n := int32(len(t.stack) - base)
-	t.stack = t.stack[:base]
-	return t.add(node{kind: k, kids: first, n: n})
 }
 
 // children returns the children of a container node, or nil.
