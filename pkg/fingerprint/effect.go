@@ -182,18 +182,28 @@ func (e *effect) walkArray(b, a, u, sb, sa int32, bs, as bool) {
 // that name (or none) and moves those lists on. ok is false when all lists
 // are used up.
 func (t *tree) nextMember(lists [][]int32, at []int32) (name []byte, ok bool) {
-	for _, l := range lists {
-		if len(l) > 0 && (!ok || string(t.nameOf(l[0])) < string(name)) {
-			name, ok = t.nameOf(l[0]), true
+	// heads marks the lists whose head has the smallest name so far: the
+	// lists of a merge mostly hold the same names, so a head is mostly
+	// found equal at once and compared only once.
+	var heads uint
+	for j, l := range lists {
+		if len(l) == 0 {
+			continue
+		}
+		switch n := t.nameOf(l[0]); {
+		case heads != 0 && string(n) == string(name):
+			heads |= 1 << j
+		case heads == 0 || string(n) < string(name):
+			name, heads = n, 1<<j
 		}
 	}
 	for j, l := range lists {
 		at[j] = none
-		if ok && len(l) > 0 && string(t.nameOf(l[0])) == string(name) {
+		if heads&(1<<j) != 0 {
 			at[j], lists[j] = l[0], l[1:]
 		}
 	}
-	return name, ok
+	return name, heads != 0
 }
 
 func (t *tree) objectKids(i int32) []int32 {
