@@ -121,7 +121,7 @@ func (e *effect) walk(b, a, u, sb, sa int32, bs, as bool) {
 	as = as || t.isTrue(sa)
 	kb, ka := t.kindOf(b), t.kindOf(a)
 	if b != none && a != none && kb == ka && (kb == kindObject || kb == kindArray) &&
-		(t.nodes[b].n > 0 || t.nodes[a].n > 0) {
+		(t.size(b) > 0 || t.size(a) > 0) {
 		cut := e.sensCut
 		if cut < 0 && (bs || as) {
 			e.sensCut = len(e.steps)

@@ -431,7 +431,7 @@ func (c *computation) read(ch *change, obj int32) error {
 			ch.importing = m
 		}
 	}
-	if t.kindOf(acts) != kindArray || t.nodes[acts].n == 0 {
+	if t.kindOf(acts) != kindArray || t.size(acts) == 0 {
 		return errors.New("change.actions: missing, empty or not an array")
 	}
 	c.joined = c.joined[:0]
@@ -454,7 +454,7 @@ func (c *computation) read(ch *change, obj int32) error {
 		case kindNull:
 			ch.importing = none
 		case kindObject:
-			if t.nodes[ch.importing].n == 0 {
+			if t.size(ch.importing) == 0 {
 				return errors.New("change.importing: empty object")
 			}
 		default:

@@ -32,10 +32,11 @@ const none int32 = -1
 // garbage collector never scans the node slice.
 type node struct {
 	kind kind
-	text span  // number literal or decoded string
-	name span  // decoded member name, for members of an object
-	kids int32 // first index into tree.kids
-	n    int32 // number of children
+	// text is a number's literal or a string, decoded. For a container it
+	// is its children, a run of tree.kids: a node is then 20 bytes, not
+	// 28, and a change's nodes are written and read in fewer cache lines.
+	text span
+	name span // decoded member name, for members of an object
 }
 
 // span is a run of bytes in tree.src, or in tree.text when off has the
@@ -228,7 +229,7 @@ func (t *tree) add(k kind, text, name span) int32 {
 	}
 	t.nodes = t.nodes[:i+1]
 	nd := &t.nodes[i]
-	nd.kind, nd.text, nd.name, nd.kids, nd.n = k, text, name, 0, 0
+	nd.kind, nd.text, nd.name = k, text, name
 	return int32(i)
 }
 
@@ -348,12 +349,10 @@ func (t *tree) close() int32 {
 		}
 	}
 	t.open = t.open[:len(t.open)-1]
-	first := int32(len(t.kids))
+	run := span{uint32(len(t.kids)), uint32(len(kids))}
 	t.kids = append(t.kids, kids...)
 	t.stack = t.stack[:f.base]
-	v := t.add(k, span{}, f.name)
-	t.nodes[v].kids, t.nodes[v].n = first, int32(len(kids))
-	return v
+	return t.add(k, run, f.name)
 }
 
 // sortMembers sorts the members of an object by name, keeping the order of
@@ -380,8 +379,11 @@ func (t *tree) children(i int32) []int32 {
 	if nd.kind != kindObject && nd.kind != kindArray {
 		return nil
 	}
-	return t.kids[nd.kids : nd.kids+nd.n]
+	return t.kids[nd.text.off : nd.text.off+nd.text.n]
 }
+
+// size returns how many children node i has; it must be a container.
+func (t *tree) size(i int32) int { return int(t.nodes[i].text.n) }
 
 func (t *tree) kindOf(i int32) kind {
 	if i == none {
