@@ -115,9 +115,30 @@ func (t *tree) parsePrefix(src []byte, final bool, sortFrom int) (int32, int, er
 	t.src, t.final, t.sortFrom = src, final, sortFrom
 	t.nodes, t.kids, t.stack, t.open, t.text = t.nodes[:0], t.kids[:0], t.stack[:0], t.open[:0], t.text[:0]
 	pos := 0
-	var name span // the member name of the value read next
+	member := false // an object member comes next: a name and a colon first
+	var name span   // the member name of the value read next
 	var err error
 	for {
+		if member {
+			if pos = skipSpace(src, pos); pos >= len(src) {
+				return none, 0, t.end(pos)
+			}
+			if src[pos] != '"' {
+				return none, 0, t.errorAt(pos, "expected member name")
+			}
+			if end := plainEnd(src, pos); end >= 0 {
+				name, pos = span{uint32(pos + 1), uint32(end - pos - 1)}, end+1
+			} else if name, pos, err = t.str(pos); err != nil {
+				return none, 0, err
+			}
+			if pos = skipSpace(src, pos); pos >= len(src) {
+				return none, 0, t.end(pos)
+			}
+			if src[pos] != ':' {
+				return none, 0, t.errorAt(pos, "expected ':' after member name")
+			}
+			pos++
+		}
 		// A value starts at pos.
 		pos = skipSpace(src, pos)
 		if pos >= len(src) {
@@ -136,19 +157,16 @@ func (t *tree) parsePrefix(src []byte, final bool, sortFrom int) (int32, int, er
 			}
 			if src[pos] != closing {
 				// The first element follows.
-				name = span{}
-				if closing == '}' {
-					if name, pos, err = t.member(pos); err != nil {
-						return none, 0, err
-					}
-				}
+				member, name = closing == '}', span{}
 				continue
 			}
 			pos++
 			v = t.close()
 		case '"':
 			var s span
-			if s, pos, err = t.str(pos); err != nil {
+			if end := plainEnd(src, pos); end >= 0 {
+				s, pos = span{uint32(pos + 1), uint32(end - pos - 1)}, end+1
+			} else if s, pos, err = t.str(pos); err != nil {
 				return none, 0, err
 			}
 			v = t.add(kindString, s, name)
@@ -172,12 +190,7 @@ func (t *tree) parsePrefix(src []byte, final bool, sortFrom int) (int32, int, er
 			c := src[pos]
 			if c == ',' {
 				pos++
-				name = span{}
-				if closing == '}' {
-					if name, pos, err = t.member(pos); err != nil {
-						return none, 0, err
-					}
-				}
+				member, name = closing == '}', span{}
 				break
 			}
 			if c != closing {
@@ -233,29 +246,6 @@ func (t *tree) add(k kind, text, name span) int32 {
 	return int32(i)
 }
 
-// member reads an object member's name at pos, and the colon after it. It
-// returns the name and where the member's value begins.
-func (t *tree) member(pos int) (span, int, error) {
-	src := t.src
-	if pos = skipSpace(src, pos); pos >= len(src) {
-		return span{}, 0, t.end(pos)
-	}
-	if src[pos] != '"' {
-		return span{}, 0, t.errorAt(pos, "expected member name")
-	}
-	name, pos, err := t.str(pos)
-	if err != nil {
-		return span{}, 0, err
-	}
-	if pos = skipSpace(src, pos); pos >= len(src) {
-		return span{}, 0, t.end(pos)
-	}
-	if src[pos] != ':' {
-		return span{}, 0, t.errorAt(pos, "expected ':' after member name")
-	}
-	return name, pos + 1, nil
-}
-
 // literal reads a number, true, false or null at pos into a node named
 // name. It returns the node and where the literal ends.
 func (t *tree) literal(pos int, name span) (int32, int, error) {
@@ -283,6 +273,21 @@ func (t *tree) literal(pos int, name span) (int32, int, error) {
 	}
 	// The literal is not echoed: malformed or not, it may be a value.
 	return none, 0, t.errorAt(start, "invalid literal of %d bytes", len(lit))
+}
+
+// plainEnd returns where the string at pos ends (its closing quote) when it
+// is short and has no escape, else -1. Most names and strings are, and this
+// loop is inlined where they are read: a call per string cost as much as
+// the loop.
+func plainEnd(src []byte, pos int) int {
+	for j := pos + 1; j < len(src) && j <= pos+32; j++ {
+		if c := src[j]; c == '"' {
+			return j
+		} else if c == '\\' {
+			break
+		}
+	}
+	return -1
 }
 
 // str reads the string at pos and returns it decoded, and where it ends.
