@@ -290,35 +290,22 @@ func plainEnd(src []byte, pos int) int {
 	return -1
 }
 
-// str reads the string at pos and returns it decoded, and where it ends.
+// str reads the string at pos that plainEnd did not, a long one or one
+// with escapes, and returns it decoded, and where it ends.
 func (t *tree) str(pos int) (span, int, error) {
 	src := t.src
 	start := pos + 1
-	// Most strings are short names and values: one loop looks for the
-	// closing quote and a backslash together; a long string goes to
-	// bytes.IndexByte.
-	i, esc := -1, false
-	for j := start; j < len(src) && j < start+32; j++ {
-		if c := src[j]; c == '"' {
-			i = j - start
-			break
-		} else if c == '\\' {
-			esc = true
-			break
-		}
+	i := bytes.IndexByte(src[start:], '"')
+	if i < 0 {
+		return span{}, 0, t.end(pos)
 	}
-	if i < 0 && !esc {
-		i = bytes.IndexByte(src[start:], '"')
-		if i < 0 {
-			return span{}, 0, t.end(pos)
-		}
-		esc = bytes.IndexByte(src[start:start+i], '\\') >= 0
-	}
-	if !esc {
+	esc := bytes.IndexByte(src[start:start+i], '\\')
+	if esc < 0 {
 		return span{uint32(start), uint32(i)}, start + i + 1, nil
 	}
-	// Find the real closing quote, then decode the escapes.
-	end := start
+	// Find the real closing quote, from the first backslash on, then
+	// decode the escapes.
+	end := start + esc
 	for {
 		if end >= len(src) {
 			return span{}, 0, t.end(pos)
