@@ -396,7 +396,14 @@ func (t *tree) stringOf(i int32) (string, bool) {
 
 // appendUnescaped decodes the JSON string body raw onto dst.
 func appendUnescaped(dst, raw []byte) ([]byte, error) {
-	for i := 0; i < len(raw); i++ {
+	// The bytes before the first backslash go in one copy: in an address
+	// such as module.m.x.r["k"], they are most of the string.
+	i := bytes.IndexByte(raw, '\\')
+	if i < 0 {
+		return append(dst, raw...), nil
+	}
+	dst = append(dst, raw[:i]...)
+	for ; i < len(raw); i++ {
 		c := raw[i]
 		if c != '\\' {
 			dst = append(dst, c)
