@@ -146,7 +146,7 @@ func (e *effect) walkObject(b, a, u, sb, sa int32, bs, as bool) {
 	lists := [5][]int32{t.children(b), t.children(a), t.objectKids(u), t.objectKids(sb), t.objectKids(sa)}
 	var at [5]int32
 	for {
-		name, ok := t.nextMember(lists[:], at[:])
+		name, ok := t.nextMember(&lists, &at)
 		if !ok {
 			return
 		}
@@ -180,8 +180,9 @@ func (e *effect) walkArray(b, a, u, sb, sa int32, bs, as bool) {
 // nextMember steps a merge of member lists sorted by name: it returns the
 // smallest name at the head of any list, sets at[j] to list j's member of
 // that name (or none) and moves those lists on. ok is false when all lists
-// are used up.
-func (t *tree) nextMember(lists [][]int32, at []int32) (name []byte, ok bool) {
+// are used up. The lists are an array of as many as a walk merges (a merge
+// of fewer leaves the others empty): indexing it needs no bounds check.
+func (t *tree) nextMember(lists *[5][]int32, at *[5]int32) (name []byte, ok bool) {
 	// heads marks the lists whose head has the smallest name so far: the
 	// lists of a merge mostly hold the same names, so a head is mostly
 	// found equal at once and compared only once.
@@ -291,15 +292,15 @@ func (e *effect) emit(b, a, u, sb, sa int32, bs, as bool) {
 func (e *effect) plannedDetail(c *change) {
 	t := e.t
 	e.steps, e.sensCut = e.steps[:0], -1
-	lists := [3][]int32{t.objectKids(c.after), t.objectKids(c.unknown), t.objectKids(c.afterSensitive)}
+	lists := [5][]int32{t.objectKids(c.after), t.objectKids(c.unknown), t.objectKids(c.afterSensitive)} // and two empty
 	if t.kindOf(c.after) != kindObject {
 		// An output or a scalar: the whole value is one leaf.
 		e.emit(none, c.after, c.unknown, none, c.afterSensitive, false, false)
 		return
 	}
-	var at [3]int32
+	var at [5]int32
 	for {
-		name, ok := t.nextMember(lists[:], at[:])
+		name, ok := t.nextMember(&lists, &at)
 		if !ok {
 			return
 		}
