@@ -134,6 +134,14 @@ func (e *effect) walk(b, a, u, sb, sa int32, bs, as bool) {
 		e.sensCut = cut
 		return
 	}
+	if u == none && sb == none && sa == none {
+		// The usual leaf, no marker of its own: what follows, without
+		// the calls (equalMarker of two absent markers is bs == as).
+		if !t.equalValue(b, a) || bs != as {
+			e.emit(b, a, u, sb, sa, bs, as)
+		}
+		return
+	}
 	if !t.equalValue(b, a) || !t.markEmpty(u) ||
 		!t.equalMarker(sb, bs, sa, as) {
 		e.emit(b, a, u, sb, sa, bs, as)
@@ -143,7 +151,7 @@ func (e *effect) walk(b, a, u, sb, sa int32, bs, as bool) {
 // walkObject merges the sorted members of the five trees.
 func (e *effect) walkObject(b, a, u, sb, sa int32, bs, as bool) {
 	t := e.t
-	lists := [5][]int32{t.children(b), t.children(a), t.objectKids(u), t.objectKids(sb), t.objectKids(sa)}
+	lists := [5][]int32{t.objectKids(b), t.objectKids(a), t.objectKids(u), t.objectKids(sb), t.objectKids(sa)}
 	var at [5]int32
 	for {
 		name, ok := t.nextMember(&lists, &at)
@@ -158,7 +166,7 @@ func (e *effect) walkObject(b, a, u, sb, sa int32, bs, as bool) {
 
 func (e *effect) walkArray(b, a, u, sb, sa int32, bs, as bool) {
 	t := e.t
-	lists := [5][]int32{t.children(b), t.children(a), t.arrayKids(u), t.arrayKids(sb), t.arrayKids(sa)}
+	lists := [5][]int32{t.arrayKids(b), t.arrayKids(a), t.arrayKids(u), t.arrayKids(sb), t.arrayKids(sa)}
 	n := 0
 	for _, l := range lists {
 		n = max(n, len(l))
@@ -207,18 +215,18 @@ func (t *tree) nextMember(lists *[5][]int32, at *[5]int32) (name []byte, ok bool
 	return name, heads != 0
 }
 
-func (t *tree) objectKids(i int32) []int32 {
-	if t.kindOf(i) != kindObject {
-		return nil
-	}
-	return t.children(i)
-}
+func (t *tree) objectKids(i int32) []int32 { return t.kidsOf(i, kindObject) }
 
-func (t *tree) arrayKids(i int32) []int32 {
-	if t.kindOf(i) != kindArray {
+func (t *tree) arrayKids(i int32) []int32 { return t.kidsOf(i, kindArray) }
+
+// kidsOf returns the children of node i when it is a container of kind k,
+// else nil.
+func (t *tree) kidsOf(i int32, k kind) []int32 {
+	if i == none || t.nodes[i].kind != k {
 		return nil
 	}
-	return t.children(i)
+	run := t.nodes[i].text
+	return t.kids[run.off : run.off+run.n]
 }
 
 // emit writes one leaf: its path, its values where present, its markers.
