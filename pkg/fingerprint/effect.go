@@ -134,9 +134,10 @@ func (e *effect) walk(b, a, u, sb, sa int32, bs, as bool) {
 		e.sensCut = cut
 		return
 	}
-	if u == none && sb == none && sa == none {
-		// The usual leaf, no marker of its own: what follows, without
-		// the calls (equalMarker of two absent markers is bs == as).
+	if t.scalarMark(u) && t.scalarMark(sb) && t.scalarMark(sa) {
+		// The usual leaf, its markers absent or false: what follows,
+		// without the calls (markEmpty of each is true, so equalMarker
+		// is bs == as).
 		if !t.equalValue(b, a) || bs != as {
 			e.emit(b, a, u, sb, sa, bs, as)
 		}
@@ -146,6 +147,16 @@ func (e *effect) walk(b, a, u, sb, sa int32, bs, as bool) {
 		!t.equalMarker(sb, bs, sa, as) {
 		e.emit(b, a, u, sb, sa, bs, as)
 	}
+}
+
+// scalarMark reports whether marker i is absent or a scalar other than true
+// (false, mostly): it marks nothing, and has no parts.
+func (t *tree) scalarMark(i int32) bool {
+	if i == none {
+		return true
+	}
+	k := t.nodes[i].kind
+	return k != kindTrue && k != kindObject && k != kindArray
 }
 
 // walkObject merges the sorted members of the five trees.
