@@ -160,8 +160,8 @@ func (t *tree) parsePrefix(src []byte, final bool, sortFrom int) (int32, int, er
 				member, name = closing == '}', span{}
 				continue
 			}
-			pos++
-			v = t.close()
+			// The container is empty: it is closed below.
+			v = none
 		case '"':
 			var s span
 			if end := plainEnd(src, pos); end >= 0 {
@@ -177,27 +177,46 @@ func (t *tree) parsePrefix(src []byte, final bool, sortFrom int) (int32, int, er
 		}
 		// v is complete: it is the next child of the innermost open
 		// container, which then goes on to another element or ends, and
-		// is then complete itself.
+		// is then complete itself. (v is none when an empty container was
+		// opened: it ends at pos.)
 		for {
-			if len(t.open) == 0 {
-				return v, pos, nil
+			if v != none {
+				if len(t.open) == 0 {
+					return v, pos, nil
+				}
+				t.stack = append(t.stack, v)
+				if pos = skipSpace(src, pos); pos >= len(src) {
+					return none, 0, t.end(pos)
+				}
 			}
-			t.stack = append(t.stack, v)
-			closing := t.open[len(t.open)-1].closing
-			if pos = skipSpace(src, pos); pos >= len(src) {
-				return none, 0, t.end(pos)
-			}
+			f := &t.open[len(t.open)-1]
 			c := src[pos]
 			if c == ',' {
 				pos++
-				member, name = closing == '}', span{}
+				member, name = f.closing == '}', span{}
 				break
 			}
-			if c != closing {
-				return none, 0, t.errorAt(pos, "expected ',' or %q", closing)
+			if c != f.closing {
+				return none, 0, t.errorAt(pos, "expected ',' or %q", f.closing)
 			}
 			pos++
-			v = t.close()
+			// The container ends: its children move from the stack into
+			// kids, and its node is added. (This is the only place a
+			// container ends, written out here rather than called: the
+			// call cost as much as the rest.)
+			kids := t.stack[f.base:]
+			k := kindArray
+			if f.closing == '}' {
+				k = kindObject
+				if len(t.open) >= sortFrom {
+					t.sortMembers(kids)
+				}
+			}
+			run := span{uint32(len(t.kids)), uint32(len(kids))}
+			t.kids = append(t.kids, kids...)
+			t.stack = t.stack[:f.base]
+			v = t.add(k, run, f.name)
+			t.open = t.open[:len(t.open)-1]
 		}
 	}
 }
@@ -326,25 +345,6 @@ func (t *tree) str(pos int) (span, int, error) {
 		return span{}, 0, t.errorAt(pos, "%v", err)
 	}
 	return span{uint32(off) | inText, uint32(len(t.text) - off)}, end + 1, nil
-}
-
-// close ends the innermost open container: its children move from the
-// stack into kids, and its node is added.
-func (t *tree) close() int32 {
-	f := t.open[len(t.open)-1]
-	kids := t.stack[f.base:]
-	k := kindArray
-	if f.closing == '}' {
-		k = kindObject
-		if len(t.open) >= t.sortFrom {
-			t.sortMembers(kids)
-		}
-	}
-	t.open = t.open[:len(t.open)-1]
-	run := span{uint32(len(t.kids)), uint32(len(kids))}
-	t.kids = append(t.kids, kids...)
-	t.stack = t.stack[:f.base]
-	return t.add(k, run, f.name)
 }
 
 // sortMembers sorts the members of an object by name, keeping the order of
