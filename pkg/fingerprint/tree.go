@@ -171,7 +171,11 @@ func (t *tree) parsePrefix(src []byte, final bool, sortFrom int) (int32, int, er
 			}
 			v = t.add(kindString, s, name)
 		default:
-			if v, pos, err = t.literal(pos, name); err != nil {
+			if end := plainInt(src, pos); end >= 0 {
+				v, pos = t.add(kindNumber, span{uint32(pos), uint32(end - pos)}, name), end
+			} else if k, end := plainWord(src, pos); end >= 0 {
+				v, pos = t.add(k, span{}, name), end
+			} else if v, pos, err = t.literal(pos, name); err != nil {
 				return none, 0, err
 			}
 		}
@@ -264,6 +268,42 @@ func (t *tree) add(k kind, text, name span) int32 {
 	nd.kind, nd.text, nd.name = k, text, name
 	return int32(i)
 }
+
+// plainInt returns where the number at pos ends when it is a plain integer
+// (digits, no leading zero, sign, fraction or exponent) and a byte that
+// ends a literal follows it, else -1. Most numbers are: this loop, inlined
+// where values are read, saves them a call of literal, which reads the
+// others, a literal at the end of the input and what is malformed.
+func plainInt(src []byte, pos int) int {
+	j := pos
+	for j < len(src) && src[j]-'0' <= 9 {
+		j++
+	}
+	if j == pos || j == len(src) || byteClass[src[j]] == clsOther || src[pos] == '0' && j > pos+1 {
+		return -1
+	}
+	return j
+}
+
+// plainWord returns the kind of the true, false or null at pos and where it
+// ends, when a byte that ends a literal follows it, else end -1. Like
+// plainInt, it saves the usual literals a call of literal.
+func plainWord(src []byte, pos int) (kind, int) {
+	k, n := kindNull, 4
+	switch src[pos] {
+	case 't':
+		k = kindTrue
+	case 'f':
+		k, n = kindFalse, 5
+	}
+	end := pos + n
+	if end >= len(src) || string(src[pos:end]) != words[k] || byteClass[src[end]] == clsOther {
+		return 0, -1
+	}
+	return k, end
+}
+
+var words = [...]string{kindNull: "null", kindFalse: "false", kindTrue: "true"}
 
 // literal reads a number, true, false or null at pos into a node named
 // name. It returns the node and where the literal ends.
