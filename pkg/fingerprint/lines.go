@@ -58,8 +58,8 @@ func (l *lines) next() *block {
 		var b block
 		if n := len(l.blocks); n > 0 {
 			// A plan with more than one block is a big one. Its addresses
-			// are about as long as the last block's: an arena of that size
-			// is mostly filled without growing.
+			// are about as long as the last block's: an arena an eighth
+			// larger than that one's is mostly filled without growing.
 			b.recs = make([]record, 0, blockLen)
 			b.arena = make([]byte, 0, len(l.blocks[n-1].arena)+len(l.blocks[n-1].arena)/8)
 		}
