@@ -79,7 +79,7 @@ func (b *DetailBuilder) Add(c Change) error {
 	if c.Address == "" {
 		return errors.New("address: missing")
 	}
-	kind, ok := kinds[c.Actions]
+	kind, ok := kindIndex(c.Actions)
 	if !ok {
 		return fmt.Errorf("actions %q: not a list of actions this release knows", c.Actions)
 	}

@@ -121,7 +121,7 @@ func (e *effect) walk(b, a, u, sb, sa int32, bs, as bool) {
 	as = as || t.isTrue(sa)
 	kb, ka := t.kindOf(b), t.kindOf(a)
 	if b != none && a != none && kb == ka && (kb == kindObject || kb == kindArray) &&
-		(t.nodes[b].n > 0 || t.nodes[a].n > 0) {
+		(t.size(b) > 0 || t.size(a) > 0) {
 		cut := e.sensCut
 		if cut < 0 && (bs || as) {
 			e.sensCut = len(e.steps)
@@ -134,19 +134,38 @@ func (e *effect) walk(b, a, u, sb, sa int32, bs, as bool) {
 		e.sensCut = cut
 		return
 	}
+	if t.scalarMark(u) && t.scalarMark(sb) && t.scalarMark(sa) {
+		// The usual leaf, its markers absent or false: what follows,
+		// without the calls (markEmpty of each is true, so equalMarker
+		// is bs == as).
+		if !t.equalValue(b, a) || bs != as {
+			e.emit(b, a, u, sb, sa, bs, as)
+		}
+		return
+	}
 	if !t.equalValue(b, a) || !t.markEmpty(u) ||
 		!t.equalMarker(sb, bs, sa, as) {
 		e.emit(b, a, u, sb, sa, bs, as)
 	}
 }
 
+// scalarMark reports whether marker i is absent or a scalar other than true
+// (false, mostly): it marks nothing, and has no parts.
+func (t *tree) scalarMark(i int32) bool {
+	if i == none {
+		return true
+	}
+	k := t.nodes[i].kind
+	return k != kindTrue && k != kindObject && k != kindArray
+}
+
 // walkObject merges the sorted members of the five trees.
 func (e *effect) walkObject(b, a, u, sb, sa int32, bs, as bool) {
 	t := e.t
-	lists := [5][]int32{t.children(b), t.children(a), t.objectKids(u), t.objectKids(sb), t.objectKids(sa)}
+	lists := [5][]int32{t.objectKids(b), t.objectKids(a), t.objectKids(u), t.objectKids(sb), t.objectKids(sa)}
 	var at [5]int32
 	for {
-		name, ok := t.nextMember(lists[:], at[:])
+		name, ok := t.nextMember(&lists, &at)
 		if !ok {
 			return
 		}
@@ -158,7 +177,7 @@ func (e *effect) walkObject(b, a, u, sb, sa int32, bs, as bool) {
 
 func (e *effect) walkArray(b, a, u, sb, sa int32, bs, as bool) {
 	t := e.t
-	lists := [5][]int32{t.children(b), t.children(a), t.arrayKids(u), t.arrayKids(sb), t.arrayKids(sa)}
+	lists := [5][]int32{t.arrayKids(b), t.arrayKids(a), t.arrayKids(u), t.arrayKids(sb), t.arrayKids(sa)}
 	n := 0
 	for _, l := range lists {
 		n = max(n, len(l))
@@ -180,34 +199,45 @@ func (e *effect) walkArray(b, a, u, sb, sa int32, bs, as bool) {
 // nextMember steps a merge of member lists sorted by name: it returns the
 // smallest name at the head of any list, sets at[j] to list j's member of
 // that name (or none) and moves those lists on. ok is false when all lists
-// are used up.
-func (t *tree) nextMember(lists [][]int32, at []int32) (name []byte, ok bool) {
-	for _, l := range lists {
-		if len(l) > 0 && (!ok || string(t.nameOf(l[0])) < string(name)) {
-			name, ok = t.nameOf(l[0]), true
+// are used up. The lists are an array of as many as a walk merges (a merge
+// of fewer leaves the others empty): indexing it needs no bounds check.
+func (t *tree) nextMember(lists *[5][]int32, at *[5]int32) (name []byte, ok bool) {
+	// heads marks the lists whose head has the smallest name so far: the
+	// lists of a merge mostly hold the same names, so a head is mostly
+	// found equal at once and compared only once.
+	var heads uint
+	for j, l := range lists {
+		if len(l) == 0 {
+			continue
+		}
+		switch n := t.nameOf(l[0]); {
+		case heads != 0 && string(n) == string(name):
+			heads |= 1 << j
+		case heads == 0 || string(n) < string(name):
+			name, heads = n, 1<<j
 		}
 	}
 	for j, l := range lists {
 		at[j] = none
-		if ok && len(l) > 0 && string(t.nameOf(l[0])) == string(name) {
+		if heads&(1<<j) != 0 {
 			at[j], lists[j] = l[0], l[1:]
 		}
 	}
-	return name, ok
+	return name, heads != 0
 }
 
-func (t *tree) objectKids(i int32) []int32 {
-	if t.kindOf(i) != kindObject {
-		return nil
-	}
-	return t.children(i)
-}
+func (t *tree) objectKids(i int32) []int32 { return t.kidsOf(i, kindObject) }
 
-func (t *tree) arrayKids(i int32) []int32 {
-	if t.kindOf(i) != kindArray {
+func (t *tree) arrayKids(i int32) []int32 { return t.kidsOf(i, kindArray) }
+
+// kidsOf returns the children of node i when it is a container of kind k,
+// else nil.
+func (t *tree) kidsOf(i int32, k kind) []int32 {
+	if i == none || t.nodes[i].kind != k {
 		return nil
 	}
-	return t.children(i)
+	run := t.nodes[i].text
+	return t.kids[run.off : run.off+run.n]
 }
 
 // emit writes one leaf: its path, its values where present, its markers.
@@ -281,15 +311,15 @@ func (e *effect) emit(b, a, u, sb, sa int32, bs, as bool) {
 func (e *effect) plannedDetail(c *change) {
 	t := e.t
 	e.steps, e.sensCut = e.steps[:0], -1
-	lists := [3][]int32{t.objectKids(c.after), t.objectKids(c.unknown), t.objectKids(c.afterSensitive)}
+	lists := [5][]int32{t.objectKids(c.after), t.objectKids(c.unknown), t.objectKids(c.afterSensitive)} // and two empty
 	if t.kindOf(c.after) != kindObject {
 		// An output or a scalar: the whole value is one leaf.
 		e.emit(none, c.after, c.unknown, none, c.afterSensitive, false, false)
 		return
 	}
-	var at [3]int32
+	var at [5]int32
 	for {
-		name, ok := t.nextMember(lists[:], at[:])
+		name, ok := t.nextMember(&lists, &at)
 		if !ok {
 			return
 		}

@@ -431,7 +431,7 @@ func (c *computation) read(ch *change, obj int32) error {
 			ch.importing = m
 		}
 	}
-	if t.kindOf(acts) != kindArray || t.nodes[acts].n == 0 {
+	if t.kindOf(acts) != kindArray || t.size(acts) == 0 {
 		return errors.New("change.actions: missing, empty or not an array")
 	}
 	c.joined = c.joined[:0]
@@ -444,7 +444,7 @@ func (c *computation) read(ch *change, obj int32) error {
 		}
 		c.joined = append(c.joined, t.textOf(a)...)
 	}
-	k, ok := kinds[string(c.joined)]
+	k, ok := kindIndex(string(c.joined))
 	if !ok {
 		return fmt.Errorf("change.actions: unsupported actions %q", c.joined)
 	}
@@ -454,7 +454,7 @@ func (c *computation) read(ch *change, obj int32) error {
 		case kindNull:
 			ch.importing = none
 		case kindObject:
-			if t.nodes[ch.importing].n == 0 {
+			if t.size(ch.importing) == 0 {
 				return errors.New("change.importing: empty object")
 			}
 		default:
@@ -484,14 +484,16 @@ var kindList = []actionKind{
 	{"forget", classGone, "forget"},
 }
 
-// kinds indexes kindList by the comma-joined actions.
-var kinds = func() map[string]uint8 {
-	m := map[string]uint8{}
+// kindIndex returns the index in kindList of the comma-joined actions.
+// Looking through eight short strings costs less than hashing for a map.
+func kindIndex(actions string) (uint8, bool) {
 	for i, k := range kindList {
-		m[k.actions] = uint8(i)
+		if k.actions == actions {
+			return uint8(i), true
+		}
 	}
-	return m
-}()
+	return 0, false
+}
 
 // add computes the keyed digest of ch and keeps its line.
 func (c *computation) add(ch *change) {

@@ -56,9 +56,12 @@ const (
 func (l *lines) next() *block {
 	if len(l.blocks) == 0 || len(l.blocks[len(l.blocks)-1].recs) == blockLen {
 		var b block
-		if len(l.blocks) > 0 {
-			// A plan with more than one block is a big one.
+		if n := len(l.blocks); n > 0 {
+			// A plan with more than one block is a big one. Its addresses
+			// are about as long as the last block's: an arena an eighth
+			// larger than that one's is mostly filled without growing.
 			b.recs = make([]record, 0, blockLen)
+			b.arena = make([]byte, 0, len(l.blocks[n-1].arena)+len(l.blocks[n-1].arena)/8)
 		}
 		l.blocks = append(l.blocks, b)
 	}

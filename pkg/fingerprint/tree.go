@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"strconv"
 	"unicode/utf16"
 	"unicode/utf8"
 )
@@ -32,10 +31,11 @@ const none int32 = -1
 // garbage collector never scans the node slice.
 type node struct {
 	kind kind
-	text span  // number literal or decoded string
-	name span  // decoded member name, for members of an object
-	kids int32 // first index into tree.kids
-	n    int32 // number of children
+	// text is a number's literal or a string, decoded. For a container it
+	// is its children, a run of tree.kids: a node is then 20 bytes, not
+	// 28, and a change's nodes are written and read in fewer cache lines.
+	text span
+	name span // decoded member name, for members of an object
 }
 
 // span is a run of bytes in tree.src, or in tree.text when off has the
@@ -64,15 +64,21 @@ func (t *tree) nameOf(i int32) []byte { return t.bytes(t.nodes[i].name) }
 // order. A tree is reused from change to change; its slices only grow.
 type tree struct {
 	src   []byte
-	pos   int
 	nodes []node
 	kids  []int32 // children of containers, contiguous per container
 	stack []int32 // children of the containers still open
+	open  []frame // the containers being read, innermost last
 	text  []byte  // decoded strings that needed unescaping
-	depth int
-	final bool // src is all the input there is
+	final bool    // src is all the input there is
 	// sortFrom is the depth from which object members are sorted.
 	sortFrom int
+}
+
+// frame is a container being read.
+type frame struct {
+	closing byte // '}' or ']'
+	base    int  // where its children begin in tree.stack
+	name    span // its member name in the enclosing object
 }
 
 const maxDepth = 512
@@ -88,10 +94,8 @@ func (t *tree) parse(src []byte) (int32, error) {
 	if err != nil {
 		return none, err
 	}
-	t.pos = n
-	t.space()
-	if t.pos != len(t.src) {
-		return none, t.errorf("unexpected %q after value", t.src[t.pos])
+	if n = skipSpace(src, n); n != len(src) {
+		return none, t.errorAt(n, "unexpected %q after value", src[n])
 	}
 	return root, nil
 }
@@ -101,127 +105,270 @@ func (t *tree) parse(src []byte) (int32, error) {
 // errNeedMore, unless final says no more input follows. Objects from depth
 // sortFrom on (the root is depth 1) have their members sorted; shallower
 // ones keep input order.
+//
+// It is one loop over the values, the open containers kept in t.open
+// rather than on the call stack: a change is mostly short names, strings
+// and numbers, and a recursive call per value, with the position kept in
+// the tree, cost about a sixth of the parse. For the same reason the usual
+// strings and literals are read by small loops inlined here (plainEnd,
+// plainInt, plainWord), and str and literal are called for the others.
 func (t *tree) parsePrefix(src []byte, final bool, sortFrom int) (int32, int, error) {
-	t.src, t.pos, t.final, t.sortFrom = src, 0, final, sortFrom
-	t.nodes, t.kids, t.stack, t.text = t.nodes[:0], t.kids[:0], t.stack[:0], t.text[:0]
-	t.depth = 0
-	root, err := t.value()
-	if err != nil {
-		return none, 0, err
+	t.src, t.final, t.sortFrom = src, final, sortFrom
+	t.nodes, t.kids, t.stack, t.open, t.text = t.nodes[:0], t.kids[:0], t.stack[:0], t.open[:0], t.text[:0]
+	pos := 0
+	member := false // an object member comes next: a name and a colon first
+	var name span   // the member name of the value read next
+	var err error
+	for {
+		if member {
+			if pos = skipSpace(src, pos); pos >= len(src) {
+				return none, 0, t.end(pos)
+			}
+			if src[pos] != '"' {
+				return none, 0, t.errorAt(pos, "expected member name")
+			}
+			if end := plainEnd(src, pos); end >= 0 {
+				name, pos = span{uint32(pos + 1), uint32(end - pos - 1)}, end+1
+			} else if name, pos, err = t.str(pos); err != nil {
+				return none, 0, err
+			}
+			if pos = skipSpace(src, pos); pos >= len(src) {
+				return none, 0, t.end(pos)
+			}
+			if src[pos] != ':' {
+				return none, 0, t.errorAt(pos, "expected ':' after member name")
+			}
+			pos++
+		}
+		// A value starts at pos.
+		pos = skipSpace(src, pos)
+		if pos >= len(src) {
+			return none, 0, t.end(pos)
+		}
+		var v int32
+		switch c := src[pos]; c {
+		case '{', '[':
+			if len(t.open) >= maxDepth {
+				return none, 0, errDepth
+			}
+			closing := c + 2 // '{'+2 == '}', '['+2 == ']'
+			t.open = append(t.open, frame{closing: closing, base: len(t.stack), name: name})
+			if pos = skipSpace(src, pos+1); pos >= len(src) {
+				return none, 0, t.end(pos)
+			}
+			if src[pos] != closing {
+				// The first element follows.
+				member, name = closing == '}', span{}
+				continue
+			}
+			// The container is empty: it is closed below.
+			v = none
+		case '"':
+			var s span
+			if end := plainEnd(src, pos); end >= 0 {
+				s, pos = span{uint32(pos + 1), uint32(end - pos - 1)}, end+1
+			} else if s, pos, err = t.str(pos); err != nil {
+				return none, 0, err
+			}
+			v = t.add(kindString, s, name)
+		default:
+			if end := plainInt(src, pos); end >= 0 {
+				v, pos = t.add(kindNumber, span{uint32(pos), uint32(end - pos)}, name), end
+			} else if k, end := plainWord(src, pos); end >= 0 {
+				v, pos = t.add(k, span{}, name), end
+			} else if v, pos, err = t.literal(pos, name); err != nil {
+				return none, 0, err
+			}
+		}
+		// v is complete: it is the next child of the innermost open
+		// container, which then goes on to another element or ends, and
+		// is then complete itself. (v is none when an empty container was
+		// opened: it ends at pos.)
+		for {
+			if v != none {
+				if len(t.open) == 0 {
+					return v, pos, nil
+				}
+				t.stack = append(t.stack, v)
+				if pos = skipSpace(src, pos); pos >= len(src) {
+					return none, 0, t.end(pos)
+				}
+			}
+			f := &t.open[len(t.open)-1]
+			c := src[pos]
+			if c == ',' {
+				pos++
+				member, name = f.closing == '}', span{}
+				break
+			}
+			if c != f.closing {
+				return none, 0, t.errorAt(pos, "expected ',' or %q", f.closing)
+			}
+			pos++
+			// The container ends: its children move from the stack into
+			// kids, and its node is added. (This is the one place a
+			// container ends: it is written out here, not called.)
+			kids := t.stack[f.base:]
+			k := kindArray
+			if f.closing == '}' {
+				k = kindObject
+				if len(t.open) >= sortFrom {
+					t.sortMembers(kids)
+				}
+			}
+			run := span{uint32(len(t.kids)), uint32(len(kids))}
+			t.kids = append(t.kids, kids...)
+			t.stack = t.stack[:f.base]
+			v = t.add(k, run, f.name)
+			t.open = t.open[:len(t.open)-1]
+		}
 	}
-	return root, t.pos, nil
 }
 
-// end is the error for src ending inside a value.
-func (t *tree) end() error {
+// end is the error for src ending inside a value, at pos.
+func (t *tree) end(pos int) error {
 	if t.final {
-		return t.errorf("unexpected end of input")
+		return t.errorAt(pos, "unexpected end of input")
 	}
 	return errNeedMore
 }
 
-func (t *tree) errorf(format string, args ...any) error {
-	return fmt.Errorf("invalid JSON at byte %d of the change: %s", t.pos, fmt.Sprintf(format, args...))
+func (t *tree) errorAt(pos int, format string, args ...any) error {
+	return fmt.Errorf("invalid JSON at byte %d of the change: %s", pos, fmt.Sprintf(format, args...))
 }
 
-func (t *tree) space() {
+// skipSpace returns the position of the first byte from pos on that is not
+// whitespace.
+func skipSpace(src []byte, pos int) int {
 	// Terraform writes no whitespace: the usual case returns at once.
-	if t.pos < len(t.src) && t.src[t.pos] > ' ' {
-		return
+	if pos < len(src) && src[pos] > ' ' {
+		return pos
 	}
-	for t.pos < len(t.src) {
-		switch t.src[t.pos] {
+	for pos < len(src) {
+		switch src[pos] {
 		case ' ', '\n', '\r', '\t':
-			t.pos++
+			pos++
 		default:
-			return
+			return pos
 		}
 	}
+	return pos
 }
 
-func (t *tree) add(n node) int32 {
-	t.nodes = append(t.nodes, n)
-	return int32(len(t.nodes) - 1)
-}
-
-func (t *tree) value() (int32, error) {
-	t.space()
-	if t.pos >= len(t.src) {
-		return none, t.end()
+// add appends a node and returns its index. It writes the node's fields
+// in place: a node composed on the stack and copied in was read back with
+// wide loads across its narrow stores, which stalls store forwarding.
+func (t *tree) add(k kind, text, name span) int32 {
+	i := len(t.nodes)
+	if i == cap(t.nodes) {
+		t.nodes = append(t.nodes, node{})[:i] // room for one more
 	}
-	switch c := t.src[t.pos]; c {
-	case '{':
-		return t.object()
-	case '[':
-		return t.array()
-	case '"':
-		s, err := t.str()
-		if err != nil {
-			return none, err
-		}
-		return t.add(node{kind: kindString, text: s}), nil
-	default:
-		start := t.pos
-		for t.pos < len(t.src) && byteClass[t.src[t.pos]] == clsOther {
-			t.pos++
-		}
-		if t.pos == len(t.src) && !t.final {
-			return none, errNeedMore
-		}
-		lit := t.src[start:t.pos]
-		switch {
-		case string(lit) == "null":
-			return t.add(node{kind: kindNull}), nil
-		case string(lit) == "true":
-			return t.add(node{kind: kindTrue}), nil
-		case string(lit) == "false":
-			return t.add(node{kind: kindFalse}), nil
-		case validNumber(lit):
-			return t.add(node{kind: kindNumber, text: span{uint32(start), uint32(len(lit))}}), nil
-		}
-		t.pos = start
-		if len(lit) == 0 {
-			return none, t.errorf("unexpected %q", c)
-		}
-		// The literal is not echoed: malformed or not, it may be a value.
-		return none, t.errorf("invalid literal of %d bytes", len(lit))
-	}
+	t.nodes = t.nodes[:i+1]
+	nd := &t.nodes[i]
+	nd.kind, nd.text, nd.name = k, text, name
+	return int32(i)
 }
 
-// str reads a string at pos and returns it decoded.
-func (t *tree) str() (span, error) {
-	start := t.pos + 1
-	// Most strings are short names and values: one loop looks for the
-	// closing quote and a backslash together; a long string goes to
-	// bytes.IndexByte.
-	i, esc := -1, false
-	for j := start; j < len(t.src) && j < start+32; j++ {
-		if c := t.src[j]; c == '"' {
-			i = j - start
-			break
+// plainInt returns where the number at pos ends when it is a plain integer
+// (digits, no leading zero, sign, fraction or exponent) and a byte that
+// ends a literal follows it, else -1. Most numbers are: this loop, inlined
+// where values are read, saves them a call of literal, which reads the
+// others, a literal at the end of the input and what is malformed.
+func plainInt(src []byte, pos int) int {
+	j := pos
+	for j < len(src) && src[j]-'0' <= 9 {
+		j++
+	}
+	if j == pos || j == len(src) || byteClass[src[j]] == clsOther || src[pos] == '0' && j > pos+1 {
+		return -1
+	}
+	return j
+}
+
+// plainWord returns the kind of the true, false or null at pos and where it
+// ends, when a byte that ends a literal follows it, else end -1. Like
+// plainInt, it saves the usual literals a call of literal.
+func plainWord(src []byte, pos int) (kind, int) {
+	k, n := kindNull, 4
+	switch src[pos] {
+	case 't':
+		k = kindTrue
+	case 'f':
+		k, n = kindFalse, 5
+	}
+	end := pos + n
+	if end >= len(src) || string(src[pos:end]) != words[k] || byteClass[src[end]] == clsOther {
+		return 0, -1
+	}
+	return k, end
+}
+
+var words = [...]string{kindNull: "null", kindFalse: "false", kindTrue: "true"}
+
+// literal reads a number, true, false or null at pos into a node named
+// name. It returns the node and where the literal ends.
+func (t *tree) literal(pos int, name span) (int32, int, error) {
+	src := t.src
+	start := pos
+	for pos < len(src) && byteClass[src[pos]] == clsOther {
+		pos++
+	}
+	if pos == len(src) && !t.final {
+		return none, 0, errNeedMore
+	}
+	lit := src[start:pos]
+	switch {
+	case string(lit) == "null":
+		return t.add(kindNull, span{}, name), pos, nil
+	case string(lit) == "true":
+		return t.add(kindTrue, span{}, name), pos, nil
+	case string(lit) == "false":
+		return t.add(kindFalse, span{}, name), pos, nil
+	case validNumber(lit):
+		return t.add(kindNumber, span{uint32(start), uint32(len(lit))}, name), pos, nil
+	}
+	if len(lit) == 0 {
+		return none, 0, t.errorAt(start, "unexpected %q", src[start])
+	}
+	// The literal is not echoed: malformed or not, it may be a value.
+	return none, 0, t.errorAt(start, "invalid literal of %d bytes", len(lit))
+}
+
+// plainEnd returns where the string at pos ends (its closing quote) when it
+// is short and has no escape, else -1. Most names and strings are: this
+// loop, inlined where they are read, saves them a call of str.
+func plainEnd(src []byte, pos int) int {
+	for j := pos + 1; j < len(src) && j <= pos+32; j++ {
+		if c := src[j]; c == '"' {
+			return j
 		} else if c == '\\' {
-			esc = true
 			break
 		}
 	}
-	if i < 0 && !esc {
-		i = bytes.IndexByte(t.src[start:], '"')
-		if i < 0 {
-			return span{}, t.end()
-		}
-		esc = bytes.IndexByte(t.src[start:start+i], '\\') >= 0
+	return -1
+}
+
+// str reads the string at pos that plainEnd did not, a long one or one
+// with escapes, and returns it decoded, and where it ends.
+func (t *tree) str(pos int) (span, int, error) {
+	src := t.src
+	start := pos + 1
+	i := bytes.IndexByte(src[start:], '"')
+	if i < 0 {
+		return span{}, 0, t.end(pos)
 	}
-	if !esc {
-		t.pos = start + i + 1
-		return span{uint32(start), uint32(i)}, nil
+	esc := bytes.IndexByte(src[start:start+i], '\\')
+	if esc < 0 {
+		return span{uint32(start), uint32(i)}, start + i + 1, nil
 	}
-	// Find the real closing quote, then decode the escapes.
-	end := start
+	// Find the real closing quote, from the first backslash on, then
+	// decode the escapes.
+	end := start + esc
 	for {
-		if end >= len(t.src) {
-			return span{}, t.end()
+		if end >= len(src) {
+			return span{}, 0, t.end(pos)
 		}
-		c := t.src[end]
+		c := src[end]
 		if c == '"' {
 			break
 		}
@@ -230,142 +377,28 @@ func (t *tree) str() (span, error) {
 		}
 		end++
 	}
-	raw := t.src[start:end]
 	off := len(t.text)
 	var err error
-	t.text, err = appendUnescaped(t.text, raw)
+	t.text, err = appendUnescaped(t.text, src[start:end])
 	if err != nil {
-		return span{}, t.errorf("%v", err)
+		return span{}, 0, t.errorAt(pos, "%v", err)
 	}
-	t.pos = end + 1
-	return span{uint32(off) | inText, uint32(len(t.text) - off)}, nil
+	return span{uint32(off) | inText, uint32(len(t.text) - off)}, end + 1, nil
 }
 
-func (t *tree) object() (int32, error) {
-	base := len(t.stack)
-	empty, err := t.open('}')
-	if err != nil {
-		return none, err
-	}
-	if !empty {
-		for {
-			t.space()
-			if t.pos >= len(t.src) {
-				return none, t.end()
-			}
-			if t.src[t.pos] != '"' {
-				return none, t.errorf("expected member name")
-			}
-			name, err := t.str()
-			if err != nil {
-				return none, err
-			}
-			t.space()
-			if t.pos >= len(t.src) {
-				return none, t.end()
-			}
-			if t.src[t.pos] != ':' {
-				return none, t.errorf("expected ':' after member name")
-			}
-			t.pos++
-			v, err := t.value()
-			if err != nil {
-				return none, err
-			}
-			t.nodes[v].name = name
-			t.stack = append(t.stack, v)
-			if more, err := t.next('}'); !more || err != nil {
-				if err != nil {
-					return none, err
-				}
-				break
-			}
-		}
-	}
-	if t.depth >= t.sortFrom {
-		members := t.stack[base:]
-		if !slices.IsSortedFunc(members, t.byName) {
+// sortMembers sorts the members of an object by name, keeping the order of
+// equal names. Terraform writes objects sorted, so this is mostly a check.
+func (t *tree) sortMembers(members []int32) {
+	for i := 1; i < len(members); i++ {
+		if string(t.nameOf(members[i-1])) > string(t.nameOf(members[i])) {
 			slices.SortStableFunc(members, t.byName)
+			return
 		}
 	}
-	t.depth--
-	return t.close(kindObject, base), nil
 }
 
 func (t *tree) byName(a, b int32) int {
 	return bytes.Compare(t.nameOf(a), t.nameOf(b))
-}
-
-func (t *tree) array() (int32, error) {
-	base := len(t.stack)
-	empty, err := t.open(']')
-	if err != nil {
-		return none, err
-	}
-	if !empty {
-		for {
-			v, err := t.value()
-			if err != nil {
-				return none, err
-			}
-			t.stack = append(t.stack, v)
-			if more, err := t.next(']'); !more || err != nil {
-				if err != nil {
-					return none, err
-				}
-				break
-			}
-		}
-	}
-	t.depth--
-	return t.close(kindArray, base), nil
-}
-
-// open starts a container at pos: it checks the depth, consumes the opening
-// byte and reports whether the container is empty (then its closing byte
-// is consumed too).
-func (t *tree) open(closing byte) (empty bool, err error) {
-	if t.depth++; t.depth > maxDepth {
-		return false, errDepth
-	}
-	t.pos++
-	t.space()
-	if t.pos >= len(t.src) {
-		return false, t.end()
-	}
-	if t.src[t.pos] == closing {
-		t.pos++
-		return true, nil
-	}
-	return false, nil
-}
-
-// next ends an element of a container: it consumes a comma and reports
-// more, or consumes the closing byte and reports no more.
-func (t *tree) next(closing byte) (more bool, err error) {
-	t.space()
-	if t.pos >= len(t.src) {
-		return false, t.end()
-	}
-	switch t.src[t.pos] {
-	case ',':
-		t.pos++
-		return true, nil
-	case closing:
-		t.pos++
-		return false, nil
-	}
-	return false, t.errorf("expected ',' or %q", closing)
-}
-
-// close moves the children on the stack above base into kids and adds the
-// container node.
-func (t *tree) close(k kind, base int) int32 {
-	first := int32(len(t.kids))
-	t.kids = append(t.kids, t.stack[base:]...)
-	n := int32(len(t.stack) - base)
-	t.stack = t.stack[:base]
-	return t.add(node{kind: k, kids: first, n: n})
 }
 
 // children returns the children of a container node, or nil.
@@ -377,8 +410,11 @@ func (t *tree) children(i int32) []int32 {
 	if nd.kind != kindObject && nd.kind != kindArray {
 		return nil
 	}
-	return t.kids[nd.kids : nd.kids+nd.n]
+	return t.kids[nd.text.off : nd.text.off+nd.text.n]
 }
+
+// size returns how many children node i has; it must be a container.
+func (t *tree) size(i int32) int { return int(t.nodes[i].text.n) }
 
 func (t *tree) kindOf(i int32) kind {
 	if i == none {
@@ -399,7 +435,14 @@ func (t *tree) stringOf(i int32) (string, bool) {
 
 // appendUnescaped decodes the JSON string body raw onto dst.
 func appendUnescaped(dst, raw []byte) ([]byte, error) {
-	for i := 0; i < len(raw); i++ {
+	// The bytes before the first backslash go in one copy: in an address
+	// such as module.m.x.r["k"], they are most of the string.
+	i := bytes.IndexByte(raw, '\\')
+	if i < 0 {
+		return append(dst, raw...), nil
+	}
+	dst = append(dst, raw[:i]...)
+	for ; i < len(raw); i++ {
 		c := raw[i]
 		if c != '\\' {
 			dst = append(dst, c)
@@ -451,12 +494,26 @@ func unescape(dst, raw []byte) []byte {
 	return out
 }
 
+// hex4 decodes the four hex digits that b begins with.
 func hex4(b []byte) (rune, bool) {
 	if len(b) < 4 {
 		return 0, false
 	}
-	v, err := strconv.ParseUint(string(b[:4]), 16, 16)
-	return rune(v), err == nil
+	var r rune
+	for _, c := range b[:4] {
+		switch {
+		case '0' <= c && c <= '9':
+			c -= '0'
+		case 'a' <= c && c <= 'f':
+			c -= 'a' - 10
+		case 'A' <= c && c <= 'F':
+			c -= 'A' - 10
+		default:
+			return 0, false
+		}
+		r = r<<4 | rune(c)
+	}
+	return r, true
 }
 
 // validScalar reports whether b is a JSON number, true, false or null.
