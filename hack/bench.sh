@@ -15,7 +15,9 @@
 # it.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-out="$(go test -run '^$' -bench . -benchtime "${BENCHTIME:-5x}" -count "${COUNT:-3}" ./pkg/fingerprint ./internal/planstore)"
+# -p 1: one package's benchmarks at a time, so that neither runs beside the
+# other on this machine's two cores.
+out="$(go test -p 1 -run '^$' -bench . -benchtime "${BENCHTIME:-5x}" -count "${COUNT:-3}" ./pkg/fingerprint ./internal/planstore)"
 echo "$out"
 echo
 summary="$(echo "$out" | awk '

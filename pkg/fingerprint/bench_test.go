@@ -15,7 +15,7 @@ import (
 )
 
 // The benchmarks measure, in one run on the same bytes, the fingerprint's
-// throughput beside crypto/sha256's (the goal: at least half), and the peak
+// throughput beside crypto/sha256's (the floor: at least 0.2 of it), and the peak
 // memory of fingerprinting a generated plan of 100,000 resource changes
 // (~50 MB; the goal: at most 64 MB). hack/bench.sh prints the ratios.
 //

@@ -13,10 +13,11 @@ import (
 // only until the next call.
 //
 // It is written for this package rather than taken from a library because the
-// fingerprint must run at half the speed of SHA-256 over the same bytes.
-// Measured on the project's 2-core machine over a 121 MB plan: crypto/sha256
-// 408 MB/s, go-json-experiment/jsontext SkipValue 181 MB/s, jsontext plus
-// valyala/fastjson per change 130 MB/s. Skipped regions (prior_state,
+// fingerprint must keep up with SHA-256 over the same bytes (a floor of 0.2
+// of its speed, on a CPU with SHA instructions; see hack/bench.sh).
+// Measured when this was chosen, on a machine of the project's over a
+// 121 MB plan: crypto/sha256 408 MB/s, go-json-experiment/jsontext
+// SkipValue 181 MB/s, jsontext plus valyala/fastjson per change 130 MB/s. Skipped regions (prior_state,
 // configuration, …) are checked for structure only: strings closed, brackets
 // balanced and matched.
 type scanner struct {
