@@ -20,6 +20,8 @@ import (
 	"github.com/captf/captf/pkg/changeset"
 )
 
+// previewShort is the preview command's line in captf's help, the same
+// for the command that hands off (captf) and the one that runs it.
 const previewShort = "Plan a pull request across deploy tools and apply exactly what was approved"
 
 // digestPattern is the shape of a change-set digest.

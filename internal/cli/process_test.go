@@ -126,9 +126,17 @@ func TestCaptfLinksNoDeployTools(t *testing.T) {
 
 // signalDuringKeyRead: a key read from a FIFO nobody writes, or from a
 // stdin that never ends, gives way to SIGINT and SIGTERM: captf exits
-// promptly, non-zero, and says why.
+// promptly, non-zero, and says why. So does captf preview, which runs in
+// the preview binary captf hands off to.
 func signalDuringKeyRead(t *testing.T, captfBin, tf string) {
 	dir := tftest.CopyRoot(t, "testdata/roots/canary")
+	repo := t.TempDir()
+	gitRun(t, repo, "init", "-q", "-b", "main")
+	write(t, filepath.Join(repo, "captf.yaml"), []byte("components:\n  infra:\n    steps:\n      - kind: terraform-apply\n        inputs: {root: infra}\n"), 0o644)
+	if err := os.Mkdir(filepath.Join(repo, "infra"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	write(t, filepath.Join(repo, "infra", "main.tf"), []byte(`resource "terraform_data" "a" {}`+"\n"), 0o644)
 	fifo := filepath.Join(t.TempDir(), "key.fifo")
 	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
 		t.Fatal(err)
@@ -141,9 +149,16 @@ func signalDuringKeyRead(t *testing.T, captfBin, tf string) {
 		{"fifo/SIGTERM", fifo, syscall.SIGTERM},
 		{"stdin/SIGINT", "/dev/stdin", syscall.SIGINT},
 		{"stdin/SIGTERM", "/dev/stdin", syscall.SIGTERM},
+		{"preview/fifo/SIGINT", fifo, syscall.SIGINT},
+		{"preview/stdin/SIGTERM", "/dev/stdin", syscall.SIGTERM},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			cmd := exec.Command(captfBin, "plan", dir, "--binary", tf, "--plan-key-file", c.keyFile)
+			what := "plan key"
+			if strings.HasPrefix(c.name, "preview/") {
+				cmd = exec.Command(captfBin, "preview", "plan", "--root", repo, "--key-file", c.keyFile)
+				what = "preview key"
+			}
 			// A pipe whose writer stays open and silent.
 			stdin, err := cmd.StdinPipe()
 			if err != nil {
@@ -171,7 +186,7 @@ func signalDuringKeyRead(t *testing.T, captfBin, tf string) {
 			if code := cmd.ProcessState.ExitCode(); code != runner.ExitFailure {
 				t.Errorf("exit code %d, want %d; stderr:\n%s", code, runner.ExitFailure, stderr.String())
 			}
-			want := "captf: read plan key " + c.keyFile + ": " + map[syscall.Signal]string{syscall.SIGINT: "interrupt", syscall.SIGTERM: "terminated"}[c.sig] + " signal received\n"
+			want := "captf: read " + what + " " + c.keyFile + ": " + map[syscall.Signal]string{syscall.SIGINT: "interrupt", syscall.SIGTERM: "terminated"}[c.sig] + " signal received\n"
 			if stderr.String() != want {
 				t.Errorf("stderr %q, want %q", stderr.String(), want)
 			}
