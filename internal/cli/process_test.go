@@ -111,7 +111,7 @@ func previewHandOff(t *testing.T, captfBin string) {
 
 // TestCaptfLinksNoDeployTools: captf's own commands start without the
 // preview's deploy-tool clients, whose package initialisation would cost
-// every `captf plan` ~25 ms; they live in captf-preview.
+// every `captf plan` ~30 ms; they live in captf-preview.
 func TestCaptfLinksNoDeployTools(t *testing.T) {
 	out, err := exec.Command("go", "list", "-deps", "../../cmd/captf").Output()
 	if err != nil {
