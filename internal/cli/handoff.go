@@ -15,8 +15,8 @@ import (
 // PreviewBinary is the program that runs `captf preview`. The preview's
 // deploy-tool clients (kubectl's, CloudFormation's, …) live there rather
 // than in captf: Go initialises every package a binary links at each
-// start, and theirs took ~30 ms of every `captf plan`, well over a third of what it
-// adds to `terraform plan` on a 300-resource root.
+// start, and theirs took ~30 ms of every `captf plan`, well over a third
+// of what it added to `terraform plan` on a 300-resource root.
 const PreviewBinary = "captf-preview"
 
 // newHandOff is captf's preview command: it runs the preview binary with
