@@ -46,8 +46,12 @@ func runGitHubJob(t *testing.T, r *repo, wf *githubWorkflow, job string, values 
 		switch {
 		case strings.HasPrefix(s.Uses, "actions/checkout@"):
 			// The fixture repository is the checkout.
-		case strings.HasPrefix(s.Uses, "actions/setup-go@"), strings.HasPrefix(s.Uses, "hashicorp/setup-terraform@"), s.Name == "Install captf":
+		case strings.HasPrefix(s.Uses, "actions/setup-go@"), strings.HasPrefix(s.Uses, "hashicorp/setup-terraform@"):
 			// The test's PATH holds terraform and the captf of this tree.
+		case s.Name == "Install captf":
+			// So does it captf-preview, which captf preview runs: the
+			// step must install it beside captf.
+			installsBoth(t, s.Run)
 		case strings.HasPrefix(s.Uses, "actions/upload-artifact@"):
 			if name := expressions(t, s.With["name"], values); !strings.HasPrefix(name, "captf-changeset-") {
 				t.Errorf("artifact name %q", name)
@@ -164,6 +168,17 @@ func TestGitHubActions(t *testing.T) {
 	r.canary(f)
 }
 
+// installsBoth checks that an example's install command installs captf
+// and captf-preview, at one version.
+func installsBoth(t *testing.T, cmd string) {
+	t.Helper()
+	for _, c := range []string{"captf", "captf-preview"} {
+		if !strings.Contains(cmd, "go install") || !strings.Contains(cmd, "github.com/captf/captf/cmd/"+c+"@$CAPTF_VERSION") {
+			t.Errorf("the example's install command %q does not install %s at $CAPTF_VERSION", cmd, c)
+		}
+	}
+}
+
 // runGitLabJob runs a job's script lines in one bash, as the GitLab runner
 // does (its before_script installs tools the test's PATH already holds),
 // with the file's variables.
@@ -173,6 +188,13 @@ func runGitLabJob(t *testing.T, r *repo, file map[string]any, job string, env []
 	if !ok {
 		t.Fatalf("the pipeline has no job %q", job)
 	}
+	var install string
+	for _, l := range file[".captf"].(map[string]any)["before_script"].([]any) {
+		if strings.Contains(l.(string), "go install") {
+			install = l.(string)
+		}
+	}
+	installsBoth(t, install)
 	var script []string
 	for _, l := range raw["script"].([]any) {
 		script = append(script, l.(string))
