@@ -52,8 +52,9 @@ func previewBinary() (string, error) {
 	if path, err := exec.LookPath(PreviewBinary); err == nil {
 		return path, nil
 	}
-	install := "go install github.com/captf/captf/cmd/" + PreviewBinary + "@" + version.Get()
-	if strings.HasPrefix(version.Get(), "devel") {
+	v := version.Get()
+	install := "go install github.com/captf/captf/cmd/" + PreviewBinary + "@" + v
+	if strings.HasPrefix(v, "devel") {
 		// Not a released captf: the preview binary of the same source.
 		install = "go build -o " + filepath.Join(dir, PreviewBinary) + " ./cmd/" + PreviewBinary + " (in captf's source tree)"
 	}

@@ -46,12 +46,10 @@ func runGitHubJob(t *testing.T, r *repo, wf *githubWorkflow, job string, values 
 		switch {
 		case strings.HasPrefix(s.Uses, "actions/checkout@"):
 			// The fixture repository is the checkout.
-		case strings.HasPrefix(s.Uses, "actions/setup-go@"), strings.HasPrefix(s.Uses, "hashicorp/setup-terraform@"):
-			// The test's PATH holds terraform and the captf of this tree.
-		case s.Name == "Install captf":
-			// So does it captf-preview, which captf preview runs: the
-			// step must install it beside captf.
-			installsBoth(t, s.Run)
+		case strings.HasPrefix(s.Uses, "actions/setup-go@"), strings.HasPrefix(s.Uses, "hashicorp/setup-terraform@"), s.Name == "Install captf":
+			// The test's PATH holds terraform, and the captf and
+			// captf-preview of this tree (TestExamplesInstallBoth checks
+			// that the step installs both).
 		case strings.HasPrefix(s.Uses, "actions/upload-artifact@"):
 			if name := expressions(t, s.With["name"], values); !strings.HasPrefix(name, "captf-changeset-") {
 				t.Errorf("artifact name %q", name)
@@ -168,13 +166,34 @@ func TestGitHubActions(t *testing.T) {
 	r.canary(f)
 }
 
-// installsBoth checks that an example's install command installs captf
-// and captf-preview, at one version.
-func installsBoth(t *testing.T, cmd string) {
-	t.Helper()
-	for _, c := range []string{"captf", "captf-preview"} {
-		if !strings.Contains(cmd, "go install") || !strings.Contains(cmd, "github.com/captf/captf/cmd/"+c+"@$CAPTF_VERSION") {
-			t.Errorf("the example's install command %q does not install %s at $CAPTF_VERSION", cmd, c)
+// TestExamplesInstallBoth: each example's install command installs captf
+// and, beside it, captf-preview, which captf preview runs, at one version.
+func TestExamplesInstallBoth(t *testing.T) {
+	var wf githubWorkflow
+	readYAML(t, "../../examples/ci/github-actions.yml", &wf)
+	var commands []string
+	for _, j := range wf.Jobs {
+		for _, s := range j.Steps {
+			if s.Name == "Install captf" {
+				commands = append(commands, s.Run)
+			}
+		}
+	}
+	var file map[string]any
+	readYAML(t, "../../examples/ci/gitlab-ci.yml", &file)
+	for _, l := range file[".captf"].(map[string]any)["before_script"].([]any) {
+		if strings.Contains(l.(string), "go install") {
+			commands = append(commands, l.(string))
+		}
+	}
+	if len(commands) != 3 {
+		t.Fatalf("found %d install commands in the examples, want 3 (two GitHub jobs, GitLab's .captf): %q", len(commands), commands)
+	}
+	for _, cmd := range commands {
+		for _, c := range []string{"captf", "captf-preview"} {
+			if !strings.Contains(cmd, "go install") || !strings.Contains(cmd, "github.com/captf/captf/cmd/"+c+"@$CAPTF_VERSION") {
+				t.Errorf("the example's install command %q does not install %s at $CAPTF_VERSION", cmd, c)
+			}
 		}
 	}
 }
@@ -188,13 +207,6 @@ func runGitLabJob(t *testing.T, r *repo, file map[string]any, job string, env []
 	if !ok {
 		t.Fatalf("the pipeline has no job %q", job)
 	}
-	var install string
-	for _, l := range file[".captf"].(map[string]any)["before_script"].([]any) {
-		if strings.Contains(l.(string), "go install") {
-			install = l.(string)
-		}
-	}
-	installsBoth(t, install)
 	var script []string
 	for _, l := range raw["script"].([]any) {
 		script = append(script, l.(string))
