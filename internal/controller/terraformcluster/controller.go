@@ -285,6 +285,9 @@ func (r *Reconciler) reconcileDue(ctx context.Context, s *scope, root *render.Ro
 		tc.Status.Plan = nil
 		return r.checkDrift(ctx, tc, func() (*render.Root, error) { return root, nil })
 	}
+	if !upToDate {
+		liftRemediationStop(tc)
+	}
 	if failedRun(tc.Status.LastRun) {
 		if wait := r.backoff(tc); wait > 0 {
 			return ctrl.Result{RequeueAfter: wait}, nil
@@ -342,8 +345,9 @@ func (r *Reconciler) reconcileDue(ctx context.Context, s *scope, root *render.Ro
 // one clears the failures), after an apply that ended without a report
 // (captf.io/interrupted-apply), while a plan the destructive-plan guard
 // stopped is yet to be made or approved, and while drift found under
-// action Remediate waits to be undone (until remediation failed too often
-// since that check: capRemediation).
+// action Remediate waits to be undone. Failures of a remediation that
+// stopped (capRemediation) make nothing due while the inputs are those it
+// failed with.
 func owed(tc *infrav1.TerraformCluster) bool {
 	return tc.Status.Failures > 0 || interrupted(tc) || blocked(tc.Status.LastRun) || waitsDestructive(tc) || remediating(tc)
 }

@@ -89,15 +89,37 @@ func remediationCap(tc *infrav1.TerraformCluster) int32 {
 	return int32(max(1, limit(tc.Spec.Jobs.FailedJobsHistoryLimit)))
 }
 
-// capRemediation stops a remediation that failed remediationCap times:
-// nothing is due for it until a later check finds drift again.
+// remediationStopped reports whether remediation failed too often since
+// the last check: the failures it counted make nothing due.
+func remediationStopped(tc *infrav1.TerraformCluster) bool {
+	c := condition(tc, infrav1.ConditionDriftDetected)
+	return c != nil && c.Reason == infrav1.ReasonDriftRemediationFailed
+}
+
+// capRemediation stops a remediation that failed remediationCap times, or
+// reports that it stopped before: nothing is due for it, whichever
+// reconcile comes (a restart's too), until a later check finds drift
+// again or the inputs change (liftRemediationStop).
 func capRemediation(tc *infrav1.TerraformCluster) bool {
+	if remediationStopped(tc) {
+		return true
+	}
 	if !remediating(tc) || tc.Status.Failures < remediationCap(tc) {
 		return false
 	}
 	setCondition(tc, infrav1.ConditionDriftDetected, true, infrav1.ReasonDriftRemediationFailed, fmt.Sprintf(
 		"Remediation failed %d times since the last drift check; it is tried again after the next check that still finds drift.", tc.Status.Failures))
 	return true
+}
+
+// liftRemediationStop ends a stop of remediation when the inputs change:
+// the apply of new inputs is retried after failures like any other, and
+// whether drift remains is for the next check to say.
+func liftRemediationStop(tc *infrav1.TerraformCluster) {
+	if remediationStopped(tc) {
+		setCondition(tc, infrav1.ConditionDriftDetected, unknown, infrav1.ReasonDriftNotChecked,
+			"The inputs changed after remediation of drift stopped; the next drift check tells whether drift remains.")
+	}
 }
 
 // planPredatesDrift reports whether p was made before the drift check whose

@@ -149,6 +149,17 @@ func (h *driftHarness) driftIs(tc *infrav1.TerraformCluster, reason string) {
 	})
 }
 
+// jobNames are the names of tc's Jobs of op.
+func (h *driftHarness) jobNames(tc *infrav1.TerraformCluster, op infrav1.Operation) []string {
+	var names []string
+	for _, j := range h.jobs(tc) {
+		if j.Labels[labelOperation] == string(op) {
+			names = append(names, j.Name)
+		}
+	}
+	return names
+}
+
 // opJobs counts tc's Jobs of op.
 func (h *driftHarness) opJobs(tc *infrav1.TerraformCluster, op infrav1.Operation) int {
 	n := 0
@@ -318,7 +329,8 @@ func TestDriftRemediateManual(t *testing.T) {
 }
 
 // TestDriftRemediationCap: a remediation that keeps failing stops after
-// spec.jobs.failedJobsHistoryLimit failures, until the next check.
+// spec.jobs.failedJobsHistoryLimit failures, until the next check that
+// finds drift starts the count again, or the inputs change.
 func TestDriftRemediationCap(t *testing.T) {
 	h := startDrift(t)
 	tc := h.createDrift("capped", driftImage, infrav1.ApplyAutomatic, infrav1.DriftActionRemediate, 40, func(tc *infrav1.TerraformCluster) {
@@ -340,31 +352,59 @@ func TestDriftRemediationCap(t *testing.T) {
 	if tc.Status.Failures != 2 {
 		t.Fatalf("capped after %d failures, want 2", tc.Status.Failures)
 	}
-	applies := h.opJobs(tc, infrav1.OperationApply)
+	// Nothing more is tried, not even by a reconcile that comes later (as
+	// after a restart): one is made to come, and the retry's backoff
+	// (2 s after the second failure) is waited out. Failed Jobs are
+	// pruned to the limit, so Jobs are told apart by name, and the
+	// failure count shows a retry that came and went.
+	applies := h.jobNames(tc, infrav1.OperationApply)
 	check := tc.Status.LastDriftCheck
+	h.annotate(tc, "example.test/reconcile", "after the cap")
 	time.Sleep(5 * time.Second)
-	if n := h.opJobs(tc, infrav1.OperationApply); n != applies {
-		t.Fatalf("%d apply Jobs after the cap, %d before", n, applies)
-	}
 	if err := h.c.Get(context.Background(), client.ObjectKeyFromObject(tc), tc); err != nil {
 		t.Fatal(err)
 	}
 	if !tc.Status.LastDriftCheck.Equal(check) {
 		t.Fatal("the next check came within 5 s of the cap; the cap's pause cannot be told from it")
 	}
-	// The next good check starts remediation again; it now succeeds.
+	if c := condition(tc, infrav1.ConditionDriftDetected); tc.Status.Failures != 2 || c == nil || c.Reason != infrav1.ReasonDriftRemediationFailed {
+		t.Fatalf("after the cap: %d failures, DriftDetected %+v", tc.Status.Failures, c)
+	}
+	for _, name := range h.jobNames(tc, infrav1.OperationApply) {
+		if !slices.Contains(applies, name) {
+			t.Fatalf("apply Job %s started after the cap (before it: %v)", name, applies)
+		}
+	}
+	// The next check that still finds drift starts the count again, and
+	// stops remediation again after two more failures.
+	h.wait(tc, "stopped again after the next check", func(tc *infrav1.TerraformCluster) bool {
+		c := condition(tc, infrav1.ConditionDriftDetected)
+		return !tc.Status.LastDriftCheck.Equal(check) && c != nil && c.Reason == infrav1.ReasonDriftRemediationFailed && tc.Status.Failures == 2
+	})
+	// New inputs lift the stop: their apply is retried after a failure
+	// like any other, and the next check says whether drift remains.
+	h.setVar(tc, "content", `"`+driftCanary+`-2"`)
+	h.wait(tc, "the new inputs' apply failed", func(tc *infrav1.TerraformCluster) bool {
+		c := condition(tc, infrav1.ConditionDriftDetected)
+		return c != nil && c.Reason == infrav1.ReasonDriftNotChecked && tc.Status.Failures == 3
+	})
 	for _, f := range []string{h.path(tc, "p.txt"), secret} {
 		if err := os.Remove(f); err != nil && !os.IsNotExist(err) {
 			t.Fatal(err)
 		}
 	}
-	h.wait(tc, "remediated after the next check", func(tc *infrav1.TerraformCluster) bool {
-		c := condition(tc, infrav1.ConditionDriftDetected)
-		return c != nil && c.Reason == infrav1.ReasonNoDrift && tc.Status.Failures == 0 && ready(tc)
+	h.wait(tc, "the new inputs applied on retry", func(tc *infrav1.TerraformCluster) bool {
+		run := tc.Status.LastRun
+		return run != nil && run.Operation == infrav1.OperationApply && run.Succeeded && tc.Status.Failures == 0 && ready(tc)
 	})
+	if got := h.content(tc, "a.txt"); got != driftCanary+"-2" {
+		t.Fatalf("a.txt after the new inputs applied: %q", got)
+	}
 	if _, err := os.Stat(h.path(tc, "p.txt")); err != nil {
 		t.Fatalf("p.txt not made again: %v", err)
 	}
+	h.driftIs(tc, infrav1.ReasonNoDrift)
+	h.noValues(tc)
 }
 
 // healthIs waits for InfrastructureHealthy with reason.
