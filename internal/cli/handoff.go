@@ -2,6 +2,7 @@ package cli
 
 import (
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -19,6 +20,10 @@ import (
 // of what it added to `terraform plan` on a 300-resource root.
 const PreviewBinary = "captf-preview"
 
+// handOffVersion carries captf's version to the preview binary, which
+// warns when its own differs: both are installed from one version.
+const handOffVersion = "CAPTF_HANDOFF_VERSION"
+
 // newHandOff is captf's preview command: it runs the preview binary with
 // the same arguments, which prints its own help and errors.
 func newHandOff() *cobra.Command {
@@ -31,7 +36,7 @@ func newHandOff() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			return handOff(path, args)
+			return handOff(path, args, append(os.Environ(), handOffVersion+"="+version.Get()))
 		},
 	}
 }
@@ -59,4 +64,12 @@ func previewBinary() (string, error) {
 		install = "go build -o " + filepath.Join(dir, PreviewBinary) + " ./cmd/" + PreviewBinary + " (in captf's source tree)"
 	}
 	return "", fmt.Errorf("captf preview runs %s, found neither beside captf nor on PATH; install it beside captf: %s", PreviewBinary, install)
+}
+
+// warnVersionSkew warns on stderr when the captf that handed off (its
+// version in env) is not the preview binary's version.
+func warnVersionSkew(stderr io.Writer, env func(string) (string, bool)) {
+	if v, ok := env(handOffVersion); ok && v != version.Get() {
+		fmt.Fprintf(stderr, "captf: warning: captf %s handed off to %s %s; install both at one version\n", v, PreviewBinary, version.Get())
+	}
 }

@@ -11,9 +11,9 @@ import (
 
 // handOff runs the preview binary on this terminal and exits with its
 // exit code (where a process cannot replace itself).
-func handOff(path string, args []string) error {
+func handOff(path string, args, env []string) error {
 	cmd := exec.Command(path, args...)
-	cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, os.Stdout, os.Stderr
+	cmd.Stdin, cmd.Stdout, cmd.Stderr, cmd.Env = os.Stdin, os.Stdout, os.Stderr, env
 	err := cmd.Run()
 	var exit *exec.ExitError
 	switch {

@@ -13,6 +13,7 @@ import (
 
 	"github.com/captf/captf/internal/runner"
 	"github.com/captf/captf/internal/tftest"
+	"github.com/captf/captf/internal/version"
 )
 
 // These tests run the captf binary as a separate process, for what only a
@@ -106,6 +107,25 @@ func previewHandOff(t *testing.T, captfBin string) {
 	code, _, stderr = run(t, alone, filepath.Dir(captfBin), "preview", "nope")
 	if code != runner.ExitBadInput {
 		t.Errorf("captf-preview on PATH: exit %d, stderr %q; want %d", code, stderr, runner.ExitBadInput)
+	}
+
+	// Both of one version: no word of it. A captf of another version
+	// hands off all the same, with a warning naming both versions.
+	if code, _, stderr := run(t, captfBin, emptyPath, "preview", "apply", "--help"); code != 0 || strings.Contains(stderr, "warning") {
+		t.Errorf("one version: exit %d, stderr %q", code, stderr)
+	}
+	skewed := filepath.Join(t.TempDir(), "captf")
+	build := exec.Command("go", "build", "-ldflags", "-X "+version.StampVariable+"=v0.0.0-skew", "-o", skewed, "../../cmd/captf")
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("build a captf of another version: %v\n%s", err, out)
+	}
+	if err := os.Symlink(filepath.Join(filepath.Dir(captfBin), PreviewBinary), filepath.Join(filepath.Dir(skewed), PreviewBinary)); err != nil {
+		t.Fatal(err)
+	}
+	code, stdout, stderr := run(t, skewed, emptyPath, "preview", "apply", "--help")
+	want = "captf: warning: captf v0.0.0-skew handed off to captf-preview " + ver + "; install both at one version\n"
+	if code != 0 || stderr != want || !strings.Contains(stdout, "captf preview apply --expect-digest cs1:...") {
+		t.Errorf("another version: exit %d, stderr %q, stdout %q; want exit 0 and stderr %q", code, stderr, stdout, want)
 	}
 }
 
