@@ -162,13 +162,7 @@ func (h *driftHarness) jobNames(tc *infrav1.TerraformCluster, op infrav1.Operati
 
 // opJobs counts tc's Jobs of op.
 func (h *driftHarness) opJobs(tc *infrav1.TerraformCluster, op infrav1.Operation) int {
-	n := 0
-	for _, j := range h.jobs(tc) {
-		if j.Labels[labelOperation] == string(op) {
-			n++
-		}
-	}
-	return n
+	return len(h.jobNames(tc, op))
 }
 
 // noValues fails if tc's status, its events, its TerraformPlans or the
