@@ -44,7 +44,7 @@ func Run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 // RunPreview runs `captf preview` with args and the deploy tools of
 // registry, and returns its exit code: what the preview binary runs.
 func RunPreview(ctx context.Context, args []string, stdout, stderr io.Writer, registry preview.Registry) int {
-	warnVersionSkew(stderr, os.LookupEnv)
+	warnVersionSkew(stderr)
 	return run(ctx, append([]string{"preview"}, args...), stdout, stderr, registry)
 }
 

@@ -66,10 +66,10 @@ func previewBinary() (string, error) {
 	return "", fmt.Errorf("captf preview runs %s, found neither beside captf nor on PATH; install it beside captf: %s", PreviewBinary, install)
 }
 
-// warnVersionSkew warns on stderr when the captf that handed off (its
-// version in env) is not the preview binary's version.
-func warnVersionSkew(stderr io.Writer, env func(string) (string, bool)) {
-	if v, ok := env(handOffVersion); ok && v != version.Get() {
+// warnVersionSkew warns on stderr when the captf that handed off to this
+// preview binary is of another version.
+func warnVersionSkew(stderr io.Writer) {
+	if v, ok := os.LookupEnv(handOffVersion); ok && v != version.Get() {
 		fmt.Fprintf(stderr, "captf: warning: captf %s handed off to %s %s; install both at one version\n", v, PreviewBinary, version.Get())
 	}
 }

@@ -17,9 +17,9 @@ import (
 // of its speed, on a CPU with SHA instructions; see hack/bench.sh).
 // Measured when this was chosen, on a machine of the project's over a
 // 121 MB plan: crypto/sha256 408 MB/s, go-json-experiment/jsontext
-// SkipValue 181 MB/s, jsontext plus valyala/fastjson per change 130 MB/s. Skipped regions (prior_state,
-// configuration, …) are checked for structure only: strings closed, brackets
-// balanced and matched.
+// SkipValue 181 MB/s, jsontext plus valyala/fastjson per change 130 MB/s.
+// Skipped regions (prior_state, configuration, …) are checked for
+// structure only: strings closed, brackets balanced and matched.
 type scanner struct {
 	r    io.Reader
 	buf  []byte

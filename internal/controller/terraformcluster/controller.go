@@ -345,9 +345,9 @@ func (r *Reconciler) reconcileDue(ctx context.Context, s *scope, root *render.Ro
 // one clears the failures), after an apply that ended without a report
 // (captf.io/interrupted-apply), while a plan the destructive-plan guard
 // stopped is yet to be made or approved, and while drift found under
-// action Remediate waits to be undone. Failures of a remediation that
-// stopped (capRemediation) make nothing due while the inputs are those it
-// failed with.
+// action Remediate waits to be undone. (reconcileDue asks capRemediation
+// first: the failures of a remediation that stopped make nothing due
+// while the inputs are those it failed with.)
 func owed(tc *infrav1.TerraformCluster) bool {
 	return tc.Status.Failures > 0 || interrupted(tc) || blocked(tc.Status.LastRun) || waitsDestructive(tc) || remediating(tc)
 }
