@@ -49,6 +49,24 @@ const (
 	// an empty state: the next apply creates everything anew. The manager
 	// removes it after that apply succeeded.
 	AnnotationAcceptEmptyState = "captf.io/accept-empty-state"
+	// AnnotationAppliedImage and AnnotationAppliedIdentity on the durable
+	// inputs Secret hold the image (pinned to its digest) and the identity
+	// of the last successful apply, whose files the Secret keeps under the
+	// keys applied.main.tf.json and applied.terraform.tfvars.json: what a
+	// destroy and a drift check run.
+	AnnotationAppliedImage    = "captf.io/applied-image"
+	AnnotationAppliedIdentity = "captf.io/applied-identity"
+	// AnnotationDestroyWithCurrentInputs on a deleted TerraformCluster
+	// whose state was applied with inputs the manager no longer has lets
+	// its destroy run with the inputs the object renders now.
+	AnnotationDestroyWithCurrentInputs = "captf.io/destroy-with-current-inputs"
+	// AnnotationMovedMidRun marks an object that arrived by clusterctl move
+	// while a runner Job of it ran on the source cluster (it carried the
+	// source's clusterctl.cluster.x-k8s.io/block-move): the cut run may have
+	// created infrastructure whose state did not move, so the object counts
+	// as having applied before. The manager sets it and removes it after
+	// the next successful apply.
+	AnnotationMovedMidRun = "captf.io/moved-mid-run"
 	// AnnotationApplied is "true" after the first successful apply.
 	AnnotationApplied = "captf.io/applied"
 

@@ -61,7 +61,7 @@ func (r *Reconciler) reconcileManual(ctx context.Context, tc *infrav1.TerraformC
 		if by == "" {
 			// Drift checks continue while a plan waits, on the inputs the
 			// state records; after failed applies there are none to check.
-			return r.checkDrift(ctx, tc, func() (*render.Root, error) {
+			return r.checkDrift(ctx, tc, func() (*appliedRun, error) {
 				if tc.Status.Failures > 0 {
 					return nil, nil
 				}

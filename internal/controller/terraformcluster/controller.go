@@ -279,11 +279,11 @@ func (r *Reconciler) reconcileDue(ctx context.Context, s *scope, root *render.Ro
 		// Nothing is due: a waiting plan is moot; a drift check may be.
 		tc.Status.Plan = nil
 		setProvisioned(tc)
-		return r.checkDrift(ctx, tc, func() (*render.Root, error) { return root, nil })
+		return r.checkDrift(ctx, tc, func() (*appliedRun, error) { return r.appliedOrCurrent(ctx, tc, root) })
 	}
 	if upToDate && capRemediation(tc) {
 		tc.Status.Plan = nil
-		return r.checkDrift(ctx, tc, func() (*render.Root, error) { return root, nil })
+		return r.checkDrift(ctx, tc, func() (*appliedRun, error) { return r.appliedOrCurrent(ctx, tc, root) })
 	}
 	if !upToDate {
 		liftRemediationStop(tc)

@@ -2,6 +2,7 @@ package terraformcluster
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	corev1 "k8s.io/api/core/v1"
@@ -12,7 +13,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	infrav1 "github.com/captf/captf/api/v1alpha1"
-	"github.com/captf/captf/internal/render"
 )
 
 // Finalizer holds a TerraformCluster until its infrastructure is destroyed
@@ -32,10 +32,20 @@ func (r *Reconciler) ensureFinalizer(ctx context.Context, tc *infrav1.TerraformC
 	return nil
 }
 
+// ReasonDestroyInputsUnknown (Ready=False, and a Warning event): the
+// object is deleted, and the durable inputs Secret holds no inputs that
+// hash to the inputs hash its state records, so a destroy could run with
+// a configuration the state was not applied with (another region, account
+// or endpoint), find nothing and orphan everything. Nothing runs and the
+// object is kept.
+const ReasonDestroyInputsUnknown = "DestroyInputsUnknown"
+
 // reconcileDelete destroys what the state holds with a destroy Job (not
-// gated, no plan key), then deletes the object's Secrets and lets it go.
-// A failed destroy is retried with the usual backoff. Whatever Job runs
-// finishes first: it holds the state lock.
+// gated, no plan key) that runs what the last successful apply ran, then
+// deletes the object's Secrets and lets it go. A failed destroy is
+// retried with the usual backoff. Whatever Job runs finishes first: it
+// holds the state lock, and until its outcome is recorded nothing is
+// released.
 func (r *Reconciler) reconcileDelete(ctx context.Context, s *scope) (ctrl.Result, error) {
 	tc := s.tc
 	if !controllerutil.ContainsFinalizer(tc, Finalizer) {
@@ -43,6 +53,12 @@ func (r *Reconciler) reconcileDelete(ctx context.Context, s *scope) (ctrl.Result
 	}
 	running, err := r.settleJobs(ctx, s, nil, true)
 	if err != nil || running != nil {
+		return ctrl.Result{}, err
+	}
+	// The cache may not show a Job started a moment ago whose start was
+	// not recorded (its status write failed): released now, the object
+	// would take the Job with it halfway through an apply.
+	if err := r.noUnprocessedJob(ctx, tc); err != nil {
 		return ctrl.Result{}, err
 	}
 	if tc.Spec.DeletionPolicy == infrav1.DeletionRetain {
@@ -66,29 +82,58 @@ func (r *Reconciler) reconcileDelete(ctx context.Context, s *scope) (ctrl.Result
 			return ctrl.Result{RequeueAfter: wait}, nil
 		}
 	}
-	err = r.Reader.Get(ctx, client.ObjectKey{Namespace: tc.Namespace, Name: stateSecretName(tc.Name)}, &corev1.Secret{})
-	if apierrors.IsNotFound(err) {
-		// Nothing was ever applied: nothing to destroy.
-		return ctrl.Result{}, r.cleanup(ctx, tc, planKeyName(tc.Name), inputsName(tc.Name), stateSecretName(tc.Name))
+	// A restore asked for runs first: a lost state is destroyed once it
+	// is back.
+	if serial, ok := restoreRequest(tc); ok {
+		if started, err := r.startRestore(ctx, tc, serial); err != nil || started {
+			return ctrl.Result{}, err
+		}
 	}
+	state, err := r.readState(ctx, r.Reader, tc)
 	if err != nil {
 		return ctrl.Result{}, err
 	}
-	root, err := r.lastInputs(ctx, tc)
+	if state == nil {
+		// Nothing to destroy, unless the object applied before and its
+		// state is lost: then what exists would be left behind unseen.
+		past, err := r.readHistory(ctx, tc)
+		if err != nil {
+			return ctrl.Result{}, err
+		}
+		if stop, err := r.guardLostState(ctx, tc, past); err != nil || stop {
+			return ctrl.Result{RequeueAfter: r.recheck()}, err
+		}
+		return ctrl.Result{}, r.cleanup(ctx, tc, planKeyName(tc.Name), inputsName(tc.Name), stateSecretName(tc.Name))
+	}
+	applied, err := r.appliedInputs(ctx, tc, state.InputsHash())
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	if applied != nil {
+		return ctrl.Result{}, r.startJob(ctx, tc, applied.root, jobRequest{op: infrav1.OperationDestroy, applied: applied})
+	}
+	if tc.Annotations[infrav1.AnnotationDestroyWithCurrentInputs] != "true" {
+		msg := fmt.Sprintf("The terraform state was applied with inputs %q, and the durable inputs Secret %s holds none that hash to it (an apply of other inputs started since, or the Secret is gone); nothing is destroyed and the object is kept, since a destroy with other inputs may find nothing and leave the infrastructure behind. Restore inputs that hash to it, or annotate the object %s=true to destroy with the inputs it renders now.",
+			state.InputsHash(), inputsName(tc.Name), infrav1.AnnotationDestroyWithCurrentInputs)
+		setCondition(tc, infrav1.ConditionReady, false, ReasonDestroyInputsUnknown, msg)
+		return ctrl.Result{RequeueAfter: r.recheck()}, r.announce(ctx, tc, announce{Key: "destroy-inputs", Type: corev1.EventTypeWarning, Reason: ReasonDestroyInputsUnknown, Action: "Delete", Note: msg})
+	}
+	key, err := r.planKey(ctx, tc)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	root, err := r.render(ctx, tc, key)
+	if err == nil {
+		err = checkImage(tc.Spec.Image)
+	}
+	if errors.Is(err, errInputs) {
+		setCondition(tc, infrav1.ConditionReady, false, ReasonInvalidInputs, err.Error())
+		return ctrl.Result{RequeueAfter: r.recheck()}, nil
+	}
 	if err != nil {
 		return ctrl.Result{}, err
 	}
 	return ctrl.Result{}, r.startJob(ctx, tc, root, jobRequest{op: infrav1.OperationDestroy})
-}
-
-// lastInputs are the inputs of the last apply, from the durable Secret, so
-// a destroy does not depend on variable sources that may be gone by now.
-func (r *Reconciler) lastInputs(ctx context.Context, tc *infrav1.TerraformCluster) (*render.Root, error) {
-	var s corev1.Secret
-	if err := r.Client.Get(ctx, client.ObjectKey{Namespace: tc.Namespace, Name: inputsName(tc.Name)}, &s); err != nil {
-		return nil, fmt.Errorf("inputs of the last apply: %w", err)
-	}
-	return &render.Root{MainTF: s.Data["main.tf.json"], Vars: s.Data["terraform.tfvars.json"]}, nil
 }
 
 // cleanup deletes the named Secrets of the object (plan key, durable

@@ -8,13 +8,10 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	infrav1 "github.com/captf/captf/api/v1alpha1"
-	"github.com/captf/captf/internal/render"
 	"github.com/captf/captf/internal/runner"
 )
 
@@ -130,9 +127,9 @@ func planPredatesDrift(tc *infrav1.TerraformCluster, p *infrav1.PlanStatus) bool
 }
 
 // checkDrift starts a drift Job of an idle object when one is due, with
-// the inputs its state records (what applied gives; nil: they are not at
-// hand, no check runs), and otherwise says when to look again.
-func (r *Reconciler) checkDrift(ctx context.Context, tc *infrav1.TerraformCluster, applied func() (*render.Root, error)) (ctrl.Result, error) {
+// what the last successful apply ran (what applied gives; nil: it is not
+// at hand, no check runs), and otherwise says when to look again.
+func (r *Reconciler) checkDrift(ctx context.Context, tc *infrav1.TerraformCluster, applied func() (*appliedRun, error)) (ctrl.Result, error) {
 	interval := r.driftInterval(tc)
 	if interval <= 0 {
 		setCondition(tc, infrav1.ConditionDriftDetected, unknown, infrav1.ReasonDriftNotChecked, "Drift checks are off (spec.drift.intervalSeconds is 0, or the manager's --drift-interval).")
@@ -144,33 +141,11 @@ func (r *Reconciler) checkDrift(ctx context.Context, tc *infrav1.TerraformCluste
 	if wait := r.driftDueIn(tc, time.Now()); wait > 0 {
 		return ctrl.Result{RequeueAfter: min(r.recheck(), wait)}, nil
 	}
-	root, err := applied()
-	if err != nil || root == nil {
+	run, err := applied()
+	if err != nil || run == nil {
 		return ctrl.Result{RequeueAfter: r.recheck()}, err
 	}
-	return ctrl.Result{}, r.startJob(ctx, tc, root, jobRequest{op: infrav1.OperationDrift})
-}
-
-// appliedInputs are the inputs the state records, from the durable inputs
-// Secret: what a drift check runs while a plan of newer inputs waits. nil
-// when that Secret holds other inputs (an apply of them failed) or none.
-func (r *Reconciler) appliedInputs(ctx context.Context, tc *infrav1.TerraformCluster, stateHash string) (*render.Root, error) {
-	if stateHash == "" {
-		return nil, nil
-	}
-	var s corev1.Secret
-	err := r.Client.Get(ctx, client.ObjectKey{Namespace: tc.Namespace, Name: inputsName(tc.Name)}, &s)
-	if apierrors.IsNotFound(err) {
-		return nil, nil
-	}
-	if err != nil {
-		return nil, fmt.Errorf("durable inputs: %w", err)
-	}
-	root := &render.Root{MainTF: s.Data["main.tf.json"], Vars: s.Data["terraform.tfvars.json"], InputsHash: stateHash}
-	if h, err := render.RootInputsHash(root.MainTF); err != nil || h != stateHash {
-		return nil, nil
-	}
-	return root, nil
+	return ctrl.Result{}, r.startJob(ctx, tc, run.root, jobRequest{op: infrav1.OperationDrift, applied: run})
 }
 
 // decideDrift is what a finished drift Job implies. It never counts as a

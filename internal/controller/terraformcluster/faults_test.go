@@ -423,9 +423,9 @@ func TestPruneNewestWithinASecond(t *testing.T) {
 	// second of the API server's clock; try again where they straddle two.
 	var older, newer *batchv1.Job
 	for attempt := 0; ; attempt++ {
-		older = r.buildJob(tc, moduleImage, infrav1.OperationApply, "", false)
+		older = r.buildJob(tc, moduleImage, nil, infrav1.OperationApply, "", false)
 		older.Name = fmt.Sprintf("quick-apply-%d-z", attempt)
-		newer = r.buildJob(tc, moduleImage, infrav1.OperationApply, "", false)
+		newer = r.buildJob(tc, moduleImage, nil, infrav1.OperationApply, "", false)
 		newer.Name = fmt.Sprintf("quick-apply-%d-a", attempt)
 		for _, job := range []*batchv1.Job{older, newer} {
 			if err := c.Create(ctx, job); err != nil {

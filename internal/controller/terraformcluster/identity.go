@@ -42,11 +42,11 @@ type errIdentity struct {
 
 func (e *errIdentity) Error() string { return e.msg }
 
-// credentials reads the Secret tc's identityRef names and checks that tc
-// may use it. It returns nil for no identity, and an *errIdentity when the
-// identity is missing or does not allow tc's namespace.
-func (r *Reconciler) credentials(ctx context.Context, tc *infrav1.TerraformCluster) (map[string][]byte, error) {
-	ref := tc.Spec.IdentityRef
+// credentials reads the Secret the identity ref names (tc's identityRef,
+// or the one a destroy or drift check runs with) and checks that tc may use
+// it. It returns nil for no identity, and an *errIdentity when the identity
+// is missing or does not allow tc's namespace.
+func (r *Reconciler) credentials(ctx context.Context, tc *infrav1.TerraformCluster, ref *infrav1.IdentityReference) (map[string][]byte, error) {
 	if ref == nil {
 		return nil, nil
 	}

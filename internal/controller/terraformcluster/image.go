@@ -30,8 +30,10 @@ func checkImage(ref string) error {
 }
 
 // jobImage is the image a Job of op runs: the reference the durable inputs
-// recorded for a destroy or a drift check, the object's own otherwise, pinned to the digest
-// of the last successful apply while the reference has not changed.
+// recorded for a restore, the object's own otherwise, pinned to the digest
+// of the last successful apply while the reference has not changed. (A
+// destroy or a drift check runs the image of the last successful apply:
+// appliedRun.)
 func (r *Reconciler) jobImage(ctx context.Context, tc *infrav1.TerraformCluster, op infrav1.Operation) (string, error) {
 	var s corev1.Secret
 	err := r.Client.Get(ctx, client.ObjectKey{Namespace: tc.Namespace, Name: inputsName(tc.Name)}, &s)
@@ -42,7 +44,7 @@ func (r *Reconciler) jobImage(ctx context.Context, tc *infrav1.TerraformCluster,
 		return "", fmt.Errorf("durable inputs: %w", err)
 	}
 	image := tc.Spec.Image
-	if recorded := s.Annotations[infrav1.AnnotationImage]; (op == infrav1.OperationDestroy || op == infrav1.OperationDrift || op == infrav1.OperationRestore) && recorded != "" {
+	if recorded := s.Annotations[infrav1.AnnotationImage]; op == infrav1.OperationRestore && recorded != "" {
 		image = recorded
 	}
 	if s.Annotations[infrav1.AnnotationImage] != image {

@@ -52,7 +52,12 @@ const (
 	// of a second, and a runner Job can take less, so this orders the
 	// Jobs of one object created within the same second.
 	annotationCreatedAt = "captf.io/created-at"
+	// annotationApplyPolicy on an apply Job is the applyPolicy it was
+	// created under: a Job that has not started is dropped when the
+	// object's policy is no longer that (stillAllowed).
+	annotationApplyPolicy = "captf.io/apply-policy"
 	// createdAtLayout is fixed-width UTC, so its values compare as strings.
+
 	createdAtLayout = "2006-01-02T15:04:05.000000000Z"
 )
 
@@ -79,26 +84,28 @@ type jobRequest struct {
 	guard bool
 	// backup is the state backup a restore Job pushes back.
 	backup *backup
+	// applied: the Job runs what the last successful apply ran (its
+	// inputs are root), with its image and identity; a destroy or a drift
+	// check.
+	applied *appliedRun
 }
 
 // startJob creates a runner Job and its per-run inputs Secret and records
 // it as the active Job. Before it creates one, it asks the API server
 // itself for an unprocessed Job of the object: there is at most one.
 func (r *Reconciler) startJob(ctx context.Context, tc *infrav1.TerraformCluster, root *render.Root, req jobRequest) error {
-	jobs, err := r.jobsOf(ctx, r.Reader, tc)
-	if err != nil {
+	if err := r.noUnprocessedJob(ctx, tc); err != nil {
 		return err
-	}
-	for i := range jobs {
-		if !processed(&jobs[i]) {
-			return fmt.Errorf("%w: %s", errAdopt, jobs[i].Name)
-		}
 	}
 	if err := r.checkLock(ctx, tc); err != nil {
 		return err
 	}
+	identity := tc.Spec.IdentityRef
+	if req.applied != nil {
+		identity = req.applied.identityRef()
+	}
 	// An identity the object may not use starts nothing.
-	if _, err := r.credentials(ctx, tc); err != nil {
+	if _, err := r.credentials(ctx, tc, identity); err != nil {
 		return err
 	}
 	if req.op == infrav1.OperationApply {
@@ -113,7 +120,10 @@ func (r *Reconciler) startJob(ctx context.Context, tc *infrav1.TerraformCluster,
 	if req.digest != "" {
 		image = pin(tc.Spec.Image, req.digest)
 	}
-	job := r.buildJob(tc, image, req.op, req.expect, req.expect != "" || req.op == infrav1.OperationPlan)
+	if req.applied != nil {
+		image = req.applied.image
+	}
+	job := r.buildJob(tc, image, identity, req.op, req.expect, req.expect != "" || req.op == infrav1.OperationPlan)
 	if req.op == infrav1.OperationDrift {
 		// Drift Jobs are not kept in the object's history (they would
 		// push out the apply Jobs' logs): the Job controller deletes
@@ -130,6 +140,9 @@ func (r *Reconciler) startJob(ctx context.Context, tc *infrav1.TerraformCluster,
 		withBackup(job, req.backup)
 	}
 	job.Annotations[annotationInputsHash] = root.InputsHash
+	if req.op == infrav1.OperationApply {
+		job.Annotations[annotationApplyPolicy] = string(policy(tc))
+	}
 	if req.approved {
 		job.Annotations[infrav1.AnnotationApprovedPlan] = req.expect
 	}
@@ -150,6 +163,22 @@ func (r *Reconciler) startJob(ctx context.Context, tc *infrav1.TerraformCluster,
 		return fmt.Errorf("per-run inputs of Job %s: %w", job.Name, err)
 	}
 	return r.activate(ctx, tc, job)
+}
+
+// noUnprocessedJob asks the API server itself, not the cache, for a Job of
+// tc whose outcome is not recorded yet: errAdopt when there is one, which
+// the next pass takes up.
+func (r *Reconciler) noUnprocessedJob(ctx context.Context, tc *infrav1.TerraformCluster) error {
+	jobs, err := r.jobsOf(ctx, r.Reader, tc)
+	if err != nil {
+		return err
+	}
+	for i := range jobs {
+		if !processed(&jobs[i]) {
+			return fmt.Errorf("%w: %s", errAdopt, jobs[i].Name)
+		}
+	}
+	return nil
 }
 
 // resume makes a Job that runs the active one: its per-run inputs Secret
@@ -241,11 +270,13 @@ func (r *Reconciler) approvalStarted(ctx context.Context, tc *infrav1.TerraformC
 // of its credentials first, then its inputs, so that inputs found mean
 // credentials written.
 func (r *Reconciler) createRun(ctx context.Context, tc *infrav1.TerraformCluster, job *batchv1.Job, root *render.Root) error {
-	creds, err := r.credentials(ctx, tc)
+	// The Job records the identity it was built for.
+	identity := parseIdentity(job.Annotations[infrav1.AnnotationIdentity])
+	creds, err := r.credentials(ctx, tc, identity)
 	if err != nil {
 		return err
 	}
-	if tc.Spec.IdentityRef != nil {
+	if identity != nil {
 		if err := r.createCredentials(ctx, job, creds); err != nil {
 			return err
 		}
@@ -305,13 +336,24 @@ func (r *Reconciler) jobsOf(ctx context.Context, reader client.Reader, tc *infra
 	return jobs, nil
 }
 
+// policy is tc's applyPolicy, Automatic when unset.
+func policy(tc *infrav1.TerraformCluster) infrav1.ApplyPolicy {
+	if tc.Spec.ApplyPolicy == "" {
+		return infrav1.ApplyAutomatic
+	}
+	return tc.Spec.ApplyPolicy
+}
+
 // processed reports whether a Job's outcome is fully recorded.
 func processed(job *batchv1.Job) bool { return job.Annotations[infrav1.AnnotationProcessed] == "true" }
 
-func (r *Reconciler) buildJob(tc *infrav1.TerraformCluster, image string, op infrav1.Operation, expect string, gated bool) *batchv1.Job {
+func (r *Reconciler) buildJob(tc *infrav1.TerraformCluster, image string, identity *infrav1.IdentityReference, op infrav1.Operation, expect string, gated bool) *batchv1.Job {
 	labels := ownerLabels(tc)
 	labels[labelOperation] = string(op)
 	annotations := map[string]string{annotationCreatedAt: time.Now().UTC().Format(createdAtLayout)}
+	if identity != nil {
+		annotations[infrav1.AnnotationIdentity] = identity.Kind + "/" + identity.Name
+	}
 	args := []string{
 		"--operation=" + string(op),
 		"--inputs=" + infrav1.PathInputs, "--module=" + infrav1.PathModule, "--runtime=" + infrav1.PathRuntime,
@@ -334,7 +376,7 @@ func (r *Reconciler) buildJob(tc *infrav1.TerraformCluster, image string, op inf
 		{Name: "tmp", MountPath: tmpDir},
 	}
 	var envFrom []corev1.EnvFromSource
-	if tc.Spec.IdentityRef != nil {
+	if identity != nil {
 		mode := int32(0o440)
 		creds := credentialsName(name)
 		volumes = append(volumes, corev1.Volume{Name: "credentials", VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{SecretName: creds, DefaultMode: &mode}}})

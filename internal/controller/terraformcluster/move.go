@@ -49,21 +49,50 @@ const annotationBlockMove = "clusterctl.cluster.x-k8s.io/block-move"
 // blockMove sets annotationBlockMove on tc before a Job of it is created:
 // a Job that runs must not be cut off by a move (the source deletes the
 // object, and garbage collection its Jobs), and its outcome must be
-// written before the objects are copied.
+// written before the objects are copied. The value names the object's UID,
+// so that a copy of the object made while the Job ran (clusterctl gave up
+// waiting, or the object was copied by other means) can tell that the
+// annotation came from elsewhere: a run there was cut short.
 func (r *Reconciler) blockMove(ctx context.Context, tc *infrav1.TerraformCluster) error {
-	if _, ok := tc.Annotations[annotationBlockMove]; ok {
+	if v, ok := tc.Annotations[annotationBlockMove]; ok && v == blockMoveValue(tc) {
 		return nil
 	}
 	err := r.patchObject(ctx, tc, func(tc *infrav1.TerraformCluster) {
 		if tc.Annotations == nil {
 			tc.Annotations = map[string]string{}
 		}
-		tc.Annotations[annotationBlockMove] = "a runner Job runs"
+		if foreignBlockMove(tc) {
+			// The evidence of the cut run stays when this one replaces it.
+			tc.Annotations[infrav1.AnnotationMovedMidRun] = "true"
+		}
+		tc.Annotations[annotationBlockMove] = blockMoveValue(tc)
 	})
 	if err != nil {
 		return fmt.Errorf("block-move annotation: %w", err)
 	}
 	return nil
+}
+
+// blockMoveValue is the value of annotationBlockMove this object sets.
+func blockMoveValue(tc *infrav1.TerraformCluster) string {
+	return "a runner Job of " + string(tc.UID) + " runs"
+}
+
+// foreignBlockMove reports whether tc carries annotationBlockMove that it
+// did not set itself: it was copied (by clusterctl move) while a Job of
+// the object it was copied from ran. That Job is gone with the source.
+func foreignBlockMove(tc *infrav1.TerraformCluster) bool {
+	v, ok := tc.Annotations[annotationBlockMove]
+	return ok && v != blockMoveValue(tc)
+}
+
+// movedMidRun reports whether a run of tc was cut short by a move: it
+// arrived with another object's annotationBlockMove, which the manager
+// keeps as infrav1.AnnotationMovedMidRun once it removes the former. The
+// run may have created infrastructure whose state did not move.
+func movedMidRun(tc *infrav1.TerraformCluster) bool {
+	_, marked := tc.Annotations[infrav1.AnnotationMovedMidRun]
+	return marked || foreignBlockMove(tc)
 }
 
 // releaseMove removes annotationBlockMove once no Job of tc is left
@@ -74,7 +103,10 @@ func (r *Reconciler) blockMove(ctx context.Context, tc *infrav1.TerraformCluster
 // runs, a reconcile reads nothing else from the API server. A crash
 // between setting the annotation and creating the Job leaves the
 // annotation with no Job; this removes it, and a Job found later is
-// blocked again when it is taken up (activate).
+// blocked again when it is taken up (activate). An annotation set by the
+// object's copy on another management cluster is replaced, in the same
+// patch, by infrav1.AnnotationMovedMidRun, so that the sign of the cut run
+// outlives it.
 func (r *Reconciler) releaseMove(ctx context.Context, s *scope) error {
 	tc := s.tc
 	if _, ok := tc.Annotations[annotationBlockMove]; !ok || tc.Status.ActiveJob != nil {
@@ -88,6 +120,16 @@ func (r *Reconciler) releaseMove(ctx context.Context, s *scope) error {
 		if !processed(&jobs[i]) && !s.processed[jobs[i].Name] {
 			return nil
 		}
+	}
+	if foreignBlockMove(tc) {
+		err := r.patchObject(ctx, tc, func(tc *infrav1.TerraformCluster) {
+			tc.Annotations[infrav1.AnnotationMovedMidRun] = "true"
+			delete(tc.Annotations, annotationBlockMove)
+		})
+		if err != nil && !apierrors.IsNotFound(err) {
+			return fmt.Errorf("mark the run cut short by a move: %w", err)
+		}
+		return nil
 	}
 	if err := r.removeAnnotation(ctx, tc, annotationBlockMove); err != nil && !apierrors.IsNotFound(err) {
 		return err

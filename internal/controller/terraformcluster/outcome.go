@@ -189,7 +189,8 @@ func decideRun(tc *infrav1.TerraformCluster, o outcome, now metav1.Time) (infrav
 		if msg.Outcome == runner.OutcomeApplied && o.Digest != "" {
 			steps = append(steps, pinDigest{Digest: o.Digest})
 		}
-		if _, ok := tc.Annotations[infrav1.AnnotationAcceptEmptyState]; ok {
+		steps = append(steps, keepApplied{Digest: o.Digest})
+		if _, ok := tc.Annotations[infrav1.AnnotationAcceptEmptyState]; ok || movedMidRun(tc) {
 			steps = append(steps, acceptedEmptyState{})
 		}
 		if interrupted(tc) {

@@ -223,7 +223,9 @@ var errPulling = errors.New("image pull")
 // waitJob looks at a Job that still runs. One whose image cannot be pulled
 // never started the runner: it is reported in a condition, and deleted
 // once the object's inputs moved on (a fixed image reference), so the new
-// inputs need not wait for the Job's deadline.
+// inputs need not wait for the Job's deadline, or once what allowed it no
+// longer holds (startedUnder), so a pull fixed later never applies what
+// nobody allows any more.
 func (r *Reconciler) waitJob(ctx context.Context, tc *infrav1.TerraformCluster, job *batchv1.Job, root *render.Root) error {
 	// The cache tells whether a pod may be stuck; only then is it read
 	// from the API server, which the decision below acts on.
@@ -250,10 +252,33 @@ func (r *Reconciler) waitJob(ctx context.Context, tc *infrav1.TerraformCluster, 
 		return nil
 	}
 	setCondition(tc, infrav1.ConditionApplyJobSucceeded, false, ReasonImagePullFailed, fmt.Sprintf("Job %s cannot start: %s", job.Name, why))
-	if root == nil || job.Annotations[annotationInputsHash] == root.InputsHash {
+	allowed, err := r.stillAllowed(ctx, tc, job)
+	if err != nil {
+		return err
+	}
+	if allowed && (root == nil || job.Annotations[annotationInputsHash] == root.InputsHash) {
 		return errPulling
 	}
 	return r.dropJob(ctx, tc, job)
+}
+
+// stillAllowed reports whether what allowed an apply Job when it was
+// created still holds: the applyPolicy it was created under
+// (annotationApplyPolicy), and for the apply of an approved plan, that
+// approval. The inputs are checked apart.
+func (r *Reconciler) stillAllowed(ctx context.Context, tc *infrav1.TerraformCluster, job *batchv1.Job) (bool, error) {
+	if job.Labels[labelOperation] != string(infrav1.OperationApply) {
+		return true, nil
+	}
+	if p, ok := job.Annotations[annotationApplyPolicy]; ok && p != string(policy(tc)) {
+		return false, nil
+	}
+	hash := job.Annotations[infrav1.AnnotationApprovedPlan]
+	if hash == "" {
+		return true, nil
+	}
+	by, err := r.approvedBy(ctx, tc, hash)
+	return by != "", err
 }
 
 func nowTime() metav1.Time { return metav1.Now() }

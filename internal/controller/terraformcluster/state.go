@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -23,25 +24,32 @@ import (
 const ReasonStateLost = "StateLost"
 
 // history is what the API server says of tc's past, read right before a
-// Job would start while the state records no inputs hash: whether it
-// applied (the applied marker on its durable inputs Secret, an image
-// digest a successful apply pinned there, or a state backup) and whether
-// its state Secret exists.
+// Job would start while the state records no inputs hash: its signs of a
+// past (any one means the object may have applied before) and whether its
+// state Secret exists. The check that stops an object (lost) and the one
+// that exempts its first apply from the gate (first) read the same signs.
 type history struct {
-	applied, pinned, state bool
+	// signs names each sign of a past found, for the messages: the applied
+	// marker, a pinned image digest, a state backup, a set control plane
+	// endpoint, a TerraformPlan of the object, a run cut short by a move.
+	signs []string
+	state bool
 	// backup is the newest backed-up serial, -1 when there is none.
 	backup int64
 }
 
-// first reports whether an apply would be the object's first, which is not
-// gated. It fails closed: only when there is neither an applied marker nor
-// a state Secret at all. A state without captf's inputs hash, or a marker
-// without a state, needs an approval like any other change.
-func (h history) first() bool { return !h.applied && !h.state }
+// past reports whether any sign says the object may have applied before.
+func (h history) past() bool { return len(h.signs) > 0 }
 
-// lost reports whether the object applied before and its state Secret is
-// gone.
-func (h history) lost() bool { return (h.applied || h.pinned || h.backup >= 0) && !h.state }
+// first reports whether an apply would be the object's first, which is not
+// gated. It fails closed: only when there is no sign of a past and no
+// state Secret at all. A state without captf's inputs hash, or a sign of
+// a past without a state, needs an approval like any other change.
+func (h history) first() bool { return !h.past() && !h.state }
+
+// lost reports whether the object may have applied before and its state
+// Secret is gone.
+func (h history) lost() bool { return h.past() && !h.state }
 
 // readHistory reads tc's history from the API server itself.
 func (r *Reconciler) readHistory(ctx context.Context, tc *infrav1.TerraformCluster) (history, error) {
@@ -50,8 +58,12 @@ func (r *Reconciler) readHistory(ctx context.Context, tc *infrav1.TerraformClust
 	err := r.Reader.Get(ctx, client.ObjectKey{Namespace: tc.Namespace, Name: inputsName(tc.Name)}, &s)
 	switch {
 	case err == nil:
-		h.applied = s.Annotations[infrav1.AnnotationApplied] == "true"
-		h.pinned = s.Annotations[infrav1.AnnotationImageDigest] != ""
+		if s.Annotations[infrav1.AnnotationApplied] == "true" {
+			h.signs = append(h.signs, "the applied marker on Secret "+s.Name)
+		}
+		if s.Annotations[infrav1.AnnotationImageDigest] != "" {
+			h.signs = append(h.signs, "an image digest pinned on Secret "+s.Name)
+		}
 	case !apierrors.IsNotFound(err):
 		return h, fmt.Errorf("durable inputs: %w", err)
 	}
@@ -68,6 +80,23 @@ func (r *Reconciler) readHistory(ctx context.Context, tc *infrav1.TerraformClust
 	}
 	if len(list) > 0 {
 		h.backup = list[0].serial()
+		h.signs = append(h.signs, "state backup "+list[0].first.Name)
+	}
+	if e := tc.Spec.ControlPlaneEndpoint; e.Host != "" || e.Port != 0 {
+		h.signs = append(h.signs, "spec.controlPlaneEndpoint, which an apply published")
+	}
+	if movedMidRun(tc) {
+		h.signs = append(h.signs, "a runner Job cut short by clusterctl move (annotation "+infrav1.AnnotationMovedMidRun+" or "+annotationBlockMove+" set on another management cluster)")
+	}
+	var plans infrav1.TerraformPlanList
+	if err := r.Reader.List(ctx, &plans, client.InNamespace(tc.Namespace)); err != nil {
+		return h, fmt.Errorf("list TerraformPlans: %w", err)
+	}
+	for _, p := range plans.Items {
+		if p.Spec.TargetRef.Kind == "TerraformCluster" && p.Spec.TargetRef.Name == tc.Name {
+			h.signs = append(h.signs, "TerraformPlan "+p.Name)
+			break
+		}
 	}
 	return h, nil
 }
@@ -83,19 +112,28 @@ func (r *Reconciler) guardLostState(ctx context.Context, tc *infrav1.TerraformCl
 	if past.backup >= 0 {
 		restore = fmt.Sprintf("Restore a backup (annotate the object %s=%d for the newest; status.stateBackups lists them all)", infrav1.AnnotationRestoreState, past.backup)
 	}
-	msg := fmt.Sprintf("The object applied before and its terraform state Secret %s is gone; nothing runs, since an apply would create everything a second time. %s, or annotate the object %s=true to start again from an empty state.",
-		stateSecretName(tc.Name), restore, infrav1.AnnotationAcceptEmptyState)
+	key, msg := "state-lost", fmt.Sprintf("The object applied before (%s) and its terraform state Secret %s is gone; nothing runs, since an apply would create everything a second time. %s, or annotate the object %s=true to start again from an empty state (under applyPolicy Manual its apply still waits for an approval).",
+		strings.Join(past.signs, ", "), stateSecretName(tc.Name), restore, infrav1.AnnotationAcceptEmptyState)
+	if !tc.DeletionTimestamp.IsZero() {
+		key, msg = "state-lost-delete", fmt.Sprintf("The object is deleted; it applied before (%s) and its terraform state Secret %s is gone, so no destroy can find what it made. Nothing is destroyed and the object is kept. %s to destroy it, or annotate the object %s=true to release it without a destroy (what it made stays).",
+			strings.Join(past.signs, ", "), stateSecretName(tc.Name), restore, infrav1.AnnotationAcceptEmptyState)
+	}
 	setCondition(tc, infrav1.ConditionApplyJobSucceeded, false, ReasonStateLost, msg)
 	tc.Status.Plan = nil
-	return true, r.announce(ctx, tc, announce{Key: "state-lost", Type: corev1.EventTypeWarning, Reason: ReasonStateLost, Action: "Guard", Note: msg})
+	return true, r.announce(ctx, tc, announce{Key: key, Type: corev1.EventTypeWarning, Reason: ReasonStateLost, Action: "Guard", Note: msg})
 }
 
 // acceptedEmptyState removes captf.io/accept-empty-state after the apply
-// it allowed succeeded, so that a later loss is guarded again.
+// it allowed succeeded, so that a later loss is guarded again, and the
+// mark of a run cut short by a move, which the new state replaces as the
+// sign of a past.
 type acceptedEmptyState struct{}
 
 func (acceptedEmptyState) apply(r *Reconciler, x *stepContext) error {
-	return r.removeAnnotation(x.ctx, x.tc, infrav1.AnnotationAcceptEmptyState)
+	if err := r.removeAnnotation(x.ctx, x.tc, infrav1.AnnotationAcceptEmptyState); err != nil {
+		return err
+	}
+	return r.removeAnnotation(x.ctx, x.tc, infrav1.AnnotationMovedMidRun)
 }
 
 // stateRead is what the manager reads of a terraform state: its chunks as
