@@ -57,7 +57,6 @@ const (
 	// object's policy is no longer that (stillAllowed).
 	annotationApplyPolicy = "captf.io/apply-policy"
 	// createdAtLayout is fixed-width UTC, so its values compare as strings.
-
 	createdAtLayout = "2006-01-02T15:04:05.000000000Z"
 )
 
