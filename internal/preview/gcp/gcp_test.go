@@ -607,8 +607,8 @@ func TestInputs(t *testing.T) {
 
 func TestHolds(t *testing.T) {
 	var live map[string]any
-	_ = json.Unmarshal([]byte(`{"region":"https://www.googleapis.com/compute/v1/projects/p/regions/r","nodeCount":1,"processingUnits":"1000","labels":{"a":"1","goog-x":"y"},"list":[{"a":1,"b":2}],` +
-		`"deadLetterPolicy":{"deadLetterTopic":"projects/p/topics/dead","maxDeliveryAttempts":5},"pushConfig":{},` +
+	_ = json.Unmarshal([]byte(`{"region":"https://www.googleapis.com/compute/v1/projects/p/regions/r","nodeCount":1,"processingUnits":"1000","labels":{"a":"1","goog-x":"y"},"list":[{"a":1,"b":2}],`+
+		`"deadLetterPolicy":{"deadLetterTopic":"projects/p/topics/dead","maxDeliveryAttempts":5},"pushConfig":{},`+
 		`"template":{"containers":[{"image":"hello","resources":{"limits":{"cpu":"1000m"}}}],"maxInstanceRequestConcurrency":80}}`), &live)
 	for _, c := range []struct {
 		field string
