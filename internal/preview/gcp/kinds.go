@@ -110,7 +110,7 @@ var mappings = []*mapping{
 		Renames:          map[string]string{"numNodes": "nodeCount"},
 		// config is a plain string in Config Connector, a name of the
 		// instance config, which the API takes as a path.
-		Refs: []refField{{Path: "config", Field: "config", Kind: "SpannerInstanceConfig"}},
+		Refs: []refField{{Path: "config", Field: "config", Kind: "SpannerInstanceConfig", Plain: true}},
 	},
 	{
 		Kind: "ComputeAddress", Service: "compute.googleapis.com",

@@ -20,6 +20,10 @@ type refField struct {
 	Field string
 	// Kind is the kind it names, a key of refKinds.
 	Kind string
+	// Plain says the field is a plain string in Config Connector, the
+	// named object's name or its full name, rather than {name} or
+	// {external} (SpannerInstance's config).
+	Plain bool
 }
 
 // refKind says what a reference to an object of one kind by its name
@@ -85,7 +89,7 @@ func (r *resource) resolveRefs(body map[string]any, byName map[string]*resource)
 	for _, rf := range r.Map.Refs {
 		keys := strings.Split(rf.Path, ".")
 		err := walkRef(body, keys, "", func(parent map[string]any, key, at string) error {
-			v := parent[key]
+			v := parent[strings.TrimSuffix(key, "[]")]
 			var value any
 			if list, ok := strings.CutSuffix(key, "[]"); ok {
 				items, isList := v.([]any)
@@ -94,7 +98,7 @@ func (r *resource) resolveRefs(body map[string]any, byName map[string]*resource)
 				}
 				out := make([]any, len(items))
 				for i, it := range items {
-					s, dep, err := r.reference(rf.Kind, it, byName)
+					s, dep, err := r.reference(rf, it, byName)
 					if err != nil {
 						return &refError{fmt.Sprintf("%s.%d", at, i), err.Error()}
 					}
@@ -102,7 +106,7 @@ func (r *resource) resolveRefs(body map[string]any, byName map[string]*resource)
 				}
 				key, value = list, out
 			} else {
-				s, dep, err := r.reference(rf.Kind, v, byName)
+				s, dep, err := r.reference(rf, v, byName)
 				if err != nil {
 					return &refError{at, err.Error()}
 				}
@@ -236,13 +240,15 @@ func isRefObject(v any) bool {
 }
 
 // reference is the value one reference to an object of kind stands for,
-// and the object of the manifest it names (nil for none): {external: v}
-// is v as written, but a bare name, which stands for what {name: v}
-// does; {name: v}, or a plain string, stands for the kind's format
+// and the object of the manifest it names (nil for none): {external: v},
+// or a plain string where the field is one, is v as written, but a bare
+// name, which stands for what {name: v} does; {name: v} stands for the
+// kind's format
 // filled in with the project, location and name of the manifest's
 // object of that kind and metadata.name v, else with r's project and
 // location and v.
-func (r *resource) reference(kind string, v any, byName map[string]*resource) (any, *resource, error) {
+func (r *resource) reference(rf refField, v any, byName map[string]*resource) (any, *resource, error) {
+	kind := rf.Kind
 	rk, known := refKinds[kind]
 	if !known {
 		return nil, nil, fmt.Errorf("captf does not know the kind %s", kind)
@@ -250,7 +256,9 @@ func (r *resource) reference(kind string, v any, byName map[string]*resource) (a
 	var name, ext string
 	switch x := v.(type) {
 	case string:
-		// A plain string (SpannerInstance's config) reads as external.
+		if !rf.Plain {
+			return nil, nil, fmt.Errorf("must be a reference {name: …} or {external: …} to a %s", kind)
+		}
 		ext = x
 	case map[string]any:
 		e, hasExt := x["external"].(string)
