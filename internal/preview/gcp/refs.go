@@ -87,42 +87,14 @@ func (e *refError) Error() string { return "spec." + e.path + ": " + e.reason }
 func (r *resource) resolveRefs(body map[string]any, byName map[string]*resource) ([]*resource, error) {
 	var deps []*resource
 	for _, rf := range r.Map.Refs {
-		keys := strings.Split(rf.Path, ".")
-		err := walkRef(body, keys, "", func(parent map[string]any, key, at string) error {
-			v := parent[strings.TrimSuffix(key, "[]")]
-			var value any
-			if list, ok := strings.CutSuffix(key, "[]"); ok {
-				items, isList := v.([]any)
-				if !isList {
-					return &refError{at, "must be a list of references"}
+		err := walkRef(body, strings.Split(rf.Path, "."), "", func(parent map[string]any, key, at string) error {
+			named, err := r.replaceRef(rf, parent, key, at, byName)
+			for _, dep := range named {
+				if !slices.Contains(deps, dep) {
+					deps = append(deps, dep)
 				}
-				out := make([]any, len(items))
-				for i, it := range items {
-					s, dep, err := r.reference(rf, it, byName)
-					if err != nil {
-						return &refError{fmt.Sprintf("%s.%d", at, i), err.Error()}
-					}
-					out[i], deps = s, appendDep(deps, dep)
-				}
-				key, value = list, out
-			} else {
-				s, dep, err := r.reference(rf, v, byName)
-				if err != nil {
-					return &refError{at, err.Error()}
-				}
-				value, deps = s, appendDep(deps, dep)
 			}
-			delete(parent, key)
-			if rf.Field != "" {
-				parent[rf.Field] = value
-				return nil
-			}
-			// The reference is the whole object that holds it.
-			if len(parent) > 0 {
-				return &refError{at, fmt.Sprintf("sets %s, which stands for the whole object: nothing else can be set beside it", strings.TrimSuffix(key, "Ref"))}
-			}
-			parent[refWhole] = value
-			return nil
+			return err
 		})
 		if err != nil {
 			return nil, err
@@ -133,6 +105,54 @@ func (r *resource) resolveRefs(body map[string]any, byName map[string]*resource)
 		return nil, &refError{at, fmt.Sprintf("%s has no reference there that captf knows, so it cannot say what it names; write the field the API takes instead", r.Doc.Kind)}
 	}
 	return deps, nil
+}
+
+// replaceRef replaces the reference parent[key] (a list of them when key
+// ends in "[]") with the field it sets, and returns the objects of the
+// manifest it names. at is its path, for errors.
+func (r *resource) replaceRef(rf refField, parent map[string]any, key, at string, byName map[string]*resource) ([]*resource, error) {
+	var value any
+	var named []*resource
+	if list, ok := strings.CutSuffix(key, "[]"); ok {
+		key = list
+		items, isList := parent[key].([]any)
+		if !isList {
+			return nil, &refError{at, "must be a list of references"}
+		}
+		values := make([]any, len(items))
+		for i, it := range items {
+			v, dep, err := r.reference(rf, it, byName)
+			if err != nil {
+				return nil, &refError{fmt.Sprintf("%s.%d", at, i), err.Error()}
+			}
+			values[i] = v
+			if dep != nil {
+				named = append(named, dep)
+			}
+		}
+		value = values
+	} else {
+		v, dep, err := r.reference(rf, parent[key], byName)
+		if err != nil {
+			return nil, &refError{at, err.Error()}
+		}
+		value = v
+		if dep != nil {
+			named = append(named, dep)
+		}
+	}
+	delete(parent, key)
+	if rf.Field != "" {
+		parent[rf.Field] = value
+		return named, nil
+	}
+	// The reference stands for the whole object that holds it.
+	if len(parent) > 0 {
+		holder := at[:strings.LastIndex(at, ".")]
+		return nil, &refError{at, fmt.Sprintf("%s stands for the whole %s: set nothing beside it", key, holder)}
+	}
+	parent[refWhole] = value
+	return named, nil
 }
 
 // refWhole marks, while references are resolved, an object that a
@@ -308,11 +328,4 @@ func (r *resource) reference(rf refField, v any, byName map[string]*resource) (a
 		dep = nil
 	}
 	return fill(format, project, location, id), dep, nil
-}
-
-func appendDep(deps []*resource, dep *resource) []*resource {
-	if dep == nil || slices.Contains(deps, dep) {
-		return deps
-	}
-	return append(deps, dep)
 }

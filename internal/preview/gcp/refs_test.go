@@ -192,7 +192,7 @@ func TestUnresolvableReferences(t *testing.T) {
 		{doc("RunService", "api", "  location: us-central1\n  template:\n    containers:\n      - image: x\n        env:\n          - valueSource:\n              secretKeyRef:\n                secretRef: token"),
 			"main.yaml: document 1: RunService api: spec.template.containers.0.env.0.valueSource.secretKeyRef.secretRef: must be a reference {name: …} or {external: …} to a SecretManagerSecret"},
 		{doc("ComputeForwardingRule", "r", "  location: us-central1\n  ipAddress:\n    addressRef:\n      name: a\n    ip: 10.0.0.1"),
-			"main.yaml: document 1: ComputeForwardingRule r: spec.ipAddress.addressRef: sets address, which stands for the whole object: nothing else can be set beside it"},
+			"main.yaml: document 1: ComputeForwardingRule r: spec.ipAddress.addressRef: addressRef stands for the whole ipAddress: set nothing beside it"},
 	} {
 		_, err := load(t, c.manifest)
 		if err == nil || err.Error() != c.want {
