@@ -54,9 +54,6 @@ func (p *planned) apply(ctx context.Context) error {
 			return err
 		}
 	}
-	if len(crds) > 0 {
-		p.target.mapper.Reset()
-	}
 	for _, dryRun := range []bool{true, false} {
 		for _, i := range rest {
 			if err := p.applyOne(ctx, p.docs[i], dryRun); err != nil {

@@ -22,9 +22,9 @@ func applyRank(group, kind string) int {
 }
 
 func docRank(d document) int {
-	group, _, _ := strings.Cut(d.APIVersion, "/")
-	if !strings.Contains(d.APIVersion, "/") {
-		group = ""
+	group, _, hasGroup := strings.Cut(d.APIVersion, "/")
+	if !hasGroup {
+		group = "" // "v1": the core group
 	}
 	return applyRank(group, d.Kind)
 }
