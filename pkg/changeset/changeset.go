@@ -84,11 +84,14 @@ type Hole struct {
 
 // Entry is one object's change within a member.
 type Entry struct {
-	Member     string      `json:"member"`
-	Address    string      `json:"address"`
-	Action     string      `json:"action"`
-	Importing  bool        `json:"importing,omitempty"`
-	Disruption string      `json:"disruption,omitempty"`
+	Member     string `json:"member"`
+	Address    string `json:"address"`
+	Action     string `json:"action"`
+	Importing  bool   `json:"importing,omitempty"`
+	Disruption string `json:"disruption,omitempty"`
+	// Note says how the entry is checked when that is not the usual way:
+	// a create whose dry run waits for what the member creates first.
+	Note       string      `json:"note,omitempty"`
 	Attributes []Attribute `json:"attributes,omitempty"`
 }
 

@@ -52,6 +52,7 @@ func TestDigestCovers(t *testing.T) {
 		{"entry action", func(d *Document) { d.Entries[0].Action = ActionReplace }, true},
 		{"entry importing", func(d *Document) { d.Entries[0].Importing = true }, true},
 		{"entry disruption", func(d *Document) { d.Entries[0].Disruption = DisruptionRolling }, true},
+		{"entry note", func(d *Document) { d.Entries[0].Note = "the dry run waits for Namespace/team" }, true},
 		{"entry added", func(d *Document) {
 			d.Entries = append(d.Entries, Entry{Member: "network", Address: "x", Action: ActionNoOp})
 		}, true},

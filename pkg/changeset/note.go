@@ -284,6 +284,9 @@ func memberGroup(b *strings.Builder, m *Member, entries []Entry, effects []SideE
 		if e.Disruption != "" {
 			fmt.Fprintf(b, ", disruption %s", e.Disruption)
 		}
+		if e.Note != "" {
+			fmt.Fprintf(b, " (%s)", oneLine(e.Note))
+		}
 		b.WriteString("\n")
 		for _, a := range e.Attributes {
 			fmt.Fprintf(b, "  - %s%s\n", code(a.Name), attributeValues(&a))

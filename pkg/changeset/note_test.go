@@ -50,6 +50,9 @@ func full() *Document {
 				{Name: "spec.replicas", Before: json.RawMessage(`2`), After: json.RawMessage(`3`)},
 			}},
 			{Member: "web", Address: "v1/Secret/prod/db", Action: ActionUpdate, Attributes: []Attribute{{Name: "data", Sensitive: true}}},
+			{Member: "web", Address: "v1/ConfigMap/team/settings", Action: ActionCreate, Note: "the dry run waits for Namespace/team,\nwhich this member creates first", Attributes: []Attribute{
+				{Name: "data.a", After: json.RawMessage(`"1"`)},
+			}},
 			{Member: "web", Address: "v1/ConfigMap/prod/big", Action: ActionCreate, Attributes: []Attribute{
 				{Name: "data", After: json.RawMessage(`"` + strings.Repeat("é", 150) + `"`)},
 			}},

@@ -10,8 +10,8 @@ import (
 	"github.com/captf/captf/pkg/changeset"
 )
 
-// apply writes what the plan decided: each create and update in manifest
-// order, then each delete. A resource with a hole is left alone. It stops
+// apply writes what the plan decided: each create and update in the
+// plan's order (what a resource references before it), then each delete. A resource with a hole is left alone. It stops
 // at the first error; what was written before it stays.
 func (p *planned) apply(ctx context.Context) error {
 	for _, o := range p.ops {

@@ -7,15 +7,19 @@ import (
 	"strings"
 )
 
-// holds reports whether the live value holds what the manifest sets: an
-// object holds every field the manifest's sets (the API adds defaults and
-// read-only fields: those never count), a list holds each element in
-// order, and a scalar is equal. A string also equals a live string that
-// ends with "/" and it (the API writes a reference as a full path or a
-// self link), and a number equals a live number, or a string (how the API
-// writes an int64), of the same value. A null the manifest sets equals a
-// field the API leaves out.
+// holds reports whether the live value holds what the manifest sets, as a
+// subset at every depth: an object holds every field the manifest's sets
+// (the API adds defaults and read-only fields: those never count), a list
+// holds each element in order, and a scalar is equal. A string also
+// equals a live string that ends with "/" and it (the API writes a
+// reference as a full path or a self link), and a number equals a live
+// number, or a string (how the API writes an int64), of the same value.
+// A null, false, 0 or "" the manifest sets equals a field the API leaves
+// out: Google's JSON leaves out a field at its default.
 func holds(live, want any) bool {
+	if live == nil && isZero(want) {
+		return true
+	}
 	switch w := want.(type) {
 	case nil:
 		return live == nil
@@ -74,4 +78,18 @@ func number(v any) (*big.Rat, bool) {
 	}
 	r, ok := new(big.Rat).SetString(s)
 	return r, ok
+}
+
+// isZero reports whether v is null, false, 0 or "".
+func isZero(v any) bool {
+	switch x := v.(type) {
+	case nil:
+		return true
+	case bool:
+		return !x
+	case string:
+		return x == ""
+	}
+	n, ok := number(v)
+	return ok && n.Sign() == 0
 }

@@ -16,6 +16,7 @@ import (
 	"io"
 	"net/http"
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -120,7 +121,7 @@ func TestPubSubEmulator(t *testing.T) {
 	}
 	if diff := cmp.Diff([]string{
 		`ackDeadlineSeconds:  → 20`,
-		`labels:  → {"captf-stack":"web","managed-by":"chant"}`,
+		`labels:  → {"captf-stack":"web","managed-by":"captf"}`,
 		`topic:  → "projects/captf-pubsub/topics/orders"`,
 	}, attributes(p, "PubSubSubscription/captf-pubsub/orders-billing")); diff != "" {
 		t.Errorf("the subscription's create (-want +got):\n%s", diff)
@@ -270,5 +271,127 @@ spec:
 	s.edit("displayName: Main", "displayName: Main DB")
 	if diff := cmp.Diff([]string{`displayName: "Main" → "Main DB"`}, attributes(s.plan(), "SpannerInstance/captf-spanner/main")); diff != "" {
 		t.Errorf("(-want +got):\n%s", diff)
+	}
+}
+
+// The basic Pub/Sub subscription sample of Config Connector
+// (config/samples/resources/pubsubsubscription/basic-pubsub-subscription
+// in GoogleCloudPlatform/k8s-config-connector, Apache License 2.0), and
+// the two topics it names, as two files of one manifest directory. The
+// subscription's file comes first, and its dead-letter topic is a
+// reference below the top level.
+const (
+	sampleSubscription = `apiVersion: pubsub.cnrm.cloud.google.com/v1beta1
+kind: PubSubSubscription
+metadata:
+  labels:
+    label-one: "value-one"
+  name: pubsubsubscription-sample-basic
+spec:
+  ackDeadlineSeconds: 15
+  messageRetentionDuration: 86400s
+  retainAckedMessages: false
+  topicRef:
+    name: pubsubsubscription-dep1-basic
+  deadLetterPolicy:
+    deadLetterTopicRef:
+      name: pubsubsubscription-dep2-basic
+`
+	sampleTopics = `apiVersion: pubsub.cnrm.cloud.google.com/v1beta1
+kind: PubSubTopic
+metadata:
+  name: pubsubsubscription-dep1-basic
+---
+apiVersion: pubsub.cnrm.cloud.google.com/v1beta1
+kind: PubSubTopic
+metadata:
+  name: pubsubsubscription-dep2-basic
+`
+)
+
+// TestPubSubSample plans and applies Config Connector's own sample
+// against the real Pub/Sub emulator: the topics are created before the
+// subscription that references them, both references are resolved, a
+// plan after the apply is all no-ops (the emulator's defaults and the
+// false it leaves out are no change), and a moved change set creates
+// nothing.
+func TestPubSubSample(t *testing.T) {
+	s := newStep(t, pubsubURL, "")
+	dir := filepath.Join(s.root, "gcp")
+	if err := os.Mkdir(dir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	for name, text := range map[string]string{"subscription.yaml": sampleSubscription, "topics.yaml": sampleTopics} {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(text), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	s.inputs["manifest"] = "gcp"
+	s.inputs["project"] = "captf-sample"
+	topics := pubsubURL + "/v1/projects/captf-sample/topics/"
+	sub := pubsubURL + "/v1/projects/captf-sample/subscriptions/pubsubsubscription-sample-basic"
+	nothingThere := func() {
+		t.Helper()
+		for _, u := range []string{topics + "pubsubsubscription-dep1-basic", topics + "pubsubsubscription-dep2-basic", sub} {
+			if code, _ := call(t, http.MethodGet, u, nil); code != http.StatusNotFound {
+				t.Fatalf("GET %s: %d, want 404: something was created", u, code)
+			}
+		}
+	}
+
+	p := s.plan()
+	if diff := cmp.Diff([]string{
+		"create PubSubTopic/captf-sample/pubsubsubscription-dep1-basic",
+		"create PubSubTopic/captf-sample/pubsubsubscription-dep2-basic",
+		"create PubSubSubscription/captf-sample/pubsubsubscription-sample-basic",
+	}, actions(p)); diff != "" {
+		t.Errorf("entries, in the order the apply takes (-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff([]string{
+		`ackDeadlineSeconds:  → 15`,
+		`deadLetterPolicy:  → {"deadLetterTopic":"projects/captf-sample/topics/pubsubsubscription-dep2-basic"}`,
+		`labels:  → {"captf-stack":"web","label-one":"value-one","managed-by":"captf"}`,
+		`messageRetentionDuration:  → "86400s"`,
+		`retainAckedMessages:  → false`,
+		`topic:  → "projects/captf-sample/topics/pubsubsubscription-dep1-basic"`,
+	}, attributes(p, "PubSubSubscription/captf-sample/pubsubsubscription-sample-basic")); diff != "" {
+		t.Errorf("the subscription's create (-want +got):\n%s", diff)
+	}
+	nothingThere()
+
+	// The change set moves (the manifest changed since the review):
+	// refused, nothing created.
+	if err := os.WriteFile(filepath.Join(dir, "subscription.yaml"), []byte(strings.Replace(sampleSubscription, "ackDeadlineSeconds: 15", "ackDeadlineSeconds: 20", 1)), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.apply(p); !errors.Is(err, preview.ErrMoved) {
+		t.Fatalf("apply of a moved change set: %v, want preview.ErrMoved (exit 3)", err)
+	}
+	nothingThere()
+	if err := os.WriteFile(filepath.Join(dir, "subscription.yaml"), []byte(sampleSubscription), 0o600); err != nil {
+		t.Fatal(err)
+	}
+
+	if _, err := s.apply(p); err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range []string{"pubsubsubscription-dep1-basic", "pubsubsubscription-dep2-basic"} {
+		if code, topic := call(t, http.MethodGet, topics+name, nil); code != http.StatusOK {
+			t.Errorf("topic %s: %d %v", name, code, topic)
+		}
+	}
+	code, live := call(t, http.MethodGet, sub, nil)
+	dlp, _ := live["deadLetterPolicy"].(map[string]any)
+	if code != http.StatusOK || live["topic"] != "projects/captf-sample/topics/pubsubsubscription-dep1-basic" ||
+		dlp["deadLetterTopic"] != "projects/captf-sample/topics/pubsubsubscription-dep2-basic" {
+		t.Fatalf("the subscription: %d %v", code, live)
+	}
+
+	if diff := cmp.Diff([]string{
+		"no-op PubSubTopic/captf-sample/pubsubsubscription-dep1-basic",
+		"no-op PubSubTopic/captf-sample/pubsubsubscription-dep2-basic",
+		"no-op PubSubSubscription/captf-sample/pubsubsubscription-sample-basic",
+	}, actions(s.plan())); diff != "" {
+		t.Errorf("a plan after the apply (-want +got):\n%s", diff)
 	}
 }

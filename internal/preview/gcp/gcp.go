@@ -1,9 +1,11 @@
 // Package gcp is the gcp-apply capability of pull-request plan previews:
 // it applies a Config Connector manifest through Google's REST APIs. The
-// plan GETs each resource at its REST URL and compares the answer with
-// the top-level fields the manifest sets; it writes nothing. The apply
-// plans again and writes only when the fresh plan has the approved
-// digest. See docs/preview-gcp.md.
+// plan resolves each reference at any depth, orders the resources so that
+// what one references comes first, GETs each resource at its REST URL and
+// compares the answer with what the manifest sets, as a subset at every
+// depth; it writes nothing. The apply plans again and writes, in that
+// order, only when the fresh plan has the approved digest. See
+// docs/preview-gcp.md.
 //
 // The plan is spec 003's planGcpApply and decideResource: a 404 is a
 // create, a live body that holds every field the manifest sets is a

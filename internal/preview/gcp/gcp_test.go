@@ -222,7 +222,7 @@ func TestCreateNoOpAndOutputs(t *testing.T) {
 	if diff := cmp.Diff([]string{
 		`addressType:  → "EXTERNAL"`,
 		`description:  → "the web front's address"`,
-		`labels:  → {"captf-stack":"web","managed-by":"chant","team":"web"}`,
+		`labels:  → {"captf-stack":"web","managed-by":"captf","team":"web"}`,
 	}, attributes(p, addressAddress)); diff != "" {
 		t.Errorf("the address's create (-want +got):\n%s", diff)
 	}
@@ -318,7 +318,7 @@ func TestUpdate(t *testing.T) {
 		t.Errorf("entries (-want +got):\n%s", diff)
 	}
 	if diff := cmp.Diff([]string{
-		`labels: {"captf-stack":"web","managed-by":"chant","team":"web"} → {"captf-stack":"web","managed-by":"chant","team":"edge"}`,
+		`labels: {"captf-stack":"web","managed-by":"captf","team":"web"} → {"captf-stack":"web","managed-by":"captf","team":"edge"}`,
 	}, attributes(p, addressAddress)); diff != "" {
 		t.Errorf("the address's update: only the top-level field that differs, live before, manifest after (-want +got):\n%s", diff)
 	}
@@ -468,6 +468,9 @@ func TestPrune(t *testing.T) {
 	other.inputs["stack"] = "other"
 	other.deploy()
 	srv.Edit("projects/proj-a/regions/us-central1/addresses/other-ip", func(map[string]any) {})
+	// web-ip was labelled before captf named itself in managed-by: prune
+	// still takes it as captf's.
+	srv.Edit(addressName, func(r map[string]any) { r["labels"].(map[string]any)[ManagedByLabel] = "chant" })
 	// web-ip is dropped, web-ip2 keeps ComputeAddress a manifested kind:
 	// prune deletes only resources of the kinds the manifest declares.
 	s.edit("name: web-ip", "name: web-ip2")
@@ -604,7 +607,9 @@ func TestInputs(t *testing.T) {
 
 func TestHolds(t *testing.T) {
 	var live map[string]any
-	_ = json.Unmarshal([]byte(`{"region":"https://www.googleapis.com/compute/v1/projects/p/regions/r","nodeCount":1,"processingUnits":"1000","labels":{"a":"1","goog-x":"y"},"list":[{"a":1,"b":2}]}`), &live)
+	_ = json.Unmarshal([]byte(`{"region":"https://www.googleapis.com/compute/v1/projects/p/regions/r","nodeCount":1,"processingUnits":"1000","labels":{"a":"1","goog-x":"y"},"list":[{"a":1,"b":2}],`+
+		`"deadLetterPolicy":{"deadLetterTopic":"projects/p/topics/dead","maxDeliveryAttempts":5},"pushConfig":{},`+
+		`"template":{"containers":[{"image":"hello","resources":{"limits":{"cpu":"1000m"}}}],"maxInstanceRequestConcurrency":80}}`), &live)
 	for _, c := range []struct {
 		field string
 		want  any
@@ -621,6 +626,24 @@ func TestHolds(t *testing.T) {
 		{"list", []any{}, false},
 		{"absent", nil, true},
 		{"absent", "x", false},
+		// Google's JSON leaves a field at its default out.
+		{"absent", false, true},
+		{"absent", int64(0), true},
+		{"absent", "", true},
+		{"absent", true, false},
+		{"absent", int64(5), false},
+		// A subset at every depth: what the API adds below the top
+		// level is no change; what the manifest sets there is compared.
+		{"deadLetterPolicy", map[string]any{"deadLetterTopic": "projects/p/topics/dead"}, true},
+		{"deadLetterPolicy", map[string]any{"deadLetterTopic": "projects/p/topics/dead", "maxDeliveryAttempts": int64(5)}, true},
+		{"deadLetterPolicy", map[string]any{"maxDeliveryAttempts": int64(7)}, false},
+		{"deadLetterPolicy", map[string]any{"deadLetterTopic": "projects/p/topics/other"}, false},
+		{"pushConfig", map[string]any{}, true},
+		{"pushConfig", map[string]any{"attributes": map[string]any{}}, true},
+		{"pushConfig", map[string]any{"pushEndpoint": "https://x"}, false},
+		{"template", map[string]any{"containers": []any{map[string]any{"image": "hello"}}}, true},
+		{"template", map[string]any{"containers": []any{map[string]any{"image": "other"}}}, false},
+		{"template", map[string]any{"containers": []any{map[string]any{"image": "hello"}, map[string]any{"image": "two"}}}, false},
 	} {
 		if got := holds(live[c.field], c.want); got != c.holds {
 			t.Errorf("holds(%s, %v) = %v", c.field, c.want, got)

@@ -29,9 +29,14 @@ const (
 // resource that carries both, the second with the step's stack.
 const (
 	ManagedByLabel = "managed-by"
-	ManagedByValue = "chant"
+	ManagedByValue = "captf"
 	StackLabel     = "captf-stack"
 )
+
+// LegacyManagedByValue is the managed-by value captf stamped before it
+// named itself there; prune still takes a resource that carries it as
+// captf's.
+const LegacyManagedByValue = "chant"
 
 // ProjectAnnotation names a resource's project in Config Connector.
 const ProjectAnnotation = "cnrm.cloud.google.com/project-id"

@@ -62,21 +62,13 @@ type mapping struct {
 	// Immutable are Compute Engine fields that cannot change in place: a
 	// difference in one is "replace required", a hole.
 	Immutable []string
-	// Refs maps a spec field holding a reference ({name} or {external})
-	// to the body field it sets and the path a bare name is written as.
-	Refs map[string]ref
+	// Refs are the references the kind's spec may hold, at any depth.
+	Refs []refField
 	// Renames maps a spec field to the body field of another name.
 	Renames map[string]string
 	// Output names the output the kind has, "<name>"+Output, read from
 	// the live field OutputField.
 	Output, OutputField string
-}
-
-// ref is where a reference goes: the body field, and the full path a bare
-// name stands for ({project}, {location}, {value}).
-type ref struct {
-	Field  string
-	Format string
 }
 
 // mappings is the table of the kinds gcp-apply maps to REST, each from
@@ -88,18 +80,27 @@ var mappings = []*mapping{
 		Kind: "PubSubTopic", Service: "pubsub.googleapis.com",
 		Path: "v1/projects/{project}/topics/{name}", Collection: "v1/projects/{project}/topics", ListKey: "topics",
 		Create: createPut, Update: updatePatchMask, Wrap: "topic", MaskParam: "updateMask",
-		Refs: map[string]ref{"kmsKeyRef": {Field: "kmsKeyName"}},
+		Refs: []refField{
+			{Path: "kmsKeyRef", Field: "kmsKeyName", Kind: "KMSCryptoKey"},
+			{Path: "schemaSettings.schemaRef", Field: "schema", Kind: "PubSubSchema"},
+		},
 	},
 	{
 		Kind: "PubSubSubscription", Service: "pubsub.googleapis.com",
 		Path: "v1/projects/{project}/subscriptions/{name}", Collection: "v1/projects/{project}/subscriptions", ListKey: "subscriptions",
 		Create: createPut, Update: updatePatchMask, Wrap: "subscription", MaskParam: "updateMask",
-		Refs: map[string]ref{"topicRef": {Field: "topic", Format: "projects/{project}/topics/{value}"}},
+		Refs: []refField{
+			{Path: "topicRef", Field: "topic", Kind: "PubSubTopic"},
+			{Path: "deadLetterPolicy.deadLetterTopicRef", Field: "deadLetterTopic", Kind: "PubSubTopic"},
+			{Path: "bigqueryConfig.tableRef", Field: "table", Kind: "BigQueryTable"},
+			{Path: "cloudStorageConfig.bucketRef", Field: "bucket", Kind: "StorageBucket"},
+		},
 	},
 	{
 		Kind: "StorageBucket", Service: "storage.googleapis.com",
 		Path: "storage/v1/b/{name}", Collection: "storage/v1/b?project={project}", ListKey: "items",
 		Create: createPost, Update: updatePatch,
+		Refs: []refField{{Path: "encryption.kmsKeyRef", Field: "defaultKmsKeyName", Kind: "KMSCryptoKey"}},
 	},
 	{
 		Kind: "SpannerInstance", Service: "spanner.googleapis.com",
@@ -107,7 +108,9 @@ var mappings = []*mapping{
 		Create: createPostWrapped, Update: updatePatchMask, Wrap: "instance", IDParam: "instanceId", MaskParam: "fieldMask",
 		OperationVersion: "v1",
 		Renames:          map[string]string{"numNodes": "nodeCount"},
-		Refs:             map[string]ref{"config": {Field: "config", Format: "projects/{project}/instanceConfigs/{value}"}},
+		// config is a plain string in Config Connector, a name of the
+		// instance config, which the API takes as a path.
+		Refs: []refField{{Path: "config", Field: "config", Kind: "SpannerInstanceConfig", Plain: true}},
 	},
 	{
 		Kind: "ComputeAddress", Service: "compute.googleapis.com",
@@ -116,9 +119,9 @@ var mappings = []*mapping{
 		Location: true, Create: createPost, Update: updateSetLabels,
 		Operation: "compute/v1/projects/{project}/regions/{location}/operations/{name}",
 		Immutable: []string{"address", "addressType", "description", "ipVersion", "network", "networkTier", "prefixLength", "purpose", "subnetwork"},
-		Refs: map[string]ref{
-			"networkRef":    {Field: "network", Format: "projects/{project}/global/networks/{value}"},
-			"subnetworkRef": {Field: "subnetwork", Format: "projects/{project}/regions/{location}/subnetworks/{value}"},
+		Refs: []refField{
+			{Path: "networkRef", Field: "network", Kind: "ComputeNetwork"},
+			{Path: "subnetworkRef", Field: "subnetwork", Kind: "ComputeSubnetwork"},
 		},
 		Output: "Address", OutputField: "address",
 	},
@@ -130,10 +133,22 @@ var mappings = []*mapping{
 		Operation: "compute/v1/projects/{project}/regions/{location}/operations/{name}",
 		Immutable: []string{"IPAddress", "IPProtocol", "backendService", "description", "loadBalancingScheme", "network", "networkTier", "portRange", "ports", "subnetwork"},
 		Renames:   map[string]string{"ipAddress": "IPAddress", "ipProtocol": "IPProtocol"},
-		Refs: map[string]ref{
-			"backendServiceRef": {Field: "backendService", Format: "projects/{project}/regions/{location}/backendServices/{value}"},
-			"networkRef":        {Field: "network", Format: "projects/{project}/global/networks/{value}"},
-			"subnetworkRef":     {Field: "subnetwork", Format: "projects/{project}/regions/{location}/subnetworks/{value}"},
+		// ipAddress and target are objects holding one reference in
+		// Config Connector, single fields in the API.
+		Refs: []refField{
+			{Path: "backendServiceRef", Field: "backendService", Kind: "ComputeBackendService"},
+			{Path: "networkRef", Field: "network", Kind: "ComputeNetwork"},
+			{Path: "subnetworkRef", Field: "subnetwork", Kind: "ComputeSubnetwork"},
+			{Path: "ipAddress.addressRef", Kind: "ComputeAddress"},
+			{Path: "target.targetHTTPProxyRef", Kind: "ComputeTargetHTTPProxy"},
+			{Path: "target.targetHTTPSProxyRef", Kind: "ComputeTargetHTTPSProxy"},
+			{Path: "target.targetSSLProxyRef", Kind: "ComputeTargetSSLProxy"},
+			{Path: "target.targetTCPProxyRef", Kind: "ComputeTargetTCPProxy"},
+			{Path: "target.targetGRPCProxyRef", Kind: "ComputeTargetGrpcProxy"},
+			{Path: "target.targetPoolRef", Kind: "ComputeTargetPool"},
+			{Path: "target.targetVPNGatewayRef", Kind: "ComputeVPNGateway"},
+			{Path: "target.targetInstanceRef", Kind: "ComputeTargetInstance"},
+			{Path: "target.serviceAttachmentRef", Kind: "ComputeServiceAttachment"},
 		},
 		Output: "IpAddress", OutputField: "IPAddress",
 	},
@@ -143,7 +158,19 @@ var mappings = []*mapping{
 		Collection: "v2/projects/{project}/locations/{location}/services", ListKey: "services",
 		Location: true, Create: createPostID, Update: updatePatchWhole, IDParam: "serviceId",
 		OperationVersion: "v2",
-		Output:           "Uri", OutputField: "uri",
+		Refs: []refField{
+			{Path: "template.serviceAccountRef", Field: "serviceAccount", Kind: "IAMServiceAccount"},
+			{Path: "template.encryptionKeyRef", Field: "encryptionKey", Kind: "KMSCryptoKey"},
+			{Path: "template.vpcAccess.connectorRef", Field: "connector", Kind: "VPCAccessConnector"},
+			{Path: "template.vpcAccess.networkInterfaces[].networkRef", Field: "network", Kind: "ComputeNetwork"},
+			{Path: "template.vpcAccess.networkInterfaces[].subnetworkRef", Field: "subnetwork", Kind: "ComputeSubnetwork"},
+			{Path: "template.containers[].env[].valueSource.secretKeyRef.secretRef", Field: "secret", Kind: "SecretManagerSecret"},
+			{Path: "template.containers[].env[].valueSource.secretKeyRef.versionRef", Field: "version", Kind: "SecretManagerSecretVersion"},
+			{Path: "template.volumes[].secret.secretRef", Field: "secret", Kind: "SecretManagerSecret"},
+			{Path: "template.volumes[].secret.items[].versionRef", Field: "version", Kind: "SecretManagerSecretVersion"},
+			{Path: "template.volumes[].cloudSqlInstance.instanceRefs[]", Field: "instances", Kind: "SQLInstance"},
+		},
+		Output: "Uri", OutputField: "uri",
 	},
 }
 

@@ -25,8 +25,11 @@ type resource struct {
 	Name string
 	// Address is the entry's address: Kind/project[/location]/name.
 	Address string
-	// Want is the body the manifest sets: its top-level fields.
+	// Want is the body the manifest sets, references resolved.
 	Want map[string]any
+	// deps are the resources of the manifest its references name: the
+	// apply writes them first.
+	deps []*resource
 }
 
 // op is what the plan decided for one resource.
@@ -61,8 +64,9 @@ type planned struct {
 	digest  string
 }
 
-// load checks the inputs, reads the manifest and resolves each object; it
-// calls nothing.
+// load checks the inputs, reads the manifest and resolves each object,
+// its references among them; it calls nothing. The resources come in the
+// order the apply takes: what a resource references before it.
 func (c *Capability) load(req preview.Request) (*planned, []*resource, error) {
 	in, err := parseInputs(req.Component, req.Inputs)
 	if err != nil {
@@ -75,8 +79,9 @@ func (c *Capability) load(req preview.Request) (*planned, []*resource, error) {
 	p := &planned{in: in, files: files, client: &client{http: c.httpClient(), endpoint: in.Endpoint, token: os.Getenv(TokenEnv), poll: c.poll()}}
 	var out []*resource
 	seen := map[string]string{}
+	byName := map[string]*resource{}
 	for _, d := range docs {
-		r, err := resolve(d, in)
+		r, err := place(d, in)
 		if err != nil && len(req.Missing) > 0 {
 			// The project or the endpoint may be an input still missing:
 			// the plan reads nothing, and declares the outputs.
@@ -89,20 +94,43 @@ func (c *Capability) load(req preview.Request) (*planned, []*resource, error) {
 			return nil, nil, fmt.Errorf("%s: %s is declared again (first in %s)", d.Where, r.Address, where)
 		}
 		seen[r.Address] = d.Where
+		byName[d.Kind+"/"+d.Name] = r
 		out = append(out, r)
+	}
+	if len(req.Missing) > 0 {
+		return p, out, nil
+	}
+	for _, r := range out {
+		if r.Map == nil {
+			continue
+		}
+		if r.Want, r.deps, err = r.body(in.Stack, byName); err != nil {
+			return nil, nil, fmt.Errorf("%s: %s %s: %w", r.Doc.Where, r.Doc.Kind, r.Doc.Name, err)
+		}
+	}
+	if out, err = applyOrder(out); err != nil {
+		return nil, nil, err
 	}
 	return p, out, nil
 }
 
-// resolve finds an object's project, location, name and body.
-func resolve(d manifest.Document, in inputs) (*resource, error) {
+// place finds an object's project, location and name, and its address.
+func place(d manifest.Document, in inputs) (*resource, error) {
 	r := &resource{Doc: d, Map: lookupKind(d.APIVersion, d.Kind), Name: d.Name}
 	spec, _ := d.Object["spec"].(map[string]any)
 	if id, ok := spec["resourceID"].(string); ok && id != "" {
 		r.Name = id
 	}
 	if r.Map == nil {
+		// A kind gcp-apply does not write may still be named by a
+		// reference: its project and location place it.
 		r.Address = d.Kind + "/" + d.Name
+		r.Project = resolveProject(in.Project, d.Object)
+		field := refKinds[d.Kind].LocationField
+		if field == "" {
+			field = "location"
+		}
+		r.Location, _ = spec[field].(string)
 		return r, nil
 	}
 	r.Project = resolveProject(in.Project, d.Object)
@@ -111,13 +139,12 @@ func resolve(d manifest.Document, in inputs) (*resource, error) {
 			d.Where, d.Kind, d.Name, ProjectAnnotation, ProjectEnv, CloudProjectEnv)
 	}
 	r.Address = d.Kind + "/" + r.Project + "/"
+	r.Location, _ = spec["location"].(string)
 	if r.Map.Location {
-		loc, _ := spec["location"].(string)
-		if loc == "" {
+		if r.Location == "" {
 			return nil, fmt.Errorf("%s: %s %s: spec.location is required (the region or location in its URL)", d.Where, d.Kind, d.Name)
 		}
-		r.Location = loc
-		r.Address += loc + "/"
+		r.Address += r.Location + "/"
 	}
 	r.Address += r.Name
 	for _, part := range []string{r.Project, r.Location, r.Name} {
@@ -125,35 +152,33 @@ func resolve(d manifest.Document, in inputs) (*resource, error) {
 			return nil, fmt.Errorf("%s: %s %s: %q cannot be part of a URL path", d.Where, d.Kind, d.Name, part)
 		}
 	}
-	r.Want = r.body(in.Stack)
 	return r, nil
 }
 
 // body is what the manifest sets, as the REST API names it: the spec's
 // fields (camelCase as in the API) but resourceID and projectRef, the
-// location where the URL holds it, each reference as the field it sets,
-// and metadata.labels with captf's labels as labels.
-func (r *resource) body(stack string) map[string]any {
+// location where the URL holds it, each reference, at any depth, as the
+// field it sets, and metadata.labels with captf's labels as labels. deps
+// are the objects of the manifest its references name.
+func (r *resource) body(stack string, byName map[string]*resource) (map[string]any, []*resource, error) {
 	spec, _ := r.Doc.Object["spec"].(map[string]any)
-	out := map[string]any{}
-	for k, v := range spec {
-		switch {
-		case k == "resourceID" || k == "projectRef":
-		case k == "location" && r.Map.Location:
-		case r.Map.Renames[k] != "":
-			out[r.Map.Renames[k]] = v
-		default:
-			if rf, ok := r.Map.Refs[k]; ok {
-				out[rf.Field] = r.reference(rf, v)
-				continue
-			}
-			if field, ok := strings.CutSuffix(k, "Ref"); ok {
-				if m, isMap := v.(map[string]any); isMap {
-					out[field] = r.reference(ref{Field: field}, m)
-					continue
-				}
-			}
-			out[k] = v
+	out, _ := deepCopy(spec).(map[string]any)
+	if out == nil {
+		out = map[string]any{}
+	}
+	delete(out, "resourceID")
+	delete(out, "projectRef")
+	if r.Map.Location {
+		delete(out, "location")
+	}
+	deps, err := r.resolveRefs(out, byName)
+	if err != nil {
+		return nil, nil, err
+	}
+	for from, to := range r.Map.Renames {
+		if v, ok := out[from]; ok {
+			delete(out, from)
+			out[to] = v
 		}
 	}
 	labels := map[string]any{}
@@ -166,30 +191,27 @@ func (r *resource) body(stack string) map[string]any {
 	labels[ManagedByLabel] = ManagedByValue
 	labels[StackLabel] = stack
 	out["labels"] = labels
-	return out
+	return out, deps, nil
 }
 
-// reference is the value a reference sets: {external: v} as written, {name:
-// v} (or a bare string) in the path the format gives.
-func (r *resource) reference(rf ref, v any) any {
-	m, isMap := v.(map[string]any)
-	if isMap {
-		if ext, ok := m["external"].(string); ok {
-			if rf.Format == "" || strings.Contains(ext, "/") {
-				return ext
-			}
-			v = ext
-		} else if name, ok := m["name"].(string); ok {
-			v = name
-		} else {
-			return v
+// deepCopy copies a decoded JSON value, so that resolving references
+// leaves the manifest as read.
+func deepCopy(v any) any {
+	switch x := v.(type) {
+	case map[string]any:
+		out := make(map[string]any, len(x))
+		for k, c := range x {
+			out[k] = deepCopy(c)
 		}
+		return out
+	case []any:
+		out := make([]any, len(x))
+		for i, c := range x {
+			out[i] = deepCopy(c)
+		}
+		return out
 	}
-	s, ok := v.(string)
-	if !ok || rf.Format == "" || strings.Contains(s, "/") {
-		return v
-	}
-	return fill(rf.Format, r.Project, r.Location, s)
+	return v
 }
 
 // path is the resource's URL path, each part escaped.
@@ -307,7 +329,8 @@ func (p *planned) planPrune(ctx context.Context, resources []*resource) {
 		}
 		for _, it := range items {
 			labels, _ := it["labels"].(map[string]any)
-			if labels[ManagedByLabel] != ManagedByValue || labels[StackLabel] != p.in.Stack {
+			owner := labels[ManagedByLabel]
+			if owner != ManagedByValue && owner != LegacyManagedByValue || labels[StackLabel] != p.in.Stack {
 				continue
 			}
 			full, _ := it["name"].(string)

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"slices"
+	"strings"
 
 	"github.com/captf/captf/pkg/changeset"
 )
@@ -73,6 +74,10 @@ type objectPlan struct {
 	// Hole says why the plan cannot bind the object (the API server refused
 	// its dry run, it is being deleted); empty when it can.
 	Hole string
+	// Waits lists what the member creates first that the object's dry run
+	// needs (its Namespace, its CRD): the apply dry-runs it once they are
+	// there.
+	Waits []string
 }
 
 // bookkeeping lists the metadata fields the server writes by itself; they
@@ -248,6 +253,9 @@ func jsonEqual(a, b any) bool {
 // out; every other value is shown as JSON.
 func (op objectPlan) entry(member string) changeset.Entry {
 	e := changeset.Entry{Member: member, Address: op.Ref.address(), Action: op.Action, Disruption: op.Disruption}
+	if len(op.Waits) > 0 {
+		e.Note = "the dry run waits for " + strings.Join(op.Waits, " and ") + ", which this member creates first; the manifest binds the body"
+	}
 	for _, c := range op.Changes {
 		a := changeset.Attribute{Name: c.Path.String()}
 		if op.Ref.sensitive(c.Path) {

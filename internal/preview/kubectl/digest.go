@@ -33,6 +33,7 @@ type digestObject struct {
 	Action     string         `json:"action"`
 	Disruption string         `json:"disruption,omitempty"`
 	Refused    bool           `json:"refused,omitempty"`
+	Waits      []string       `json:"waits,omitempty"`
 	Changes    []digestChange `json:"changes,omitempty"`
 }
 
@@ -71,7 +72,7 @@ func (p *planned) computeDigest(key []byte) (string, error) {
 		in.Documents = append(in.Documents, doc)
 	}
 	for _, op := range p.objects {
-		o := digestObject{Group: op.Ref.Group, Address: op.Ref.address(), Action: op.Action, Disruption: op.Disruption, Refused: op.Hole != ""}
+		o := digestObject{Group: op.Ref.Group, Address: op.Ref.address(), Action: op.Action, Disruption: op.Disruption, Refused: op.Hole != "", Waits: op.Waits}
 		for _, c := range op.Changes {
 			dc := digestChange{Path: c.Path.String(), HasBefore: c.HasBefore, HasAfter: c.HasAfter, Before: c.Before, After: c.After}
 			if op.Ref.sensitive(c.Path) {

@@ -11,7 +11,6 @@ import (
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/captf/captf/internal/preview"
@@ -61,8 +60,10 @@ func (Capability) Plan(ctx context.Context, req preview.Request) (*preview.Plan,
 }
 
 // Apply plans again and applies only when the fresh digest is the approved
-// one: each document that is not a no-op as a server-side apply, then the
-// deletes of delete: owned-only. It returns the outputs read afterwards.
+// one: each document that is not a no-op as a server-side apply, in the
+// plan's order (Namespaces and CRDs first, then the rest once the CRDs are
+// established and the rest's dry runs pass), then the deletes of delete:
+// owned-only. It returns the outputs read afterwards.
 func (Capability) Apply(ctx context.Context, req preview.Request, approved *preview.Plan) (preview.Outputs, error) {
 	if approved == nil || approved.Member.PlanDigest == "" {
 		return nil, fmt.Errorf("apply: no approved plan digest; nothing was applied")
@@ -81,16 +82,8 @@ func (Capability) Apply(ctx context.Context, req preview.Request, approved *prev
 		h := p.holes[0]
 		return nil, fmt.Errorf("apply: %s: %s; nothing was applied", h.Address, h.Reason)
 	}
-	for i, d := range p.docs {
-		if p.objects[i].Action == changeset.ActionNoOp {
-			continue
-		}
-		p.inSecret = d.Ref.isSecret()
-		_, err := p.target.resource(d.Mapping, d.Ref.Namespace).Apply(ctx, d.Ref.Name, &unstructured.Unstructured{Object: d.Object}, p.applyOptions(false))
-		p.inSecret = false
-		if err != nil {
-			return nil, fmt.Errorf("apply %s (%s): %w", d.Ref.address(), d.Where, errors.New(p.redact(err.Error(), d.Ref.isSecret())))
-		}
+	if err := p.apply(ctx); err != nil {
+		return nil, err
 	}
 	for _, d := range p.deletes {
 		uid := types.UID(d.UID)

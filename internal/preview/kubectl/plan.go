@@ -36,6 +36,9 @@ type resolved struct {
 	document
 	Ref     objectRef
 	Mapping *meta.RESTMapping
+	// CRD is the CustomResourceDefinition of the manifest that defines
+	// the kind, when the cluster does not serve it yet; nil otherwise.
+	CRD *objectRef
 }
 
 // deletion is a live object delete: owned-only would remove.
@@ -114,9 +117,12 @@ func plan(ctx context.Context, req preview.Request) (*planned, error) {
 	return p, err
 }
 
-// resolve maps each document to its resource, defaults its namespace, sets
-// captf's labels and refuses an object declared twice.
+// resolve puts the documents in the order the apply takes (applyOrder),
+// maps each to its resource (a kind the cluster does not serve yet to the
+// one a CRD of the manifest defines), defaults its namespace, sets captf's
+// labels and refuses an object declared twice.
 func (p *planned) resolve(docs []document) ([]resolved, error) {
+	docs = applyOrder(docs)
 	out := make([]resolved, 0, len(docs))
 	seen := map[objectRef]string{}
 	for _, d := range docs {
@@ -124,9 +130,13 @@ func (p *planned) resolve(docs []document) ([]resolved, error) {
 		if err != nil {
 			return nil, fmt.Errorf("%s: apiVersion: %w", d.Where, err)
 		}
+		var crd *objectRef
 		m, err := p.target.mapping(gv.WithKind(d.Kind))
 		if meta.IsNoMatchError(err) {
-			return nil, fmt.Errorf("%s: the cluster serves no kind %s in %s", d.Where, d.Kind, d.APIVersion)
+			if m, crd = definedBy(docs, gv.WithKind(d.Kind)); m == nil {
+				return nil, fmt.Errorf("%s: the cluster serves no kind %s in %s, and no CustomResourceDefinition of the manifest defines it", d.Where, d.Kind, d.APIVersion)
+			}
+			err = nil
 		}
 		if err != nil {
 			return nil, fmt.Errorf("%s: discovery: %w", d.Where, err)
@@ -157,7 +167,7 @@ func (p *planned) resolve(docs []document) ([]resolved, error) {
 			return nil, fmt.Errorf("%s: %s is already declared at %s", d.Where, ref.address(), first)
 		}
 		seen[ref] = d.Where
-		out = append(out, resolved{document: d, Ref: ref, Mapping: m})
+		out = append(out, resolved{document: d, Ref: ref, Mapping: m, CRD: crd})
 	}
 	return out, nil
 }
@@ -178,6 +188,18 @@ func (p *planned) planObject(ctx context.Context, d resolved) error {
 	secret := d.Ref.isSecret()
 	p.inSecret = secret
 	defer func() { p.inSecret = false }()
+	if waits := p.waitsFor(d); len(waits) > 0 {
+		// What the object needs does not exist yet, so neither does the
+		// object, and the server cannot dry-run it: a create of what the
+		// manifest declares, which the digest binds, dry-run by the apply
+		// once what it waits for is there.
+		op := decide(d.Ref, d.Object, nil, nil)
+		op.Waits = waits
+		p.objects = append(p.objects, op)
+		p.live = append(p.live, nil)
+		p.dry = append(p.dry, nil)
+		return nil
+	}
 	client := p.target.resource(d.Mapping, d.Ref.Namespace)
 	var live map[string]any
 	got, err := client.Get(ctx, d.Ref.Name, metav1.GetOptions{})
@@ -207,10 +229,6 @@ func (p *planned) planObject(ctx context.Context, d resolved) error {
 	case err == nil:
 		dry = answer.Object
 		op = decide(d.Ref, d.Object, live, dry)
-	case live == nil && apierrors.IsNotFound(err) && p.createsNamespace(d.Ref.Namespace):
-		// The namespace is created by an earlier document: the server
-		// cannot dry-run into it yet, the apply will create it first.
-		op = decide(d.Ref, d.Object, nil, nil)
 	case errors.As(err, &status):
 		op = refused(d.Ref, d.Object, live, "the API server refused the dry run: "+p.redact(status.Status().Message, secret))
 	default:
@@ -225,10 +243,24 @@ func (p *planned) planObject(ctx context.Context, d resolved) error {
 // beingDeleted is the hole of an object whose deletion is under way.
 const beingDeleted = "the live object is being deleted (its finalizers have not finished); plan again once it is gone"
 
-// createsNamespace says whether an earlier document creates namespace ns.
-func (p *planned) createsNamespace(ns string) bool {
+// waitsFor lists what the member creates before d that d's dry run
+// needs: the Namespace it is in, the CRD that defines its kind. Both are
+// planned before d (applyOrder).
+func (p *planned) waitsFor(d resolved) []string {
+	var waits []string
+	if d.Ref.Namespace != "" && p.creates(objectRef{Kind: "Namespace", Name: d.Ref.Namespace}) {
+		waits = append(waits, "Namespace/"+d.Ref.Namespace)
+	}
+	if d.CRD != nil {
+		waits = append(waits, d.CRD.address())
+	}
+	return waits
+}
+
+// creates says whether the plan so far creates ref, without a hole.
+func (p *planned) creates(ref objectRef) bool {
 	for _, op := range p.objects {
-		if op.Ref.Group == "" && op.Ref.Kind == "Namespace" && op.Ref.Name == ns && op.Action == changeset.ActionCreate && op.Hole == "" {
+		if op.Ref == ref && op.Action == changeset.ActionCreate && op.Hole == "" {
 			return true
 		}
 	}
@@ -240,8 +272,8 @@ func (p *planned) createsNamespace(ns string) bool {
 // one the manifest no longer declares, so that dropping the last object of
 // any kind still deletes it. An object a controller owns (an EndpointSlice
 // with its Service's labels) is the controller's, never deleted here.
-// Namespaced kinds are listed in the step's namespaces: the default one
-// and each one a document is in. Cluster-scoped kinds are listed across
+// Namespaced kinds are listed in the step's namespaces: the default one,
+// each one a document is in and each Namespace the manifest declares. Cluster-scoped kinds are listed across
 // the cluster. API groups discovery cannot read leave a hole.
 func (p *planned) planDeletes(ctx context.Context) error {
 	declared := map[objectRef]bool{}
@@ -254,8 +286,12 @@ func (p *planned) planDeletes(ctx context.Context) error {
 			kinds[gk] = true
 			mappings = append(mappings, d.Mapping)
 		}
-		if d.Ref.Namespace != "" && !slices.Contains(namespaces, d.Ref.Namespace) {
-			namespaces = append(namespaces, d.Ref.Namespace)
+		ns := d.Ref.Namespace
+		if d.Ref.Group == "" && d.Ref.Kind == "Namespace" {
+			ns = d.Ref.Name
+		}
+		if ns != "" && !slices.Contains(namespaces, ns) {
+			namespaces = append(namespaces, ns)
 		}
 	}
 	served, unread, err := p.target.deletableKinds()
@@ -299,7 +335,12 @@ func (p *planned) planDeletes(ctx context.Context) error {
 			}
 		}
 	}
+	// The reverse of the apply's order: the objects in a namespace or of
+	// a custom kind before their CRDs, CRDs before Namespaces.
 	slices.SortFunc(found, func(a, b deletion) int {
+		if c := applyRank(b.Ref.Group, b.Ref.Kind) - applyRank(a.Ref.Group, a.Ref.Kind); c != 0 {
+			return c
+		}
 		return strings.Compare(a.Ref.Group+"\x00"+a.Ref.address(), b.Ref.Group+"\x00"+b.Ref.address())
 	})
 	for _, d := range found {
