@@ -13,7 +13,8 @@
 // earlier digest still gets that digest's folders. A reference the node
 // does not know leaves the pod Pending with the kubelet's ErrImagePull
 // waiting reason, and the Job running, as a real node would until the
-// Job's deadline.
+// Job's deadline; once Retag makes it known, the pod runs, as after a
+// kubelet's next pull.
 //
 // Environment: envFrom (a Secret or ConfigMap) and env, with valueFrom of
 // a Secret or ConfigMap key, are resolved as the kubelet resolves them;
@@ -200,7 +201,19 @@ func (n *Node) play(ctx context.Context, job *batchv1.Job) error {
 	containers := append(append([]corev1.Container(nil), pod.Spec.InitContainers...), pod.Spec.Containers[0])
 	for i, c := range containers {
 		if _, _, known := n.image(c.Image); !known {
-			return n.cannotPull(ctx, pod, c, i < len(pod.Spec.InitContainers))
+			if err := n.cannotPull(ctx, pod, c, i < len(pod.Spec.InitContainers)); err != nil {
+				return err
+			}
+			// A kubelet keeps trying: the pod runs once the image can be
+			// pulled (Retag), unless the Job goes first.
+			if !n.waitImage(ctx, c.Image) {
+				return nil
+			}
+			// Pulled: the pod no longer waits on its image.
+			pod.Status.InitContainerStatuses, pod.Status.ContainerStatuses = nil, nil
+			if err := n.Client.Status().Update(ctx, pod); err != nil {
+				return fmt.Errorf("pod status: %w", err)
+			}
 		}
 	}
 	root, err := os.MkdirTemp(n.root, "pod-")
@@ -411,6 +424,23 @@ func (n *Node) image(ref string) (images []Image, digest string, known bool) {
 		}
 	}
 	return nil, "", false
+}
+
+// waitImage waits until ref can be pulled, as a kubelet's pull backoff
+// would find out; false when ctx ended first.
+func (n *Node) waitImage(ctx context.Context, ref string) bool {
+	tick := time.NewTicker(200 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		if _, _, known := n.image(ref); known {
+			return true
+		}
+		select {
+		case <-ctx.Done():
+			return false
+		case <-tick.C:
+		}
+	}
 }
 
 // cannotPull leaves the pod Pending with the container waiting on its

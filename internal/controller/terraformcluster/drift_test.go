@@ -32,6 +32,9 @@ import (
 const (
 	driftImage     = "example.test/drift:1"
 	driftImageTofu = "example.test/drift-tofu:1"
+	// providerRootImage holds testdata/provider-root, whose provider
+	// configuration is a variable, with terraform.
+	providerRootImage = "example.test/provider-root:1"
 	// Values that must never reach status, events or TerraformPlans.
 	driftCanary  = "CANARY-DRIFT-CONTENT-41f2"
 	editedCanary = "CANARY-DRIFT-EDITED-8a0c"
@@ -90,6 +93,7 @@ func startDrift(t *testing.T) *driftHarness {
 	p := tftest.Provider(t)
 	files := t.TempDir()
 	module, _ := filepath.Abs("testdata/drift")
+	rootModule, _ := filepath.Abs("testdata/provider-root")
 	runtimes := map[string]tftest.Binary{driftImage: tftest.Terraform(t), driftImageTofu: tftest.Tofu(t)}
 	h := startEnv(t, testenv.Start(t, "../../.."), nil, func(n *testnode.Node) {
 		for image, bin := range runtimes {
@@ -99,6 +103,7 @@ func startDrift(t *testing.T) *driftHarness {
 			}
 			n.Images[image] = []testnode.Image{{Path: infrav1.PathModule, Dir: module}, {Path: infrav1.PathRuntime, Dir: dir}}
 		}
+		n.Images[providerRootImage] = []testnode.Image{{Path: infrav1.PathModule, Dir: rootModule}, n.Images[driftImage][1]}
 		n.Env = append(n.Env, "TF_CLI_CONFIG_FILE="+p.CLIConfig, tftest.ProviderRootEnv+"="+files)
 	})
 	return &driftHarness{harness: h, files: files}
