@@ -100,7 +100,10 @@ var mappings = []*mapping{
 		Kind: "StorageBucket", Service: "storage.googleapis.com",
 		Path: "storage/v1/b/{name}", Collection: "storage/v1/b?project={project}", ListKey: "items",
 		Create: createPost, Update: updatePatch,
-		Refs: []refField{{Path: "encryption.kmsKeyRef", Field: "defaultKmsKeyName", Kind: "KMSCryptoKey"}},
+		Refs: []refField{
+			{Path: "encryption.kmsKeyRef", Field: "defaultKmsKeyName", Kind: "KMSCryptoKey"},
+			{Path: "ipFilter.vpcNetworkSources[].networkRef", Field: "network", Kind: "ComputeNetwork"},
+		},
 	},
 	{
 		Kind: "SpannerInstance", Service: "spanner.googleapis.com",
@@ -133,22 +136,25 @@ var mappings = []*mapping{
 		Operation: "compute/v1/projects/{project}/regions/{location}/operations/{name}",
 		Immutable: []string{"IPAddress", "IPProtocol", "backendService", "description", "loadBalancingScheme", "network", "networkTier", "portRange", "ports", "subnetwork"},
 		Renames:   map[string]string{"ipAddress": "IPAddress", "ipProtocol": "IPProtocol"},
-		// ipAddress and target are objects holding one reference in
-		// Config Connector, single fields in the API.
+		// ipAddress and target are objects holding one reference (or
+		// one plain value) in Config Connector, single fields in the API.
 		Refs: []refField{
 			{Path: "backendServiceRef", Field: "backendService", Kind: "ComputeBackendService"},
 			{Path: "networkRef", Field: "network", Kind: "ComputeNetwork"},
 			{Path: "subnetworkRef", Field: "subnetwork", Kind: "ComputeSubnetwork"},
 			{Path: "ipAddress.addressRef", Kind: "ComputeAddress"},
+			{Path: "ipAddress.ip", Plain: true},
+			{Path: "target.googleAPIsBundle", Plain: true},
 			{Path: "target.targetHTTPProxyRef", Kind: "ComputeTargetHTTPProxy"},
 			{Path: "target.targetHTTPSProxyRef", Kind: "ComputeTargetHTTPSProxy"},
 			{Path: "target.targetSSLProxyRef", Kind: "ComputeTargetSSLProxy"},
 			{Path: "target.targetTCPProxyRef", Kind: "ComputeTargetTCPProxy"},
-			{Path: "target.targetGRPCProxyRef", Kind: "ComputeTargetGrpcProxy"},
-			{Path: "target.targetPoolRef", Kind: "ComputeTargetPool"},
-			{Path: "target.targetVPNGatewayRef", Kind: "ComputeVPNGateway"},
-			{Path: "target.targetInstanceRef", Kind: "ComputeTargetInstance"},
+			{Path: "target.targetGRPCProxyRef", Kind: "ComputeTargetGRPCProxy"},
+			{Path: "target.targetVPNGatewayRef", Kind: "ComputeTargetVPNGateway"},
 			{Path: "target.serviceAttachmentRef", Kind: "ComputeServiceAttachment"},
+			// Config Connector reads the attachment from the
+			// MemorystoreInstance's status, which a plan cannot.
+			{Path: "target.memorystoreInstanceServiceAttachmentRef", Refused: "names the service attachment through a MemorystoreInstance's status, which captf cannot read; set target.serviceAttachmentRef.external to the attachment instead"},
 		},
 		Output: "IpAddress", OutputField: "IPAddress",
 	},
@@ -168,7 +174,7 @@ var mappings = []*mapping{
 			{Path: "template.containers[].env[].valueSource.secretKeyRef.versionRef", Field: "version", Kind: "SecretManagerSecretVersion"},
 			{Path: "template.volumes[].secret.secretRef", Field: "secret", Kind: "SecretManagerSecret"},
 			{Path: "template.volumes[].secret.items[].versionRef", Field: "version", Kind: "SecretManagerSecretVersion"},
-			{Path: "template.volumes[].cloudSqlInstance.instanceRefs[]", Field: "instances", Kind: "SQLInstance"},
+			{Path: "template.volumes[].cloudSqlInstance.instances[]", Field: "instances", Kind: "SQLInstance"},
 		},
 		Output: "Uri", OutputField: "uri",
 	},

@@ -12,18 +12,23 @@ import (
 type refField struct {
 	// Path is where the reference is in the spec: keys joined by dots,
 	// "[]" after a key for each element of a list. A path that ends in
-	// "[]" is a list of references (instanceRefs).
+	// "[]" is a list of references (RunService's cloudSqlInstance.instances).
 	Path string
 	// Field is the body field the reference becomes, beside it in the
 	// same object; "" when it becomes the object that holds it
 	// (ipAddress: {addressRef: …} is ipAddress: "projects/…").
 	Field string
-	// Kind is the kind it names, a key of refKinds.
+	// Kind is the kind it names, a key of refKinds; "" for a plain value
+	// that names nothing and stands, as written, for the object that
+	// holds it (ComputeForwardingRule's ipAddress.ip).
 	Kind string
 	// Plain says the field is a plain string in Config Connector, the
 	// named object's name or its full name, rather than {name} or
 	// {external} (SpannerInstance's config).
 	Plain bool
+	// Refused, when set, says why captf cannot resolve the reference:
+	// setting it is an error of the plan.
+	Refused string
 }
 
 // refKind says what a reference to an object of one kind by its name
@@ -44,8 +49,11 @@ type refKind struct {
 
 // refKinds are the kinds a reference of a mapped kind can name, with
 // what their name stands for in the API that takes the reference, from
-// Config Connector's resource reference docs and Google's REST
-// references.
+// the kinds' CRDs in GoogleCloudPlatform/k8s-config-connector
+// (config/crds/resources: the kind a reference names and the form of
+// its external), Config Connector's resource reference docs and
+// Google's REST references. LocationField is the field the kind's CRD
+// holds its region in where it is not location.
 var refKinds = map[string]refKind{
 	"PubSubTopic":                {Format: "projects/{project}/topics/{value}"},
 	"PubSubSchema":               {Format: "projects/{project}/schemas/{value}"},
@@ -54,17 +62,15 @@ var refKinds = map[string]refKind{
 	"KMSCryptoKey":               {},
 	"BigQueryTable":              {},
 	"ComputeNetwork":             {Format: "projects/{project}/global/networks/{value}"},
-	"ComputeSubnetwork":          {Format: "projects/{project}/regions/{location}/subnetworks/{value}"},
+	"ComputeSubnetwork":          {Format: "projects/{project}/regions/{location}/subnetworks/{value}", LocationField: "region"},
 	"ComputeAddress":             {Format: "projects/{project}/regions/{location}/addresses/{value}", Global: "projects/{project}/global/addresses/{value}"},
 	"ComputeBackendService":      {Format: "projects/{project}/regions/{location}/backendServices/{value}", Global: "projects/{project}/global/backendServices/{value}"},
 	"ComputeTargetHTTPProxy":     {Format: "projects/{project}/regions/{location}/targetHttpProxies/{value}", Global: "projects/{project}/global/targetHttpProxies/{value}"},
 	"ComputeTargetHTTPSProxy":    {Format: "projects/{project}/regions/{location}/targetHttpsProxies/{value}", Global: "projects/{project}/global/targetHttpsProxies/{value}"},
 	"ComputeTargetSSLProxy":      {Format: "projects/{project}/global/targetSslProxies/{value}"},
 	"ComputeTargetTCPProxy":      {Format: "projects/{project}/regions/{location}/targetTcpProxies/{value}", Global: "projects/{project}/global/targetTcpProxies/{value}"},
-	"ComputeTargetGrpcProxy":     {Format: "projects/{project}/global/targetGrpcProxies/{value}"},
-	"ComputeTargetPool":          {Format: "projects/{project}/regions/{location}/targetPools/{value}"},
-	"ComputeVPNGateway":          {Format: "projects/{project}/regions/{location}/targetVpnGateways/{value}"},
-	"ComputeTargetInstance":      {},
+	"ComputeTargetGRPCProxy":     {Format: "projects/{project}/global/targetGrpcProxies/{value}"},
+	"ComputeTargetVPNGateway":    {Format: "projects/{project}/regions/{location}/targetVpnGateways/{value}", LocationField: "region"},
 	"ComputeServiceAttachment":   {Format: "projects/{project}/regions/{location}/serviceAttachments/{value}"},
 	"IAMServiceAccount":          {Format: "{value}@{project}.iam.gserviceaccount.com"},
 	"SecretManagerSecret":        {Format: "projects/{project}/secrets/{value}"},
@@ -111,6 +117,9 @@ func (r *resource) resolveRefs(body map[string]any, byName map[string]*resource)
 // ends in "[]") with the field it sets, and returns the objects of the
 // manifest it names. at is its path, for errors.
 func (r *resource) replaceRef(rf refField, parent map[string]any, key, at string, byName map[string]*resource) ([]*resource, error) {
+	if rf.Refused != "" {
+		return nil, &refError{at, rf.Refused}
+	}
 	var value any
 	var named []*resource
 	if list, ok := strings.CutSuffix(key, "[]"); ok {
@@ -260,15 +269,21 @@ func isRefObject(v any) bool {
 }
 
 // reference is the value one reference to an object of kind stands for,
-// and the object of the manifest it names (nil for none): {external: v},
-// or a plain string where the field is one, is v as written, but a bare
-// name, which stands for what {name: v} does; {name: v} stands for the
-// kind's format
-// filled in with the project, location and name of the manifest's
-// object of that kind and metadata.name v, else with r's project and
-// location and v.
+// and the object of the manifest it names (nil for none): a plain value
+// of no kind is v as written; {external: v}, or a plain string where the
+// field is one, is v as written, but a bare name, which stands for what
+// {name: v} does; {name: v} stands for the kind's format filled in with
+// the project, location and name of the manifest's object of that kind
+// and metadata.name v, else with r's project and location and v.
 func (r *resource) reference(rf refField, v any, byName map[string]*resource) (any, *resource, error) {
 	kind := rf.Kind
+	if kind == "" {
+		s, ok := v.(string)
+		if !ok {
+			return nil, nil, fmt.Errorf("must be a string")
+		}
+		return s, nil, nil
+	}
 	rk, known := refKinds[kind]
 	if !known {
 		return nil, nil, fmt.Errorf("captf does not know the kind %s", kind)

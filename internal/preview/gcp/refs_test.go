@@ -26,6 +26,7 @@ func load(t *testing.T, manifest string) ([]*resource, error) {
 var groups = map[string]string{
 	"PubSubTopic": "pubsub", "PubSubSubscription": "pubsub", "StorageBucket": "storage", "SpannerInstance": "spanner",
 	"ComputeAddress": "compute", "ComputeForwardingRule": "compute", "ComputeTargetHTTPProxy": "compute",
+	"ComputeSubnetwork": "compute", "ComputeTargetGRPCProxy": "compute", "ComputeTargetVPNGateway": "compute",
 	"RunService": "run", "SQLInstance": "sql",
 }
 
@@ -82,12 +83,21 @@ func TestNestedReferences(t *testing.T) {
 		want:    `{"bigqueryConfig":{"table":"p.dataset.table"},"cloudStorageConfig":{"bucket":"archive"},"deadLetterPolicy":{"deadLetterTopic":"projects/p/topics/dead-letters","maxDeliveryAttempts":7},"topic":"projects/p/topics/orders"}`,
 		deps:    []string{"PubSubTopic/p/orders", "PubSubTopic/p/dead-letters"},
 	}, {
-		name: "StorageBucket: its KMS key under encryption",
+		name: "StorageBucket: its KMS key under encryption, the networks of its IP filter",
 		manifest: doc("StorageBucket", "b", `  encryption:
     kmsKeyRef:
-      external: projects/p/locations/eu/keyRings/r/cryptoKeys/k`),
+      external: projects/p/locations/eu/keyRings/r/cryptoKeys/k
+  ipFilter:
+    mode: Enabled
+    vpcNetworkSources:
+      - networkRef:
+          name: vpc
+        allowedIpCidrRanges: [10.0.0.0/8]
+      - networkRef:
+          external: projects/other/global/networks/shared
+        allowedIpCidrRanges: [192.168.0.0/16]`),
 		address: "StorageBucket/p/b",
-		want:    `{"encryption":{"defaultKmsKeyName":"projects/p/locations/eu/keyRings/r/cryptoKeys/k"}}`,
+		want:    `{"encryption":{"defaultKmsKeyName":"projects/p/locations/eu/keyRings/r/cryptoKeys/k"},"ipFilter":{"mode":"Enabled","vpcNetworkSources":[{"allowedIpCidrRanges":["10.0.0.0/8"],"network":"projects/p/global/networks/vpc"},{"allowedIpCidrRanges":["192.168.0.0/16"],"network":"projects/other/global/networks/shared"}]}}`,
 	}, {
 		name:     "SpannerInstance: config, a name",
 		manifest: doc("SpannerInstance", "i", "  config: regional-us-central1\n  numNodes: 1"),
@@ -103,6 +113,13 @@ func TestNestedReferences(t *testing.T) {
 		address: "ComputeAddress/p/us-central1/a",
 		want:    `{"network":"projects/p/global/networks/vpc","subnetwork":"projects/p/regions/us-central1/subnetworks/sub"}`,
 	}, {
+		name: "ComputeAddress: a subnetwork of the manifest, placed by its spec.region",
+		manifest: doc("ComputeAddress", "a", `  location: us-central1
+  subnetworkRef:
+    name: sub`) + doc("ComputeSubnetwork", "sub", "  region: europe-west1\n  resourceID: sub-eu\n  ipCidrRange: 10.2.0.0/16"),
+		address: "ComputeAddress/p/us-central1/a",
+		want:    `{"subnetwork":"projects/p/regions/europe-west1/subnetworks/sub-eu"}`,
+	}, {
 		name: "ComputeForwardingRule: an address of the manifest under ipAddress, a global proxy under target",
 		manifest: doc("ComputeForwardingRule", "r", `  location: us-central1
   ipProtocol: TCP
@@ -117,6 +134,32 @@ func TestNestedReferences(t *testing.T) {
 		address: "ComputeForwardingRule/p/us-central1/r",
 		want:    `{"IPAddress":"projects/p/regions/europe-west1/addresses/a","IPProtocol":"TCP","backendService":"projects/p/regions/us-central1/backendServices/be","target":"projects/p/global/targetHttpProxies/proxy"}`,
 		deps:    []string{"ComputeAddress/p/europe-west1/a"},
+	}, {
+		name: "ComputeForwardingRule: an IP as written under ipAddress, a Google APIs bundle under target",
+		manifest: doc("ComputeForwardingRule", "r", `  location: us-central1
+  ipAddress:
+    ip: 10.0.0.5
+  target:
+    googleAPIsBundle: all-apis`),
+		address: "ComputeForwardingRule/p/us-central1/r",
+		want:    `{"IPAddress":"10.0.0.5","target":"all-apis"}`,
+	}, {
+		name: "ComputeForwardingRule: a ComputeTargetGRPCProxy of the manifest under target",
+		manifest: doc("ComputeForwardingRule", "r", `  location: global
+  target:
+    targetGRPCProxyRef:
+      name: grpc`) + doc("ComputeTargetGRPCProxy", "grpc", "  resourceID: grpc-proxy"),
+		address: "ComputeForwardingRule/p/global/r",
+		want:    `{"target":"projects/p/global/targetGrpcProxies/grpc-proxy"}`,
+	}, {
+		name: "ComputeForwardingRule: a ComputeTargetVPNGateway of the manifest, placed by its spec.region",
+		manifest: doc("ComputeForwardingRule", "r", `  location: us-central1
+  ipProtocol: ESP
+  target:
+    targetVPNGatewayRef:
+      name: gw`) + doc("ComputeTargetVPNGateway", "gw", "  region: europe-west1\n  networkRef:\n    name: vpc"),
+		address: "ComputeForwardingRule/p/us-central1/r",
+		want:    `{"IPProtocol":"ESP","target":"projects/p/regions/europe-west1/targetVpnGateways/gw"}`,
 	}, {
 		name: "RunService: service account, connector, secrets in lists, Cloud SQL instances of the manifest",
 		manifest: doc("RunService", "api", `  location: us-central1
@@ -141,7 +184,7 @@ func TestNestedReferences(t *testing.T) {
     volumes:
       - name: sql
         cloudSqlInstance:
-          instanceRefs:
+          instances:
             - name: db
             - external: other:us-east1:db2`) + doc("SQLInstance", "db", "  region: europe-west1"),
 		address: "RunService/p/us-central1/api",
@@ -193,6 +236,15 @@ func TestUnresolvableReferences(t *testing.T) {
 			"main.yaml: document 1: RunService api: spec.template.containers.0.env.0.valueSource.secretKeyRef.secretRef: must be a reference {name: …} or {external: …} to a SecretManagerSecret"},
 		{doc("ComputeForwardingRule", "r", "  location: us-central1\n  ipAddress:\n    addressRef:\n      name: a\n    ip: 10.0.0.1"),
 			"main.yaml: document 1: ComputeForwardingRule r: spec.ipAddress.addressRef: addressRef stands for the whole ipAddress: set nothing beside it"},
+		{doc("ComputeForwardingRule", "r", "  location: us-central1\n  ipAddress:\n    ip:\n      name: a"),
+			"main.yaml: document 1: ComputeForwardingRule r: spec.ipAddress.ip: must be a string"},
+		// Config Connector's ComputeForwardingRule has no targetPoolRef.
+		{doc("ComputeForwardingRule", "r", "  location: us-central1\n  target:\n    targetPoolRef:\n      name: pool"),
+			"main.yaml: document 1: ComputeForwardingRule r: spec.target.targetPoolRef: ComputeForwardingRule has no reference there that captf knows, so it cannot say what it names; write the field the API takes instead"},
+		{doc("ComputeForwardingRule", "r", "  location: us-central1\n  target:\n    memorystoreInstanceServiceAttachmentRef:\n      serviceAttachmentExternal: projects/p/regions/us-central1/serviceAttachments/sa"),
+			"main.yaml: document 1: ComputeForwardingRule r: spec.target.memorystoreInstanceServiceAttachmentRef: names the service attachment through a MemorystoreInstance's status, which captf cannot read; set target.serviceAttachmentRef.external to the attachment instead"},
+		{doc("RunService", "api", "  location: us-central1\n  template:\n    volumes:\n      - name: sql\n        cloudSqlInstance:\n          instances: {name: db}"),
+			"main.yaml: document 1: RunService api: spec.template.volumes.0.cloudSqlInstance.instances: must be a list of references"},
 	} {
 		_, err := load(t, c.manifest)
 		if err == nil || err.Error() != c.want {
