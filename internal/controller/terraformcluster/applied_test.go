@@ -1,7 +1,10 @@
 package terraformcluster
 
 import (
+	"bytes"
 	"context"
+	"maps"
+	"slices"
 	"encoding/json"
 	"os"
 	"path/filepath"
@@ -69,6 +72,9 @@ func TestDestroyRunsAppliedInputs(t *testing.T) {
 	h.wait(tc, "first apply", ready)
 	if !exists(t, filepath.Join(old, "a.txt")) {
 		t.Fatal("the first apply made no a.txt under the first root")
+	}
+	if s := h.durableInputs(tc); !bytes.Equal(s.Data[keyAppliedMain], s.Data["main.tf.json"]) || s.Annotations[infrav1.AnnotationAppliedImage] == "" {
+		t.Fatalf("the durable inputs Secret does not keep what the first apply ran: keys %v, annotations %v", slices.Collect(maps.Keys(s.Data)), s.Annotations)
 	}
 	h.blockedAfterMove(tc, moved)
 	if err := h.c.Delete(ctx, tc); err != nil {

@@ -2,6 +2,7 @@ package terraformcluster
 
 import (
 	"context"
+	"encoding/json"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -59,12 +60,18 @@ func (h *harness) gone(tc *infrav1.TerraformCluster, what string) {
 	h.t.Helper()
 	deadline := time.Now().Add(2 * time.Minute)
 	for {
-		err := h.c.Get(context.Background(), client.ObjectKeyFromObject(tc), &infrav1.TerraformCluster{})
+		now := &infrav1.TerraformCluster{}
+		err := h.c.Get(context.Background(), client.ObjectKeyFromObject(tc), now)
 		if apierrors.IsNotFound(err) {
 			return
 		}
 		if time.Now().After(deadline) {
-			h.t.Fatalf("%s: the object was not released within 2 minutes (%v)", what, err)
+			for _, j := range h.jobs(tc) {
+				h.t.Logf("Job %s: processed %v, active %d, succeeded %d, failed %d", j.Name, processed(&j), j.Status.Active, j.Status.Succeeded, j.Status.Failed)
+			}
+			h.t.Logf("metadata: %+v", now.ObjectMeta)
+			b, _ := json.MarshalIndent(now.Status, "", "  ")
+			h.t.Fatalf("%s: the object was not released within 2 minutes (%v); status:\n%s", what, err, b)
 		}
 		time.Sleep(200 * time.Millisecond)
 	}
@@ -265,7 +272,9 @@ func TestPolicySwitchDropsUnstartedJob(t *testing.T) {
 	first := h.jobs(tc)[0].Name
 	const later = "example.test/module:later"
 	before := tc.DeepCopy()
+	// A change of a resource too: an empty plan would need no approval.
 	tc.Spec.Image = later
+	tc.Spec.Variables[0].Value.Raw = []byte(`"large"`)
 	if err := h.c.Patch(context.Background(), tc, client.MergeFrom(before)); err != nil {
 		t.Fatal(err)
 	}
@@ -288,6 +297,13 @@ func TestPolicySwitchDropsUnstartedJob(t *testing.T) {
 		time.Sleep(200 * time.Millisecond)
 	}
 	h.node.Retag(later, h.node.Images[moduleImage])
+	t.Cleanup(func() {
+		if t.Failed() {
+			for _, j := range h.jobs(tc) {
+				t.Logf("Job %s: %s, %v, %+v", j.Name, j.Spec.Template.Spec.Containers[0].Image, j.Annotations, j.Status)
+			}
+		}
+	})
 	h.waitingPlan(tc, infrav1.ReasonPlanAwaitingApproval)
 	if ungated := h.ungatedApplies(tc, first); len(ungated) > 0 && !(len(ungated) == 1 && ungated[0] == stuck) {
 		t.Fatalf("apply Jobs without --expect-plan after the switch: %v", ungated)

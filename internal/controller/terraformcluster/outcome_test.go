@@ -153,7 +153,7 @@ func TestDecide(t *testing.T) {
 			Msg: &runner.Message{Outcome: runner.OutcomeApplied, Endpoint: &runner.Endpoint{Host: "10.0.0.1", Port: 6443},
 				FailureDomains: []runner.FailureDomain{{Name: "a", ControlPlane: true}, {Name: "b", Attributes: map[string]string{"k": "v"}}}}},
 		steps: []step{
-			approvalStarted{}, markApplied{}, ownState{}, publishEndpoint{Host: "10.0.0.1", Port: 6443}, pinDigest{Digest: digest}, consumeApproval{Hash: "p2:old"},
+			approvalStarted{}, markApplied{}, ownState{}, publishEndpoint{Host: "10.0.0.1", Port: 6443}, pinDigest{Digest: digest}, keepApplied{Digest: digest}, consumeApproval{Hash: "p2:old"},
 			finishPlan{Name: "demo-old", Phase: infrav1.PlanApplied, Reason: infrav1.ReasonPlanApplied, Message: "The apply planned exactly these changes and applied them."},
 			announce{Key: "demo-old", Type: corev1.EventTypeNormal, Reason: infrav1.EventPlanApplied, Action: "Apply", Related: "demo-apply-1", Note: "Plan p2:old applied."},
 		},
@@ -169,7 +169,7 @@ func TestDecide(t *testing.T) {
 	}, {
 		name:  "the first apply marks the state applied and owns it, nothing else",
 		o:     outcome{Job: "demo-apply-1", Operation: infrav1.OperationApply, Succeeded: true, Msg: &runner.Message{Outcome: runner.OutcomeNoChanges}},
-		steps: []step{markApplied{}, ownState{}},
+		steps: []step{markApplied{}, ownState{}, keepApplied{}},
 	}, {
 		name:   "a changed plan fails the approved plan and opens the new one",
 		before: waiting,

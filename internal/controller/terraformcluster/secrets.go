@@ -61,7 +61,8 @@ func (r *Reconciler) planKey(ctx context.Context, tc *infrav1.TerraformCluster) 
 
 // writeDurableInputs writes captf-inputs-tfc-<name> when an apply Job
 // starts: the rendered files and the image and identity annotations. The
-// applied marker and the pinned digest it already carries stay.
+// applied marker, the pinned digest and what the last successful apply ran
+// stay.
 func (r *Reconciler) writeDurableInputs(ctx context.Context, tc *infrav1.TerraformCluster, root *render.Root) error {
 	s := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: inputsName(tc.Name), Namespace: tc.Namespace}}
 	_, err := controllerutil.CreateOrPatch(ctx, r.Client, s, func() error {
@@ -75,7 +76,11 @@ func (r *Reconciler) writeDurableInputs(ctx context.Context, tc *infrav1.Terrafo
 		}
 		s.Annotations[infrav1.AnnotationImage] = tc.Spec.Image
 		s.Annotations[infrav1.AnnotationIdentity] = identity(tc)
-		s.Data = map[string][]byte{"main.tf.json": root.MainTF, "terraform.tfvars.json": root.Vars}
+		// What the last successful apply ran stays beside (applied.go).
+		if s.Data == nil {
+			s.Data = map[string][]byte{}
+		}
+		s.Data["main.tf.json"], s.Data["terraform.tfvars.json"] = root.MainTF, root.Vars
 		return controllerutil.SetOwnerReference(tc, s, r.Client.Scheme())
 	})
 	if err != nil {
