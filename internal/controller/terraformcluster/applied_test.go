@@ -3,11 +3,11 @@ package terraformcluster
 import (
 	"bytes"
 	"context"
-	"maps"
-	"slices"
 	"encoding/json"
+	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
