@@ -269,8 +269,7 @@ func (r *Reconciler) approvalStarted(ctx context.Context, tc *infrav1.TerraformC
 // of its credentials first, then its inputs, so that inputs found mean
 // credentials written.
 func (r *Reconciler) createRun(ctx context.Context, tc *infrav1.TerraformCluster, job *batchv1.Job, root *render.Root) error {
-	// The Job records the identity it was built for.
-	identity := parseIdentity(job.Annotations[infrav1.AnnotationIdentity])
+	identity := jobIdentity(tc, job)
 	creds, err := r.credentials(ctx, tc, identity)
 	if err != nil {
 		return err
@@ -291,6 +290,16 @@ func (r *Reconciler) createRun(ctx context.Context, tc *infrav1.TerraformCluster
 		return err
 	}
 	return nil
+}
+
+// jobIdentity is the identity job was built for: its annotation, or for a
+// Job made before the annotation existed, spec.identityRef.
+func jobIdentity(tc *infrav1.TerraformCluster, job *batchv1.Job) *infrav1.IdentityReference {
+	v, ok := job.Annotations[infrav1.AnnotationIdentity]
+	if !ok {
+		return tc.Spec.IdentityRef
+	}
+	return parseIdentity(v)
 }
 
 // dropJob deletes a Job that never ran and forgets it.
@@ -350,6 +359,9 @@ func (r *Reconciler) buildJob(tc *infrav1.TerraformCluster, image string, identi
 	labels := ownerLabels(tc)
 	labels[labelOperation] = string(op)
 	annotations := map[string]string{annotationCreatedAt: time.Now().UTC().Format(createdAtLayout)}
+	// The identity the Job runs with, "" for none; a Job from before this
+	// annotation runs with spec.identityRef (jobIdentity).
+	annotations[infrav1.AnnotationIdentity] = ""
 	if identity != nil {
 		annotations[infrav1.AnnotationIdentity] = identity.Kind + "/" + identity.Name
 	}

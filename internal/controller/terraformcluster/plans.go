@@ -53,15 +53,11 @@ func (r *Reconciler) openPlan(ctx context.Context, tc *infrav1.TerraformCluster,
 		Replace: int32(report.Replace), Delete: int32(report.Destroy - report.Replace),
 		OutputChanges: int32(report.OutputChanges), Resources: report.Resources,
 	}
-	cluster := tc.Labels[infrav1.LabelClusterName]
-	if cluster == "" {
-		cluster = tc.Name
-	}
 	plan := &infrav1.TerraformPlan{
 		ObjectMeta: metav1.ObjectMeta{
 			Name: o.Name, Namespace: tc.Namespace,
 			Labels: map[string]string{
-				infrav1.LabelClusterName: nameLabel(cluster),
+				infrav1.LabelClusterName: nameLabel(clusterName(tc)),
 				infrav1.LabelDestructive: strconv.FormatBool(summary.Destructive()),
 				infrav1.LabelPlanPhase:   string(infrav1.PlanPending),
 				infrav1.LabelPlanReason:  string(o.Reason),
@@ -132,6 +128,15 @@ func (r *Reconciler) plansOf(ctx context.Context, tc *infrav1.TerraformCluster) 
 		}
 	}
 	return plans, nil
+}
+
+// clusterName is the Cluster API cluster tc belongs to, its own name when
+// it has no cluster-name label: the label its TerraformPlans carry.
+func clusterName(tc *infrav1.TerraformCluster) string {
+	if c := tc.Labels[infrav1.LabelClusterName]; c != "" {
+		return c
+	}
+	return tc.Name
 }
 
 // reattach finds the live plan status lost (a status write that failed,

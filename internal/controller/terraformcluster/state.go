@@ -89,7 +89,7 @@ func (r *Reconciler) readHistory(ctx context.Context, tc *infrav1.TerraformClust
 		h.signs = append(h.signs, "a runner Job cut short by clusterctl move (annotation "+infrav1.AnnotationMovedMidRun+" or "+annotationBlockMove+" set on another management cluster)")
 	}
 	var plans infrav1.TerraformPlanList
-	if err := r.Reader.List(ctx, &plans, client.InNamespace(tc.Namespace)); err != nil {
+	if err := r.Reader.List(ctx, &plans, client.InNamespace(tc.Namespace), client.MatchingLabels{infrav1.LabelClusterName: nameLabel(clusterName(tc))}); err != nil {
 		return h, fmt.Errorf("list TerraformPlans: %w", err)
 	}
 	for _, p := range plans.Items {
