@@ -98,10 +98,14 @@ func TestAcceptEmptyStateKeepsTheGate(t *testing.T) {
 	}
 
 	h.annotate(tc, infrav1.AnnotationAcceptEmptyState, "true")
-	p := h.waitingPlan(tc, infrav1.ReasonPlanAwaitingApproval)
-	if ungated := h.ungatedApplies(tc, first); len(ungated) > 0 {
-		t.Fatalf("apply Jobs without --expect-plan after accepting an empty state: %v", ungated)
-	}
+	h.wait(tc, "a plan waiting, or an apply", func(tc *infrav1.TerraformCluster) bool {
+		if ungated := h.ungatedApplies(tc, first); len(ungated) > 0 {
+			t.Fatalf("apply Jobs without --expect-plan after accepting an empty state: %v", ungated)
+		}
+		c := condition(tc, infrav1.ConditionApplyJobSucceeded)
+		return tc.Status.Plan != nil && tc.Status.ActiveJob == nil && c != nil && c.Reason == infrav1.ReasonPlanAwaitingApproval
+	})
+	p := tc.Status.Plan
 	h.approve(tc, p.PlanHash)
 	h.wait(tc, "the approved apply from an empty state", func(tc *infrav1.TerraformCluster) bool {
 		_, accepted := tc.Annotations[infrav1.AnnotationAcceptEmptyState]
