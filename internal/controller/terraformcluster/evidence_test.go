@@ -150,6 +150,9 @@ func TestMovedMidFirstApply(t *testing.T) {
 		t.Fatal(err)
 	}
 	dst.wait(copied, "the copy stopped at StateLost", func(tc *infrav1.TerraformCluster) bool {
+		if jobs := dst.jobs(tc); len(jobs) > 0 {
+			t.Fatalf("the copy started Job %s, want none", jobs[0].Name)
+		}
 		_, blocking := tc.Annotations[annotationBlockMove]
 		return stateLostWith(tc) && !blocking && tc.Annotations[infrav1.AnnotationMovedMidRun] == "true"
 	})
