@@ -66,13 +66,17 @@ type tally struct {
 // names) narrow a full run.
 func TestChaos(t *testing.T) {
 	full := os.Getenv("CAPTF_CHAOS") == "full"
-	f := newFixture(t)
-	tl := &tally{points: map[string]int{}, kinds: map[string]bool{}, began: time.Now()}
-
 	selected := []*flow{flowNamed("approve-annotation"), flowNamed("first-apply")}
 	if full {
 		selected = pick(flows, os.Getenv("CAPTF_CHAOS_FLOWS"), func(fl *flow) string { return fl.name })
 	}
+	drift := false
+	for _, fl := range selected {
+		drift = drift || fl.drift
+	}
+	f := newFixture(t, drift)
+	tl := &tally{points: map[string]int{}, kinds: map[string]bool{}, began: time.Now()}
+
 	kinds := writeKinds
 	if env := os.Getenv("CAPTF_CHAOS_FAULTS"); env != "" {
 		kinds = pick(append(append([]string(nil), writeKinds...), faultWebhookDown), env, func(k string) string { return k })

@@ -48,6 +48,10 @@ import (
 
 const (
 	moduleImage = "example.test/module:1"
+	// driftImage holds the controller tests' drift module: captftest files
+	// under the provider's root, in a directory named by the variable dir,
+	// that the flows edit behind terraform's back, replace and delete.
+	driftImage  = "example.test/drift:1"
 	runnerImage = "example.test/captf-runner:dev"
 	// managerUser is who the manager's requests are, through the proxy.
 	managerUser = "system:serviceaccount:captf-system:captf-manager"
@@ -70,9 +74,15 @@ type fixture struct {
 	images   map[string][]testnode.Image
 	nodeEnv  []string
 	runs     int
+	// files is the captftest provider's root: a run's files are under
+	// files/<namespace>. Empty when no flow of the test needs the drift
+	// module.
+	files string
 }
 
-func newFixture(t *testing.T) *fixture {
+// newFixture starts what every run shares; withProvider installs the
+// captftest provider for the drift module's flows.
+func newFixture(t *testing.T, withProvider bool) *fixture {
 	t.Helper()
 	// The test's own clients log nothing worth reading.
 	ctrllog.SetLogger(logr.Discard())
@@ -123,7 +133,21 @@ func newFixture(t *testing.T) *fixture {
 	// process has not: terraform's kubernetes backend reaches the API
 	// server directly (not through the proxy: the faults are the
 	// manager's).
-	f.nodeEnv = append([]string{"KUBE_CONFIG_PATH=" + env.Kubeconfig(t), "KUBE_IN_CLUSTER_CONFIG=false"}, tftest.Env(t)...)
+	f.nodeEnv = []string{"KUBE_CONFIG_PATH=" + env.Kubeconfig(t), "KUBE_IN_CLUSTER_CONFIG=false"}
+	if !withProvider {
+		f.nodeEnv = append(f.nodeEnv, tftest.Env(t)...)
+		return f
+	}
+	// The provider's CLI config installs captftest from its mirror only;
+	// the runner's module needs no provider of a registry either.
+	p := tftest.Provider(t)
+	f.files = t.TempDir()
+	f.nodeEnv = append(append(f.nodeEnv, p.Env...), tftest.ProviderRootEnv+"="+f.files)
+	drift, err := filepath.Abs("../../internal/controller/terraformcluster/testdata/drift")
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.images[driftImage] = []testnode.Image{{Path: infrav1.PathModule, Dir: drift}, {Path: infrav1.PathRuntime, Dir: runtimeDir}}
 	return f
 }
 

@@ -17,6 +17,11 @@ type flow struct {
 	phases map[infrav1.PlanPhase]int
 	// webhook: act makes a TerraformPlan, so the webhook matters.
 	webhook bool
+	// drift: the object is of the drift module (driftImage).
+	drift bool
+	// check is what the flow's own outcome must be, beyond the invariants
+	// every flow keeps (invariants_test.go).
+	check func(*run) []violation
 }
 
 // firstApplied creates the object under Manual and waits for its first
