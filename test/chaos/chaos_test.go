@@ -91,6 +91,7 @@ func TestChaos(t *testing.T) {
 			tl.runs++
 			for _, v := range found {
 				tl.findings = append(tl.findings, finding{fl.name, "none", point{}, v})
+				t.Errorf("VIOLATION %s: %s", v.invariant, v.detail)
 			}
 			points = faultPoints(writes)
 			t.Logf("%d writes in the faulted part, %d fault points: %s", len(writes), len(points), sequence(writes))

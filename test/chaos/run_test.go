@@ -223,9 +223,9 @@ func (r *run) patch(p string) (uint64, error) {
 }
 
 // setVars replaces the inline variables, keeping the module's fixed ones
-// (the token's reference; the drift module's directory): of the runner's
-// module size, moving and label, of the drift module content, mode and
-// extra.
+// (the token's reference; the drift module's directory, and its content
+// unless given): of the runner's module size, moving and label, of the
+// drift module content, mode and extra.
 func (r *run) setVars(vars map[string]string) error {
 	type variable struct {
 		Name      string          `json:"name"`
@@ -237,6 +237,9 @@ func (r *run) setVars(vars map[string]string) error {
 	if r.flow.drift {
 		list = []variable{{Name: "dir", Value: json.RawMessage(strconv.Quote(r.ns))}}
 		names = []string{"content", "mode", "extra"}
+		if _, ok := vars["content"]; !ok {
+			list = append(list, variable{Name: "content", Value: json.RawMessage(`"one"`)})
+		}
 	}
 	for _, name := range names {
 		if v, ok := vars[name]; ok {
