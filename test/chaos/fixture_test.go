@@ -167,6 +167,23 @@ func (f *fixture) namespace(t *testing.T) string {
 		t.Fatal(err)
 	}
 	node := &testnode.Node{Client: f.env.Client, Namespace: ns, Images: f.images, Env: f.nodeEnv}
-	node.Start(t)
+	node.Start(shortTemp{t})
 	return ns
+}
+
+// shortTemp gives the test node a root of a short path. Under t.TempDir,
+// named after a run's long test name, a pod's TMPDIR is so deep that the
+// Unix socket terraform's provider plugins listen on there passes the
+// 108 bytes a socket path may have: the plugin exits without a word and
+// every run of the drift module fails ("Failed to read any lines from
+// plugin's stdout").
+type shortTemp struct{ testing.TB }
+
+func (s shortTemp) TempDir() string {
+	dir, err := os.MkdirTemp("", "chaos-node-")
+	if err != nil {
+		s.Fatal(err)
+	}
+	s.Cleanup(func() { os.RemoveAll(dir) })
+	return dir
 }
