@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -54,10 +55,15 @@ func automaticApplied(r *run, mutate ...func(*infrav1.TerraformCluster)) error {
 	return err
 }
 
-// appliedAndBackedUp: applied, and a serial newer than the run's last
-// one backed up.
-func (r *run) appliedAndBackedUp(tc *infrav1.TerraformCluster) bool {
-	return applied(tc) && backedUpSerial(tc) > r.serials[len(r.serials)-1]
+// grown changes size to large and waits until that is applied and a
+// serial newer than the run's last one is backed up.
+func (r *run) grown(what string) (*infrav1.TerraformCluster, error) {
+	if err := r.setVars(map[string]string{"size": `"large"`}); err != nil {
+		return nil, err
+	}
+	return r.wait(what, func(tc *infrav1.TerraformCluster) bool {
+		return applied(tc) && backedUpSerial(tc) > r.serials[len(r.serials)-1]
+	})
 }
 
 var featureFlows = []*flow{
@@ -159,10 +165,7 @@ var featureFlows = []*flow{
 		name:  "backup-serial",
 		setup: func(r *run) error { return automaticApplied(r) },
 		act: func(r *run) error {
-			if err := r.setVars(map[string]string{"size": `"large"`}); err != nil {
-				return err
-			}
-			_, err := r.wait("the new serial backed up", r.appliedAndBackedUp)
+			_, err := r.grown("the new serial backed up")
 			return err
 		},
 		phases: map[infrav1.PlanPhase]int{},
@@ -176,10 +179,7 @@ var featureFlows = []*flow{
 			if err := automaticApplied(r); err != nil {
 				return err
 			}
-			if err := r.setVars(map[string]string{"size": `"large"`}); err != nil {
-				return err
-			}
-			tc, err := r.wait("the second serial backed up", r.appliedAndBackedUp)
+			tc, err := r.grown("the second serial backed up")
 			if err == nil {
 				r.serials = append(r.serials, backedUpSerial(tc))
 			}
@@ -214,10 +214,7 @@ var featureFlows = []*flow{
 			return r.lockState("@" + objectName + "-apply-0a1b2-x7k9q")
 		},
 		act: func(r *run) error {
-			if err := r.setVars(map[string]string{"size": `"large"`}); err != nil {
-				return err
-			}
-			_, err := r.wait("the lock released and the change applied", r.appliedAndBackedUp)
+			_, err := r.grown("the lock released and the change applied")
 			return err
 		},
 		phases: map[infrav1.PlanPhase]int{},
@@ -245,17 +242,7 @@ var featureFlows = []*flow{
 		setup: func(r *run) error {
 			return automaticApplied(r, func(tc *infrav1.TerraformCluster) { tc.Spec.DeletionPolicy = infrav1.DeletionRetain })
 		},
-		act: func(r *run) error {
-			tc, err := r.get()
-			if err != nil {
-				return err
-			}
-			if err := r.f.env.Client.Delete(r.ctx, tc); err != nil {
-				return err
-			}
-			_, err = r.wait("released", gone)
-			return err
-		},
+		act:    deleted,
 		phases: map[infrav1.PlanPhase]int{},
 		check:  func(r *run) []violation { return r.checkRetained() },
 	},
@@ -446,17 +433,7 @@ func withSerial(state []byte, serial int64) []byte {
 	return b
 }
 
-func equalChunks(a, b [][]byte) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if !bytes.Equal(a[i], b[i]) {
-			return false
-		}
-	}
-	return true
-}
+func equalChunks(a, b [][]byte) bool { return slices.EqualFunc(a, b, bytes.Equal) }
 
 // lockState locks the state as terraform's kubernetes backend does, held
 // by who.

@@ -174,21 +174,25 @@ var flows = []*flow{
 		webhook: true,
 	},
 	{
-		name:  "delete",
-		setup: firstApplied,
-		act: func(r *run) error {
-			tc, err := r.get()
-			if err != nil {
-				return err
-			}
-			if err := r.f.env.Client.Delete(r.ctx, tc); err != nil {
-				return err
-			}
-			_, err = r.wait("destroyed and released", gone)
-			return err
-		},
+		name:   "delete",
+		setup:  firstApplied,
+		act:    deleted,
 		phases: map[infrav1.PlanPhase]int{},
 	},
+}
+
+// deleted deletes the object and waits until it is gone (destroyed, or
+// under Retain released).
+func deleted(r *run) error {
+	tc, err := r.get()
+	if err != nil {
+		return err
+	}
+	if err := r.f.env.Client.Delete(r.ctx, tc); err != nil {
+		return err
+	}
+	_, err = r.wait("the object deleted and released", gone)
+	return err
 }
 
 func flowNamed(name string) *flow {
