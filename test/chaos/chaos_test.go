@@ -63,7 +63,8 @@ type tally struct {
 // with the fault kind rotating over the writes, and the webhook down once.
 // CAPTF_CHAOS=full runs every flow at every write with every fault kind
 // (make chaos); CAPTF_CHAOS_FLOWS and CAPTF_CHAOS_FAULTS (comma-separated
-// names) narrow a full run.
+// names) narrow a full run, and CAPTF_CHAOS_POINTS to fault points as the
+// report spells them ("POST jobs #1").
 func TestChaos(t *testing.T) {
 	full := os.Getenv("CAPTF_CHAOS") == "full"
 	selected := []*flow{flowNamed("approve-annotation"), flowNamed("first-apply")}
@@ -106,7 +107,7 @@ func TestChaos(t *testing.T) {
 		}
 		var trials []trial
 		if full {
-			for _, p := range points {
+			for _, p := range pick(points, os.Getenv("CAPTF_CHAOS_POINTS"), point.String) {
 				for _, k := range kinds {
 					if k != faultWebhookDown {
 						trials = append(trials, trial{k, p})

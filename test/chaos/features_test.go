@@ -360,31 +360,42 @@ func (r *run) checkBackups(out []violation) []violation {
 	return out
 }
 
-// checkRestore: one restore Job, one StateRestored event, and what it
+// checkRestore: one restore Job ran, one StateRestored event, and what it
 // pushed is the first serial's backup but for the serial, which terraform
-// numbers one past it.
+// numbers one past it. A restore Job whose start was cut short before its
+// per-run inputs were written is dropped unrun and a new one starts: such
+// a Job may come and go, but the state must not change while it exists.
 func (r *run) checkRestore() []violation {
 	var out []violation
 	add := func(format string, args ...any) {
 		out = append(out, violation{invRestore, fmt.Sprintf(format, args...)})
 	}
 	jobs, _, states := r.obs.snapshot()
-	var restores []jobRecord
+	var ran []jobRecord
 	for _, j := range jobs {
-		if j.operation == string(infrav1.OperationRestore) {
-			restores = append(restores, j)
+		if j.operation != string(infrav1.OperationRestore) {
+			continue
+		}
+		if !j.dropped {
+			ran = append(ran, j)
+			continue
+		}
+		for _, w := range states {
+			if w.rv > j.created && w.rv <= j.finished {
+				add("the state changed while restore Job %s, dropped unfinished, existed", j.name)
+			}
 		}
 	}
-	if len(restores) != 1 {
-		add("%d restore Jobs for one annotation", len(restores))
+	if len(ran) != 1 {
+		add("%d restore Jobs ran for one annotation", len(ran))
 	}
 	if n := r.events(infrav1.EventStateRestored); n != 1 {
 		add("%d StateRestored events", n)
 	}
-	if len(restores) == 0 {
+	if len(ran) == 0 {
 		return out
 	}
-	job := restores[0]
+	job := ran[0]
 	var pushed []byte
 	for _, w := range states {
 		if w.rv > job.created && (job.finished == 0 || w.rv <= job.finished) && w.chunk != nil && !strings.Contains(w.name, "-part-") {

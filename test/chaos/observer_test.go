@@ -48,6 +48,8 @@ type jobRecord struct {
 	// deleted); 0 while active.
 	finished  uint64
 	succeeded bool
+	// dropped: deleted before it succeeded or failed.
+	dropped bool
 }
 
 type overlap struct{ job, active string }
@@ -130,7 +132,7 @@ func (o *observer) job(typ watch.EventType, j *batchv1.Job) {
 	}
 	switch {
 	case typ == watch.Deleted:
-		r.finished = rv(j)
+		r.finished, r.dropped = rv(j), true
 	case j.Status.Succeeded > 0:
 		r.finished, r.succeeded = rv(j), true
 	case j.Status.Failed > 0:
