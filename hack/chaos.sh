@@ -6,8 +6,9 @@
 # It prints the figures (fault points × kinds, runs, violations per
 # invariant) and every violation found; it fails when there is one.
 #
-# Environment: CAPTF_CHAOS_FLOWS, CAPTF_CHAOS_FAULTS (comma-separated
-# names, to narrow the run), CAPTF_CHAOS_TIMEOUT (default 6h).
+# Environment: CAPTF_CHAOS_FLOWS, CAPTF_CHAOS_FAULTS, CAPTF_CHAOS_POINTS
+# (comma-separated names, fault points as the report spells them: "POST
+# jobs #1"; to narrow the run), CAPTF_CHAOS_TIMEOUT (default 6h).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 

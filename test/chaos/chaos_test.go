@@ -63,16 +63,21 @@ type tally struct {
 // with the fault kind rotating over the writes, and the webhook down once.
 // CAPTF_CHAOS=full runs every flow at every write with every fault kind
 // (make chaos); CAPTF_CHAOS_FLOWS and CAPTF_CHAOS_FAULTS (comma-separated
-// names) narrow a full run.
+// names) narrow a full run, and CAPTF_CHAOS_POINTS to fault points as the
+// report spells them ("POST jobs #1").
 func TestChaos(t *testing.T) {
 	full := os.Getenv("CAPTF_CHAOS") == "full"
-	f := newFixture(t)
-	tl := &tally{points: map[string]int{}, kinds: map[string]bool{}, began: time.Now()}
-
 	selected := []*flow{flowNamed("approve-annotation"), flowNamed("first-apply")}
 	if full {
 		selected = pick(flows, os.Getenv("CAPTF_CHAOS_FLOWS"), func(fl *flow) string { return fl.name })
 	}
+	drift := false
+	for _, fl := range selected {
+		drift = drift || fl.drift
+	}
+	f := newFixture(t, drift)
+	tl := &tally{points: map[string]int{}, kinds: map[string]bool{}, began: time.Now()}
+
 	kinds := writeKinds
 	if env := os.Getenv("CAPTF_CHAOS_FAULTS"); env != "" {
 		kinds = pick(append(append([]string(nil), writeKinds...), faultWebhookDown), env, func(k string) string { return k })
@@ -87,6 +92,7 @@ func TestChaos(t *testing.T) {
 			tl.runs++
 			for _, v := range found {
 				tl.findings = append(tl.findings, finding{fl.name, "none", point{}, v})
+				t.Errorf("VIOLATION %s: %s", v.invariant, v.detail)
 			}
 			points = faultPoints(writes)
 			t.Logf("%d writes in the faulted part, %d fault points: %s", len(writes), len(points), sequence(writes))
@@ -101,7 +107,7 @@ func TestChaos(t *testing.T) {
 		}
 		var trials []trial
 		if full {
-			for _, p := range points {
+			for _, p := range pick(points, os.Getenv("CAPTF_CHAOS_POINTS"), point.String) {
 				for _, k := range kinds {
 					if k != faultWebhookDown {
 						trials = append(trials, trial{k, p})

@@ -48,6 +48,10 @@ import (
 
 const (
 	moduleImage = "example.test/module:1"
+	// driftImage holds the controller tests' drift module: captftest files
+	// under the provider's root, in a directory named by the variable dir,
+	// that the flows edit behind terraform's back, replace and delete.
+	driftImage  = "example.test/drift:1"
 	runnerImage = "example.test/captf-runner:dev"
 	// managerUser is who the manager's requests are, through the proxy.
 	managerUser = "system:serviceaccount:captf-system:captf-manager"
@@ -70,9 +74,15 @@ type fixture struct {
 	images   map[string][]testnode.Image
 	nodeEnv  []string
 	runs     int
+	// files is the captftest provider's root: a run's files are under
+	// files/<namespace>. Empty when no flow of the test needs the drift
+	// module.
+	files string
 }
 
-func newFixture(t *testing.T) *fixture {
+// newFixture starts what every run shares; withProvider installs the
+// captftest provider for the drift module's flows.
+func newFixture(t *testing.T, withProvider bool) *fixture {
 	t.Helper()
 	// The test's own clients log nothing worth reading.
 	ctrllog.SetLogger(logr.Discard())
@@ -123,7 +133,21 @@ func newFixture(t *testing.T) *fixture {
 	// process has not: terraform's kubernetes backend reaches the API
 	// server directly (not through the proxy: the faults are the
 	// manager's).
-	f.nodeEnv = append([]string{"KUBE_CONFIG_PATH=" + env.Kubeconfig(t), "KUBE_IN_CLUSTER_CONFIG=false"}, tftest.Env(t)...)
+	f.nodeEnv = []string{"KUBE_CONFIG_PATH=" + env.Kubeconfig(t), "KUBE_IN_CLUSTER_CONFIG=false"}
+	if !withProvider {
+		f.nodeEnv = append(f.nodeEnv, tftest.Env(t)...)
+		return f
+	}
+	// The provider's CLI config installs captftest from its mirror only;
+	// the runner's module needs no provider of a registry either.
+	p := tftest.Provider(t)
+	f.files = t.TempDir()
+	f.nodeEnv = append(append(f.nodeEnv, p.Env...), tftest.ProviderRootEnv+"="+f.files)
+	drift, err := filepath.Abs("../../internal/controller/terraformcluster/testdata/drift")
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.images[driftImage] = []testnode.Image{{Path: infrav1.PathModule, Dir: drift}, {Path: infrav1.PathRuntime, Dir: runtimeDir}}
 	return f
 }
 
@@ -143,6 +167,23 @@ func (f *fixture) namespace(t *testing.T) string {
 		t.Fatal(err)
 	}
 	node := &testnode.Node{Client: f.env.Client, Namespace: ns, Images: f.images, Env: f.nodeEnv}
-	node.Start(t)
+	node.Start(shortTemp{t})
 	return ns
+}
+
+// shortTemp gives the test node a root of a short path. Under t.TempDir,
+// named after a run's long test name, a pod's TMPDIR is so deep that the
+// Unix socket terraform's provider plugins listen on there passes the
+// 108 bytes a socket path may have: the plugin exits without a word and
+// every run of the drift module fails ("Failed to read any lines from
+// plugin's stdout").
+type shortTemp struct{ testing.TB }
+
+func (s shortTemp) TempDir() string {
+	dir, err := os.MkdirTemp("", "chaos-node-")
+	if err != nil {
+		s.Fatal(err)
+	}
+	s.Cleanup(func() { os.RemoveAll(dir) })
+	return dir
 }

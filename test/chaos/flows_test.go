@@ -17,6 +17,11 @@ type flow struct {
 	phases map[infrav1.PlanPhase]int
 	// webhook: act makes a TerraformPlan, so the webhook matters.
 	webhook bool
+	// drift: the object is of the drift module (driftImage).
+	drift bool
+	// check is what the flow's own outcome must be, beyond the invariants
+	// every flow keeps (invariants_test.go).
+	check func(*run) []violation
 }
 
 // firstApplied creates the object under Manual and waits for its first
@@ -169,21 +174,25 @@ var flows = []*flow{
 		webhook: true,
 	},
 	{
-		name:  "delete",
-		setup: firstApplied,
-		act: func(r *run) error {
-			tc, err := r.get()
-			if err != nil {
-				return err
-			}
-			if err := r.f.env.Client.Delete(r.ctx, tc); err != nil {
-				return err
-			}
-			_, err = r.wait("destroyed and released", gone)
-			return err
-		},
+		name:   "delete",
+		setup:  firstApplied,
+		act:    deleted,
 		phases: map[infrav1.PlanPhase]int{},
 	},
+}
+
+// deleted deletes the object and waits until it is gone (destroyed, or
+// under Retain released).
+func deleted(r *run) error {
+	tc, err := r.get()
+	if err != nil {
+		return err
+	}
+	if err := r.f.env.Client.Delete(r.ctx, tc); err != nil {
+		return err
+	}
+	_, err = r.wait("the object deleted and released", gone)
+	return err
 }
 
 func flowNamed(name string) *flow {

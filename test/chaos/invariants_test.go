@@ -56,8 +56,10 @@ func (r *run) check(actErr error, clean *summary) ([]violation, summary) {
 	jobs, overlaps, states := r.obs.snapshot()
 
 	// No apply Job without an approval of the exact hash it expects; the
-	// first apply (no apply succeeded before it was created) and applies
-	// after the switch to Automatic aside.
+	// first apply (no apply succeeded before it was created) aside. Under
+	// Automatic (after the switch, or from the object's creation) an apply
+	// needs no approval, but one of an object that applied before runs
+	// under the destructive-plan guard, or with an approval.
 	var firstSuccess uint64
 	for _, j := range jobs {
 		if j.operation == string(infrav1.OperationApply) && j.succeeded && (firstSuccess == 0 || j.finished < firstSuccess) {
@@ -68,8 +70,13 @@ func (r *run) check(actErr error, clean *summary) ([]violation, summary) {
 		if j.operation != string(infrav1.OperationApply) {
 			continue
 		}
-		exempt := firstSuccess == 0 || j.created < firstSuccess || (r.automaticFrom != 0 && j.created > r.automaticFrom)
-		if exempt {
+		if firstSuccess == 0 || j.created < firstSuccess {
+			continue
+		}
+		if r.automaticFrom != 0 && j.created > r.automaticFrom && j.expect == "" {
+			if !j.guard {
+				add(invUnapprovedApply, "apply Job %s under Automatic runs neither under the guard nor with an approved plan (succeeded: %v)", j.name, j.succeeded)
+			}
 			continue
 		}
 		approvedBefore := false
@@ -113,8 +120,10 @@ func (r *run) check(actErr error, clean *summary) ([]violation, summary) {
 		add(invConverges, "read the object: %v", err)
 	}
 	if tc != nil {
-		if h := tc.Annotations[infrav1.AnnotationApprovePlan]; h != "" && appliedHashes[h] {
-			add(invApprovalOnce, "the annotation approval %s was applied but never consumed", short(h))
+		for _, key := range []string{infrav1.AnnotationApprovePlan, infrav1.AnnotationApproveDestructivePlan} {
+			if h := tc.Annotations[key]; h != "" && appliedHashes[h] {
+				add(invApprovalOnce, "the annotation approval %s (%s) was applied but never consumed", short(h), key)
+			}
 		}
 	}
 
@@ -157,6 +166,8 @@ func (r *run) check(actErr error, clean *summary) ([]violation, summary) {
 
 	if actErr != nil {
 		add(invConverges, "%v", actErr)
+	} else if r.flow.check != nil {
+		out = append(out, r.flow.check(r)...)
 	}
 	got := r.summarize(tc, states)
 	if clean != nil && actErr == nil {
@@ -286,7 +297,7 @@ func (r *run) summarize(tc *infrav1.TerraformCluster, states []stateWrite) summa
 		s.Ready = condition(tc, infrav1.ConditionReady) != nil && condition(tc, infrav1.ConditionReady).Status == metav1.ConditionTrue
 		s.LastRunOK = tc.Status.LastRun != nil && tc.Status.LastRun.Succeeded
 		s.Plan, s.PendingPlan = tc.Status.Plan != nil, tc.Status.PendingPlanRef != nil
-		s.ApproveAnnotation = tc.Annotations[infrav1.AnnotationApprovePlan] != ""
+		s.ApproveAnnotation = tc.Annotations[infrav1.AnnotationApprovePlan] != "" || tc.Annotations[infrav1.AnnotationApproveDestructivePlan] != ""
 		if c := condition(tc, infrav1.ConditionApplyJobSucceeded); c != nil {
 			s.ApplyReason = c.Reason
 		}

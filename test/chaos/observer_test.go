@@ -16,6 +16,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	infrav1 "github.com/captf/captf/api/v1alpha1"
+	"github.com/captf/captf/internal/tfstate"
 )
 
 // observer watches a run's namespace from before the flow starts: every
@@ -38,21 +39,29 @@ type jobRecord struct {
 	expect, approved string
 	// plan is the TerraformPlan an approved apply Job applies
 	// (captf.io/plan).
-	plan    string
+	plan string
+	// guard: the runner plans first and applies nothing that deletes or
+	// replaces (--guard).
+	guard   bool
 	created uint64
 	// finished is when the Job was first seen succeeded or failed (or
 	// deleted); 0 while active.
 	finished  uint64
 	succeeded bool
+	// dropped: deleted before it succeeded or failed.
+	dropped bool
 }
 
 type overlap struct{ job, active string }
 
 // stateWrite is one change of the state Secret: sum is a hash of its data
-// (never the data).
+// (never printed), chunk the compressed state of its first Secret as the
+// backend stored it (compared, never printed).
 type stateWrite struct {
-	rv  uint64
-	sum [32]byte
+	rv    uint64
+	sum   [32]byte
+	name  string
+	chunk []byte
 }
 
 // watchNamespace starts the observer; it stops when ctx ends.
@@ -108,6 +117,7 @@ func (o *observer) job(typ watch.EventType, j *batchv1.Job) {
 				if v, ok := strings.CutPrefix(a, "--expect-plan="); ok {
 					r.expect = v
 				}
+				r.guard = r.guard || a == "--guard"
 			}
 		}
 		for _, other := range o.sortedJobs() {
@@ -122,7 +132,7 @@ func (o *observer) job(typ watch.EventType, j *batchv1.Job) {
 	}
 	switch {
 	case typ == watch.Deleted:
-		r.finished = rv(j)
+		r.finished, r.dropped = rv(j), true
 	case j.Status.Succeeded > 0:
 		r.finished, r.succeeded = rv(j), true
 	case j.Status.Failed > 0:
@@ -145,8 +155,10 @@ func (o *observer) state(typ watch.EventType, s *corev1.Secret) {
 			h.Write([]byte{0})
 		}
 	}
-	var w stateWrite
-	w.rv = rv(s)
+	w := stateWrite{rv: rv(s), name: s.Name}
+	if typ != watch.Deleted {
+		w.chunk = s.Data[tfstate.DataKey]
+	}
 	copy(w.sum[:], h.Sum(nil))
 	o.mu.Lock()
 	defer o.mu.Unlock()

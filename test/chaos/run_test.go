@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -44,6 +45,8 @@ type run struct {
 	// automaticFrom is the resourceVersion of the switch to Automatic: an
 	// apply Job created after it needs no approval.
 	automaticFrom uint64
+	// serials are the state serials the flow saw backed up, oldest first.
+	serials []int64
 	// stateAtAct is the state when the faulted part began.
 	stateAtAct [32]byte
 	// planJobsWhileDown counts plan Jobs created while the webhook was
@@ -126,6 +129,9 @@ func describe(tc *infrav1.TerraformCluster) string {
 	if h := tc.Annotations[infrav1.AnnotationApprovePlan]; h != "" {
 		fmt.Fprintf(&b, "approve-plan=%s ", short(h))
 	}
+	if h := tc.Annotations[infrav1.AnnotationApproveDestructivePlan]; h != "" {
+		fmt.Fprintf(&b, "approve-destructive-plan=%s ", short(h))
+	}
 	fmt.Fprintf(&b, "failures=%d generation=%d observed=%d", tc.Status.Failures, tc.Generation, tc.Status.ObservedGeneration)
 	return b.String()
 }
@@ -154,7 +160,8 @@ func ready(tc *infrav1.TerraformCluster) bool {
 
 // applied: ready, no plan waiting, the approval consumed.
 func applied(tc *infrav1.TerraformCluster) bool {
-	return ready(tc) && tc.Status.Plan == nil && tc.Status.PendingPlanRef == nil && tc.Annotations[infrav1.AnnotationApprovePlan] == ""
+	return ready(tc) && tc.Status.Plan == nil && tc.Status.PendingPlanRef == nil && tc.Annotations[infrav1.AnnotationApprovePlan] == "" &&
+		tc.Annotations[infrav1.AnnotationApproveDestructivePlan] == ""
 }
 
 // waiting is a plan recorded (status and TerraformPlan) that waits with
@@ -171,8 +178,11 @@ func waiting(reason, not string) func(*infrav1.TerraformCluster) bool {
 
 func gone(tc *infrav1.TerraformCluster) bool { return tc == nil }
 
-// create makes the run's object with size under policy.
-func (r *run) create(policy infrav1.ApplyPolicy) error {
+// create makes the run's object under policy: of the runner's module
+// with size small, or of the drift module with its files in the run's
+// own directory. Under Automatic no apply needs an approval (but the
+// guard's: invariants_test.go).
+func (r *run) create(policy infrav1.ApplyPolicy, mutate ...func(*infrav1.TerraformCluster)) error {
 	tc := &infrav1.TerraformCluster{
 		ObjectMeta: metav1.ObjectMeta{Name: objectName, Namespace: r.ns},
 		Spec: infrav1.TerraformClusterSpec{RunnerSpec: infrav1.RunnerSpec{
@@ -183,7 +193,23 @@ func (r *run) create(policy infrav1.ApplyPolicy) error {
 			},
 		}},
 	}
-	return r.f.env.Client.Create(r.ctx, tc)
+	if r.flow.drift {
+		tc.Spec.Image = driftImage
+		tc.Spec.Variables = []infrav1.Variable{
+			{Name: "dir", Value: &apiextensionsv1.JSON{Raw: []byte(strconv.Quote(r.ns))}},
+			{Name: "content", Value: &apiextensionsv1.JSON{Raw: []byte(`"one"`)}},
+		}
+	}
+	for _, m := range mutate {
+		m(tc)
+	}
+	if err := r.f.env.Client.Create(r.ctx, tc); err != nil {
+		return err
+	}
+	if policy == infrav1.ApplyAutomatic {
+		r.automaticFrom = rv(tc)
+	}
+	return nil
 }
 
 // patch merge-patches the object as a user would (no resourceVersion, so
@@ -196,8 +222,10 @@ func (r *run) patch(p string) (uint64, error) {
 	return rv(tc), nil
 }
 
-// setVars replaces the inline variables (size and the optional ones),
-// keeping the token's reference.
+// setVars replaces the inline variables, keeping the module's fixed ones
+// (the token's reference; the drift module's directory, and its content
+// unless given): of the runner's module size, moving and label, of the
+// drift module content, mode and extra.
 func (r *run) setVars(vars map[string]string) error {
 	type variable struct {
 		Name      string          `json:"name"`
@@ -205,7 +233,15 @@ func (r *run) setVars(vars map[string]string) error {
 		ValueFrom any             `json:"valueFrom,omitempty"`
 	}
 	list := []variable{{Name: "token", ValueFrom: infrav1.VariableSource{SecretKeyRef: &corev1SecretKey}}}
-	for _, name := range []string{"size", "moving", "label"} {
+	names := []string{"size", "moving", "label"}
+	if r.flow.drift {
+		list = []variable{{Name: "dir", Value: json.RawMessage(strconv.Quote(r.ns))}}
+		names = []string{"content", "mode", "extra"}
+		if _, ok := vars["content"]; !ok {
+			list = append(list, variable{Name: "content", Value: json.RawMessage(`"one"`)})
+		}
+	}
+	for _, name := range names {
 		if v, ok := vars[name]; ok {
 			list = append(list, variable{Name: name, Value: json.RawMessage(v)})
 		}
@@ -222,12 +258,18 @@ func (r *run) setVars(vars map[string]string) error {
 // recorded before it is written: an apply Job may appear before the write
 // returns.
 func (r *run) approveAnnotation(hash string) error {
+	return r.approveWith(infrav1.AnnotationApprovePlan, hash)
+}
+
+// approveWith approves hash with the annotation key: captf.io/approve-plan
+// or, for a plan the guard stopped, captf.io/approve-destructive-plan.
+func (r *run) approveWith(key, hash string) error {
 	tc, err := r.get()
 	if err != nil || tc == nil {
 		return fmt.Errorf("approve: %v", err)
 	}
 	r.approvals = append(r.approvals, approval{hash: hash, rv: rv(tc)})
-	_, err = r.patch(fmt.Sprintf(`{"metadata":{"annotations":{%q:%q}}}`, infrav1.AnnotationApprovePlan, hash))
+	_, err = r.patch(fmt.Sprintf(`{"metadata":{"annotations":{%q:%q}}}`, key, hash))
 	return err
 }
 

@@ -7,7 +7,9 @@ import (
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -186,6 +188,74 @@ func (h *harness) wait(tc *infrav1.TerraformCluster, what string, cond func(*inf
 		}
 		time.Sleep(200 * time.Millisecond)
 	}
+}
+
+// transitions are the versions of the objects of one kind in a namespace
+// that a watch saw, from when record was called, in the order the API
+// server wrote them. A test that waits on a counter checks the state that
+// came with it here: a later read may find the next step already begun
+// (a retry that started after the backoff).
+type transitions[T client.Object] struct {
+	mu   sync.Mutex
+	seen []T
+}
+
+// record starts watching the objects of list's kind in namespace until
+// the test ends.
+func record[T client.Object](h *harness, list client.ObjectList, namespace string) *transitions[T] {
+	h.t.Helper()
+	c, err := client.NewWithWatch(h.env.Config, client.Options{Scheme: h.c.Scheme()})
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	w, err := c.Watch(ctx, list, client.InNamespace(namespace))
+	if err != nil {
+		cancel()
+		h.t.Fatal(err)
+	}
+	h.t.Cleanup(func() { cancel(); w.Stop() })
+	tr := &transitions[T]{}
+	go func() {
+		for ev := range w.ResultChan() {
+			if o, ok := ev.Object.(T); ok {
+				tr.mu.Lock()
+				tr.seen = append(tr.seen, o)
+				tr.mu.Unlock()
+			}
+		}
+	}()
+	return tr
+}
+
+// all are the versions seen so far, oldest first.
+func (tr *transitions[T]) all() []T {
+	tr.mu.Lock()
+	defer tr.mu.Unlock()
+	return slices.Clone(tr.seen)
+}
+
+// first waits, as long as wait does, for a version for which cond holds
+// and returns the first such.
+func (tr *transitions[T]) first(h *harness, what string, cond func(T) bool) T {
+	h.t.Helper()
+	for deadline := time.Now().Add(2 * time.Minute); ; time.Sleep(200 * time.Millisecond) {
+		for _, o := range tr.all() {
+			if cond(o) {
+				return o
+			}
+		}
+		if time.Now().After(deadline) {
+			h.t.Fatalf("%s: not seen within 2 minutes", what)
+		}
+	}
+}
+
+// revision is an object's resourceVersion as the etcd revision it is:
+// the versions of objects of one API server are ordered by it.
+func revision(o client.Object) uint64 {
+	n, _ := strconv.ParseUint(o.GetResourceVersion(), 10, 64)
+	return n
 }
 
 func (h *harness) setSize(tc *infrav1.TerraformCluster, size string) {
@@ -552,38 +622,75 @@ func TestFailedApplyKeepsApproval(t *testing.T) {
 	h.wait(tc, "first apply", ready)
 	h.setVar(tc, "fail", "true")
 	p := h.waitingPlan(tc, infrav1.ReasonPlanAwaitingApproval)
+	objects := record[*infrav1.TerraformCluster](h, &infrav1.TerraformClusterList{}, tc.Namespace)
+	plans := record[*infrav1.TerraformPlan](h, &infrav1.TerraformPlanList{}, tc.Namespace)
+	jobs := record[*batchv1.Job](h, &batchv1.JobList{}, tc.Namespace)
 	h.approve(tc, p.PlanHash)
-	h.wait(tc, "the failed apply", func(tc *infrav1.TerraformCluster) bool {
-		return tc.Status.Failures == 1
+
+	// What the failure left is read from the write that counted it: by the
+	// time a later read comes, the retry may run (Unknown/Applying).
+	failed := objects.first(h, "the failed apply", func(o *infrav1.TerraformCluster) bool {
+		return o.Name == tc.Name && o.Status.Failures == 1
 	})
-	if c := condition(tc, infrav1.ConditionApplyJobSucceeded); c.Status != metav1.ConditionFalse || c.Reason != ReasonApplyFailed {
-		t.Errorf("condition %+v", c)
+	if c := condition(failed, infrav1.ConditionApplyJobSucceeded); c == nil || c.Status != metav1.ConditionFalse || c.Reason != ReasonApplyFailed {
+		t.Errorf("condition when the failure was counted: %+v", c)
 	}
-	if tc.Annotations[infrav1.AnnotationApprovePlan] != p.PlanHash {
+	if failed.Annotations[infrav1.AnnotationApprovePlan] != p.PlanHash {
 		t.Error("a failed apply consumed the approval")
 	}
-	if tc.Status.Plan == nil || tc.Status.Plan.PlanHash != p.PlanHash {
-		t.Errorf("status.plan after the failure: %+v", tc.Status.Plan)
+	if failed.Status.Plan == nil || failed.Status.Plan.PlanHash != p.PlanHash {
+		t.Errorf("status.plan after the failure: %+v", failed.Status.Plan)
 	}
-	// Its TerraformPlan stays Approved while the apply is retried.
-	if ref := tc.Status.PendingPlanRef; ref == nil {
-		t.Error("no live TerraformPlan after a failed step")
-	} else if plan := h.plans(tc)[ref.Name]; plan == nil || plan.Labels[infrav1.LabelPlanPhase] != string(infrav1.PlanApproved) || plan.Spec.PlanHash != p.PlanHash {
-		t.Errorf("the plan after a failed step: %+v", plan)
+	ref := failed.Status.PendingPlanRef
+	if ref == nil {
+		t.Fatal("no live TerraformPlan after a failed step")
 	}
+
 	// The retry expects the same plan and finds the tainted resource.
 	fresh := h.waitingPlan(tc, infrav1.ReasonPlanChanged)
 	if fresh.PlanHash == p.PlanHash || tc.Status.Failures != 1 {
 		t.Errorf("after the retry: plan %s, failures %d", fresh.PlanHash, tc.Status.Failures)
 	}
-	retried := 0
-	for _, j := range h.jobs(tc) {
-		if j.Annotations[infrav1.AnnotationApprovedPlan] == p.PlanHash {
-			retried++
+	// The apply Jobs of the approval, in the order they were created (the
+	// first version a watch sees of a Job is its creation), and how they
+	// ended.
+	var applies []string
+	created, failedJob := map[string]uint64{}, map[string]bool{}
+	for _, j := range jobs.all() {
+		if j.Annotations[infrav1.AnnotationApprovedPlan] != p.PlanHash {
+			continue
+		}
+		if _, ok := created[j.Name]; !ok {
+			created[j.Name] = revision(j)
+			applies = append(applies, j.Name)
+		}
+		failedJob[j.Name] = failedJob[j.Name] || j.Status.Failed > 0
+	}
+	if len(applies) != 2 {
+		t.Fatalf("apply Jobs %v expected %s, want the failed one and its retry", applies, p.PlanHash)
+	}
+	if !failedJob[applies[0]] {
+		t.Errorf("the first apply Job %s is not seen failed", applies[0])
+	}
+	// Its TerraformPlan stays Approved while the apply is retried: it
+	// leaves Approved only after the retry was created.
+	approved := false
+	for _, v := range plans.all() {
+		if v.Name != ref.Name {
+			continue
+		}
+		phase := infrav1.PlanPhase(v.Labels[infrav1.LabelPlanPhase])
+		if phase == infrav1.PlanApproved {
+			approved = true
+		} else if approved {
+			if revision(v) < created[applies[1]] {
+				t.Errorf("the plan went %s before the retry %s was created", phase, applies[1])
+			}
+			break
 		}
 	}
-	if retried != 2 {
-		t.Errorf("%d apply Jobs expected %s, want the failed one and its retry", retried, p.PlanHash)
+	if !approved {
+		t.Errorf("TerraformPlan %s was never seen Approved", ref.Name)
 	}
 }
 
