@@ -100,14 +100,20 @@ func (r *Reconciler) checkLock(ctx context.Context, tc *infrav1.TerraformCluster
 			holder, *lease.Spec.HolderIdentity, info.Operation, info.Created.Format(time.RFC3339), *lease.Spec.HolderIdentity, lease.Name)}
 	}
 	id := *lease.Spec.HolderIdentity
+	// Said before the release: once released, the Lease no longer names
+	// the lock, and a retry after a release whose answer was lost (or a
+	// manager killed right after it) would have nothing left to say.
+	if err := r.announce(ctx, tc, announce{Key: "unlock-" + id, Type: corev1.EventTypeNormal, Reason: infrav1.EventStateUnlocked, Action: "Unlock",
+		Note: fmt.Sprintf("Releasing the state lock %s (%s) that pod %s left behind; the pod has ended.", id, info.Operation, pod)}); err != nil {
+		return err
+	}
 	lease.Spec.HolderIdentity = nil
 	delete(lease.Annotations, tfstate.AnnotationLockInfo)
 	// An update, not a patch: it fails if the lock changed hands since.
 	if err := r.Client.Update(ctx, &lease); err != nil {
 		return fmt.Errorf("release the stale state lock %s: %w", id, err)
 	}
-	return r.announce(ctx, tc, announce{Key: "unlock-" + id, Type: corev1.EventTypeNormal, Reason: infrav1.EventStateUnlocked, Action: "Unlock",
-		Note: fmt.Sprintf("Released the state lock %s (%s) that pod %s left behind; the pod has ended.", id, info.Operation, pod)})
+	return nil
 }
 
 // ownPod reports whether who (terraform's user@hostname) names a pod of a
