@@ -83,16 +83,17 @@ func (s keepApplied) apply(r *Reconciler, x *stepContext) error {
 }
 
 // appliedInputs is what the last successful apply ran, from the durable
-// inputs Secret, when its files hash to stateHash (the inputs hash the
-// state records); nil when they do not, or there is no such Secret. A
-// Secret written before the applied keys existed is read by its current
-// files, which count only when they hash to the state's too.
-func (r *Reconciler) appliedInputs(ctx context.Context, tc *infrav1.TerraformCluster, stateHash string) (*appliedRun, error) {
+// inputs Secret read through reader (the cache, or the API server before a
+// decision that cannot wait for it), when its files hash to stateHash (the
+// inputs hash the state records); nil when they do not, or there is no
+// such Secret. A Secret written before the applied keys existed is read by
+// its current files, which count only when they hash to the state's too.
+func (r *Reconciler) appliedInputs(ctx context.Context, reader client.Reader, tc *infrav1.TerraformCluster, stateHash string) (*appliedRun, error) {
 	if stateHash == "" {
 		return nil, nil
 	}
 	var s corev1.Secret
-	err := r.Client.Get(ctx, client.ObjectKey{Namespace: tc.Namespace, Name: inputsName(tc.Name)}, &s)
+	err := reader.Get(ctx, client.ObjectKey{Namespace: tc.Namespace, Name: inputsName(tc.Name)}, &s)
 	if apierrors.IsNotFound(err) {
 		return nil, nil
 	}
@@ -119,7 +120,7 @@ func (r *Reconciler) appliedInputs(ctx context.Context, tc *infrav1.TerraformClu
 // whose state records the inputs hash of root: the current inputs, image
 // and identity when the durable Secret does not say (it was lost).
 func (r *Reconciler) appliedOrCurrent(ctx context.Context, tc *infrav1.TerraformCluster, root *render.Root) (*appliedRun, error) {
-	run, err := r.appliedInputs(ctx, tc, root.InputsHash)
+	run, err := r.appliedInputs(ctx, r.Client, tc, root.InputsHash)
 	if err != nil || run != nil {
 		return run, err
 	}

@@ -65,7 +65,7 @@ func (r *Reconciler) reconcileManual(ctx context.Context, tc *infrav1.TerraformC
 				if tc.Status.Failures > 0 {
 					return nil, nil
 				}
-				return r.appliedInputs(ctx, tc, stateHash)
+				return r.appliedInputs(ctx, r.Client, tc, stateHash)
 			})
 		}
 		req.approved = true

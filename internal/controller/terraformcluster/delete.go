@@ -105,7 +105,9 @@ func (r *Reconciler) reconcileDelete(ctx context.Context, s *scope) (ctrl.Result
 		}
 		return ctrl.Result{}, r.cleanup(ctx, tc, planKeyName(tc.Name), inputsName(tc.Name), stateSecretName(tc.Name))
 	}
-	applied, err := r.appliedInputs(ctx, tc, state.InputsHash())
+	// From the API server: the cache may not show what the last apply's
+	// outcome kept a moment ago, and a refusal is announced.
+	applied, err := r.appliedInputs(ctx, r.Reader, tc, state.InputsHash())
 	if err != nil {
 		return ctrl.Result{}, err
 	}
