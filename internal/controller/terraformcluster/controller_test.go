@@ -258,6 +258,28 @@ func revision(o client.Object) uint64 {
 	return n
 }
 
+// gone waits until tc no longer exists.
+func (h *harness) gone(tc *infrav1.TerraformCluster, what string) {
+	h.t.Helper()
+	deadline := time.Now().Add(2 * time.Minute)
+	for {
+		now := &infrav1.TerraformCluster{}
+		err := h.c.Get(context.Background(), client.ObjectKeyFromObject(tc), now)
+		if apierrors.IsNotFound(err) {
+			return
+		}
+		if time.Now().After(deadline) {
+			for _, j := range h.jobs(tc) {
+				h.t.Logf("Job %s: processed %v, active %d, succeeded %d, failed %d", j.Name, processed(&j), j.Status.Active, j.Status.Succeeded, j.Status.Failed)
+			}
+			h.t.Logf("metadata: %+v", now.ObjectMeta)
+			b, _ := json.MarshalIndent(now.Status, "", "  ")
+			h.t.Fatalf("%s: the object was not released within 2 minutes (%v); status:\n%s", what, err, b)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+}
+
 func (h *harness) setSize(tc *infrav1.TerraformCluster, size string) {
 	h.t.Helper()
 	h.setVar(tc, "size", `"`+size+`"`)
@@ -752,17 +774,7 @@ func TestDeletionDestroys(t *testing.T) {
 	if err := h.c.Delete(ctx, tc); err != nil {
 		t.Fatal(err)
 	}
-	deadline := time.Now().Add(2 * time.Minute)
-	for {
-		err := h.c.Get(ctx, client.ObjectKeyFromObject(tc), tc)
-		if apierrors.IsNotFound(err) {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the object was not released: %+v", tc.Status)
-		}
-		time.Sleep(200 * time.Millisecond)
-	}
+	h.gone(tc, "the destroy")
 	var destroy *batchv1.Job
 	for _, j := range h.jobs(tc) {
 		if j.Labels["captf.io/operation"] == "destroy" {

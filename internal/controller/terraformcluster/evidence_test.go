@@ -2,7 +2,6 @@ package terraformcluster
 
 import (
 	"context"
-	"encoding/json"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -12,7 +11,6 @@ import (
 
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -52,28 +50,6 @@ func (h *harness) deleteSecret(name string) {
 	h.t.Helper()
 	if err := h.c.Delete(context.Background(), &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: name}}); err != nil {
 		h.t.Fatal(err)
-	}
-}
-
-// gone waits until tc no longer exists.
-func (h *harness) gone(tc *infrav1.TerraformCluster, what string) {
-	h.t.Helper()
-	deadline := time.Now().Add(2 * time.Minute)
-	for {
-		now := &infrav1.TerraformCluster{}
-		err := h.c.Get(context.Background(), client.ObjectKeyFromObject(tc), now)
-		if apierrors.IsNotFound(err) {
-			return
-		}
-		if time.Now().After(deadline) {
-			for _, j := range h.jobs(tc) {
-				h.t.Logf("Job %s: processed %v, active %d, succeeded %d, failed %d", j.Name, processed(&j), j.Status.Active, j.Status.Succeeded, j.Status.Failed)
-			}
-			h.t.Logf("metadata: %+v", now.ObjectMeta)
-			b, _ := json.MarshalIndent(now.Status, "", "  ")
-			h.t.Fatalf("%s: the object was not released within 2 minutes (%v); status:\n%s", what, err, b)
-		}
-		time.Sleep(200 * time.Millisecond)
 	}
 }
 

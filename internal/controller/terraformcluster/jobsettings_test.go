@@ -298,13 +298,7 @@ func TestDeletionRetain(t *testing.T) {
 	if err := h.c.Delete(ctx, tc); err != nil {
 		t.Fatal(err)
 	}
-	deadline := time.Now().Add(2 * time.Minute)
-	for !apierrors.IsNotFound(h.c.Get(ctx, client.ObjectKeyFromObject(tc), &infrav1.TerraformCluster{})) {
-		if time.Now().After(deadline) {
-			t.Fatal("the object was not released")
-		}
-		time.Sleep(200 * time.Millisecond)
-	}
+	h.gone(tc, "deleted under Retain")
 	for _, j := range h.jobs(tc) {
 		if j.Labels[labelOperation] == string(infrav1.OperationDestroy) {
 			t.Errorf("a destroy Job ran under Retain: %s", j.Name)
