@@ -326,3 +326,61 @@ type RunError struct {
 	// +optional
 	Message string `json:"message,omitempty"`
 }
+
+// RunnerStatus is the status every kind the run engine reconciles shares:
+// the Cluster API contract's provisioning flags, the plan that waits, the
+// Job in progress and the last one's outcome, drift, state backups and
+// conditions. Each kind's status embeds it inline, so its JSON is the
+// same as if the fields were the kind's own.
+type RunnerStatus struct {
+	// Ready is the Cluster API v1beta1 contract's flag: the infrastructure
+	// is provisioned.
+	// +optional
+	Ready bool `json:"ready,omitempty"`
+	// Initialization is the Cluster API v1beta2 contract's equivalent.
+	// +optional
+	Initialization *Initialization `json:"initialization,omitempty"`
+	// Plan is the plan that waits for approval under applyPolicy Manual.
+	// +optional
+	Plan *PlanStatus `json:"plan,omitempty"`
+	// PendingPlanRef names the live TerraformPlan: the plan that waits for
+	// an approval or whose approved apply is due.
+	// +optional
+	PendingPlanRef *PlanReference `json:"pendingPlanRef,omitempty"`
+	// ActiveJob is the runner Job in progress.
+	// +optional
+	ActiveJob *ActiveJob `json:"activeJob,omitempty"`
+	// LastRun is the outcome of the last finished runner Job.
+	// +optional
+	LastRun *RunStatus `json:"lastRun,omitempty"`
+	// Failures counts the runs that failed since the last successful apply;
+	// while it is not zero an apply is due, after a backoff that doubles
+	// with each failure. A plan that moved is not a failure.
+	// +optional
+	Failures int32 `json:"failures,omitempty"`
+	// LastDriftCheck is when the last drift check finished, whatever it
+	// found; the next is due spec.drift.intervalSeconds later.
+	// +optional
+	LastDriftCheck *metav1.Time `json:"lastDriftCheck,omitempty"`
+	// StateBackups are the backups of the terraform state the manager
+	// keeps, newest first: one Secret per state serial.
+	// +kubebuilder:validation:MaxItems=100
+	// +optional
+	StateBackups []StateBackup `json:"stateBackups,omitempty"`
+	// StateSerial is the serial of the terraform state the manager last
+	// read and backed up (or found too large to back up).
+	// +optional
+	StateSerial *int64 `json:"stateSerial,omitempty"`
+	// LastRestoredSerial is the serial the last restore Job pushed back,
+	// whatever its outcome: a restore of the same serial does not run
+	// again until captf.io/restore-state is removed and set again.
+	// +optional
+	LastRestoredSerial *int64 `json:"lastRestoredSerial,omitempty"`
+	// +listType=map
+	// +listMapKey=type
+	// +kubebuilder:validation:MaxItems=32
+	// +optional
+	Conditions []metav1.Condition `json:"conditions,omitempty"`
+	// +optional
+	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
+}
