@@ -47,7 +47,7 @@ type keepApplied struct{ Digest string }
 
 func (s keepApplied) apply(r *Reconciler, x *stepContext) error {
 	var sec corev1.Secret
-	err := r.Client.Get(x.ctx, client.ObjectKey{Namespace: x.tc.Namespace, Name: inputsName(x.tc.Name)}, &sec)
+	err := r.Client.Get(x.ctx, client.ObjectKey{Namespace: x.obj.GetNamespace(), Name: inputsName(r.kind().Short(), x.obj.GetName())}, &sec)
 	if apierrors.IsNotFound(err) {
 		return nil
 	}
@@ -88,12 +88,12 @@ func (s keepApplied) apply(r *Reconciler, x *stepContext) error {
 // inputs hash the state records); nil when they do not, or there is no
 // such Secret. A Secret written before the applied keys existed is read by
 // its current files, which count only when they hash to the state's too.
-func (r *Reconciler) appliedInputs(ctx context.Context, reader client.Reader, tc *infrav1.TerraformCluster, stateHash string) (*appliedRun, error) {
+func (r *Reconciler) appliedInputs(ctx context.Context, reader client.Reader, obj Object, stateHash string) (*appliedRun, error) {
 	if stateHash == "" {
 		return nil, nil
 	}
 	var s corev1.Secret
-	err := reader.Get(ctx, client.ObjectKey{Namespace: tc.Namespace, Name: inputsName(tc.Name)}, &s)
+	err := reader.Get(ctx, client.ObjectKey{Namespace: obj.GetNamespace(), Name: inputsName(r.kind().Short(), obj.GetName())}, &s)
 	if apierrors.IsNotFound(err) {
 		return nil, nil
 	}
@@ -119,16 +119,16 @@ func (r *Reconciler) appliedInputs(ctx context.Context, reader client.Reader, tc
 // appliedOrCurrent is what the last successful apply ran, for an object
 // whose state records the inputs hash of root: the current inputs, image
 // and identity when the durable Secret does not say (it was lost).
-func (r *Reconciler) appliedOrCurrent(ctx context.Context, tc *infrav1.TerraformCluster, root *render.Root) (*appliedRun, error) {
-	run, err := r.appliedInputs(ctx, r.Client, tc, root.InputsHash)
+func (r *Reconciler) appliedOrCurrent(ctx context.Context, obj Object, root *render.Root) (*appliedRun, error) {
+	run, err := r.appliedInputs(ctx, r.Client, obj, root.InputsHash)
 	if err != nil || run != nil {
 		return run, err
 	}
-	image, err := r.jobImage(ctx, tc, infrav1.OperationApply)
+	image, err := r.jobImage(ctx, obj, infrav1.OperationApply)
 	if err != nil {
 		return nil, err
 	}
-	return &appliedRun{root: root, image: image, identity: identity(tc)}, nil
+	return &appliedRun{root: root, image: image, identity: identity(obj)}, nil
 }
 
 // identityRef is the identity reference an appliedRun records.

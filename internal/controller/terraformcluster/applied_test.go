@@ -90,7 +90,7 @@ func TestDestroyRunsAppliedInputs(t *testing.T) {
 	tc = h.createRooted("unknown", old2)
 	h.wait(tc, "first apply", ready)
 	h.blockedAfterMove(tc, moved)
-	h.deleteSecret(inputsName(tc.Name))
+	h.deleteSecret(inputsName("tfc", tc.Name))
 	if err := h.c.Delete(ctx, tc); err != nil {
 		t.Fatal(err)
 	}

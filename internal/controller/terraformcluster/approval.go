@@ -17,14 +17,14 @@ import (
 // then wait for an approval of the plan hash, then apply with
 // --expect-plan on the image digest the plan Job ran.
 // stateHash is the inputs hash the state records.
-func (r *Reconciler) reconcileManual(ctx context.Context, tc *infrav1.TerraformCluster, root *render.Root, stateHash string) (ctrl.Result, error) {
-	p := tc.Status.Plan
+func (r *Reconciler) reconcileManual(ctx context.Context, obj Object, root *render.Root, stateHash string) (ctrl.Result, error) {
+	p := obj.GetRunnerStatus().Plan
 	oldScheme := p != nil && !strings.HasPrefix(p.PlanHash, fingerprint.Prefix)
-	if p != nil && (p.InputsHash != root.InputsHash || oldScheme || planPredatesDrift(tc, p)) {
+	if p != nil && (p.InputsHash != root.InputsHash || oldScheme || planPredatesDrift(obj, p)) {
 		// A plan made for other inputs, recorded by an older release
 		// under another hash scheme (p1:), or made before drift that is
 		// to be undone: plan again.
-		tc.Status.Plan, p = nil, nil
+		obj.GetRunnerStatus().Plan, p = nil, nil
 	}
 	if p == nil {
 		var plan *infrav1.PlanStatus
@@ -33,47 +33,47 @@ func (r *Reconciler) reconcileManual(ctx context.Context, tc *infrav1.TerraformC
 			// record is planned again (spec 000), not swapped for the live
 			// plan it left behind.
 			var err error
-			if plan, err = r.reattach(ctx, tc, root); err != nil {
+			if plan, err = r.reattach(ctx, obj, root); err != nil {
 				return ctrl.Result{}, err
 			}
 		}
 		if plan == nil {
-			return ctrl.Result{}, r.startJob(ctx, tc, root, jobRequest{op: infrav1.OperationPlan})
+			return ctrl.Result{}, r.startJob(ctx, obj, root, jobRequest{op: infrav1.OperationPlan})
 		}
 		p = plan
 	}
 	req := jobRequest{op: infrav1.OperationApply, expect: p.PlanHash, digest: p.ImageDigest}
 	if p.PlanHash != fingerprint.EmptyPlanHash {
-		if tc.Status.PendingPlanRef == nil {
+		if obj.GetRunnerStatus().PendingPlanRef == nil {
 			// The reference to the live plan was lost: find it again
 			// before asking whether it was approved through spec.approved.
-			plans, err := r.plansOf(ctx, tc)
+			plans, err := r.plansOf(ctx, obj)
 			if err != nil {
 				return ctrl.Result{}, err
 			}
-			reattachRef(tc, plans)
+			reattachRef(obj, plans)
 		}
 		// An empty plan needs no approval; any other does.
-		by, err := r.approvedBy(ctx, tc, p.PlanHash)
+		by, err := r.approvedBy(ctx, obj, p.PlanHash)
 		if err != nil {
 			return ctrl.Result{}, err
 		}
 		if by == "" {
 			// Drift checks continue while a plan waits, on the inputs the
 			// state records; after failed applies there are none to check.
-			return r.checkDrift(ctx, tc, func() (*appliedRun, error) {
-				if tc.Status.Failures > 0 {
+			return r.checkDrift(ctx, obj, func() (*appliedRun, error) {
+				if obj.GetRunnerStatus().Failures > 0 {
 					return nil, nil
 				}
-				return r.appliedInputs(ctx, r.Client, tc, stateHash)
+				return r.appliedInputs(ctx, r.Client, obj, stateHash)
 			})
 		}
 		req.approved = true
-		if ref := tc.Status.PendingPlanRef; ref != nil {
+		if ref := obj.GetRunnerStatus().PendingPlanRef; ref != nil {
 			req.plan = ref.Name
 		}
 	}
-	return ctrl.Result{}, r.startJob(ctx, tc, root, req)
+	return ctrl.Result{}, r.startJob(ctx, obj, root, req)
 }
 
 // approvals are the annotations that approve a plan by its hash: any
@@ -82,27 +82,27 @@ var approvals = []string{infrav1.AnnotationApprovePlan, infrav1.AnnotationApprov
 
 // approveCommand is the exact command that approves hash: for a plan the
 // destructive-plan guard stopped, through captf.io/approve-destructive-plan.
-func approveCommand(tc *infrav1.TerraformCluster, hash string) string {
+func approveCommand(k Kind, obj Object, hash string) string {
 	annotation := infrav1.AnnotationApprovePlan
-	if waitsDestructive(tc) {
+	if waitsDestructive(obj) {
 		annotation = infrav1.AnnotationApproveDestructivePlan
 	}
-	return fmt.Sprintf("kubectl annotate terraformcluster %s -n %s %s=%s --overwrite", tc.Name, tc.Namespace, annotation, hash)
+	return fmt.Sprintf("kubectl annotate %s %s -n %s %s=%s --overwrite", strings.ToLower(k.Name()), obj.GetName(), obj.GetNamespace(), annotation, hash)
 }
 
 // consumeApproval removes the approvals of hash after the approved apply,
 // in its own patch with an optimistic lock: a newer value written in the
 // meantime survives, and a conflict fails the reconcile so it runs again.
-func (r *Reconciler) consumeApproval(ctx context.Context, tc *infrav1.TerraformCluster, hash string) error {
-	latest := &infrav1.TerraformCluster{}
-	if err := r.Reader.Get(ctx, client.ObjectKeyFromObject(tc), latest); err != nil {
+func (r *Reconciler) consumeApproval(ctx context.Context, obj Object, hash string) error {
+	latest := r.kind().New()
+	if err := r.Reader.Get(ctx, client.ObjectKeyFromObject(obj), latest); err != nil {
 		return fmt.Errorf("read the approval: %w", err)
 	}
-	patch := client.MergeFromWithOptions(latest.DeepCopy(), client.MergeFromWithOptimisticLock{})
+	patch := client.MergeFromWithOptions(latest.DeepCopyObject().(Object), client.MergeFromWithOptimisticLock{})
 	found := false
 	for _, a := range approvals {
-		if latest.Annotations[a] == hash {
-			delete(latest.Annotations, a)
+		if latest.GetAnnotations()[a] == hash {
+			delete(latest.GetAnnotations(), a)
 			found = true
 		}
 	}
@@ -112,6 +112,6 @@ func (r *Reconciler) consumeApproval(ctx context.Context, tc *infrav1.TerraformC
 	if err := r.Client.Patch(ctx, latest, patch); err != nil {
 		return fmt.Errorf("remove the consumed approval: %w", err)
 	}
-	tc.Annotations = latest.Annotations
+	obj.SetAnnotations(latest.GetAnnotations())
 	return nil
 }

@@ -65,22 +65,22 @@ const labelBackupPart = "captf.io/state-backup-part"
 
 // backupName is the first backup Secret of a state serial, and
 // backupPartName the one that holds its chunk n (n ≥ 1).
-func backupName(name string, serial int64) string {
-	return "captf-state-backup-" + stateSuffix(name) + "-" + strconv.FormatInt(serial, 10)
+func backupName(short, name string, serial int64) string {
+	return "captf-state-backup-" + stateSuffix(short, name) + "-" + strconv.FormatInt(serial, 10)
 }
 
-func backupPartName(name string, serial int64, n int) string {
-	return backupName(name, serial) + "-part-" + strconv.Itoa(n)
+func backupPartName(short, name string, serial int64, n int) string {
+	return backupName(short, name, serial) + "-part-" + strconv.Itoa(n)
 }
 
 // chunkKey is the data key of chunk n in a backup Secret, and its path
 // under the restore Job's backup folder.
 func chunkKey(n int) string { return tfstate.ChunkKey(n) }
 
-// backupLabels mark the backups of tc: the owner labels, the serial, and
+// backupLabels mark the backups of obj: the owner labels, the serial, and
 // clusterctl's move label.
-func backupLabels(tc *infrav1.TerraformCluster, serial int64) map[string]string {
-	l := ownerLabels(tc)
+func backupLabels(k Kind, obj Object, serial int64) map[string]string {
+	l := ownerLabels(k, obj)
 	l[infrav1.LabelStateBackup] = strconv.FormatInt(serial, 10)
 	l[infrav1.LabelMove] = ""
 	return l
@@ -122,11 +122,11 @@ func labelSerial(s *corev1.Secret) int64 {
 	return n
 }
 
-// backups lists tc's state backups from the API server, newest serial
+// backups lists obj's state backups from the API server, newest serial
 // first. A part whose first Secret is gone belongs to no backup.
-func (r *Reconciler) backups(ctx context.Context, tc *infrav1.TerraformCluster) ([]backup, []*corev1.Secret, error) {
+func (r *Reconciler) backups(ctx context.Context, obj Object) ([]backup, []*corev1.Secret, error) {
 	var list corev1.SecretList
-	if err := r.Reader.List(ctx, &list, client.InNamespace(tc.Namespace), client.MatchingLabels(ownerLabels(tc)), client.HasLabels{infrav1.LabelStateBackup}); err != nil {
+	if err := r.Reader.List(ctx, &list, client.InNamespace(obj.GetNamespace()), client.MatchingLabels(ownerLabels(r.kind(), obj)), client.HasLabels{infrav1.LabelStateBackup}); err != nil {
 		return nil, nil, fmt.Errorf("state backups: %w", err)
 	}
 	bySerial := map[int64]*backup{}
@@ -136,14 +136,14 @@ func (r *Reconciler) backups(ctx context.Context, tc *infrav1.TerraformCluster) 
 		n := labelSerial(s)
 		switch {
 		case n < 0 || !s.DeletionTimestamp.IsZero():
-		case s.Labels[labelBackupPart] == "" && s.Name == backupName(tc.Name, n):
+		case s.Labels[labelBackupPart] == "" && s.Name == backupName(r.kind().Short(), obj.GetName(), n):
 			bySerial[n] = &backup{first: s}
 		default:
 			parts = append(parts, s)
 		}
 	}
 	for _, p := range parts {
-		if b := bySerial[labelSerial(p)]; b != nil && partIndex(p) >= 1 && partIndex(p) < b.chunks() && p.Name == backupPartName(tc.Name, b.serial(), partIndex(p)) {
+		if b := bySerial[labelSerial(p)]; b != nil && partIndex(p) >= 1 && partIndex(p) < b.chunks() && p.Name == backupPartName(r.kind().Short(), obj.GetName(), b.serial(), partIndex(p)) {
 			b.parts = append(b.parts, p)
 		} else {
 			// Its backup is gone, or was replaced by one of fewer chunks.
@@ -179,40 +179,40 @@ func backupStatus(list []backup) []infrav1.StateBackup {
 // manager has not backed up its serial yet, prunes the backups past the
 // limit, and records them in status.stateBackups, status.stateSerial and
 // the condition StateBackedUp.
-func (r *Reconciler) syncBackups(ctx context.Context, tc *infrav1.TerraformCluster, st *stateRead) error {
+func (r *Reconciler) syncBackups(ctx context.Context, obj Object, st *stateRead) error {
 	if r.StateBackups < 0 {
-		setCondition(tc, infrav1.ConditionStateBackedUp, unknown, infrav1.ReasonBackupsOff, "The manager keeps no state backups (--state-backups=0).")
+		setCondition(obj, infrav1.ConditionStateBackedUp, unknown, infrav1.ReasonBackupsOff, "The manager keeps no state backups (--state-backups=0).")
 		return nil
 	}
 	if st == nil {
 		return nil
 	}
-	if last := tc.Status.StateSerial; last != nil && *last == st.Serial {
+	if last := obj.GetRunnerStatus().StateSerial; last != nil && *last == st.Serial {
 		return nil
 	}
 	if tfstate.Size(st.chunks) > MaxBackupBytes {
 		msg := fmt.Sprintf("State serial %d has no backup: it takes %d bytes, more than the %d a backup holds. A restore needs an older backup, or a copy of the state taken by hand.", st.Serial, tfstate.Size(st.chunks), MaxBackupBytes)
-		setCondition(tc, infrav1.ConditionStateBackedUp, false, infrav1.ReasonStateTooLarge, msg)
-		tc.Status.StateSerial = ptr.To(st.Serial)
-		return r.announce(ctx, tc, announce{Key: "too-large-" + strconv.FormatInt(st.Serial, 10), Type: corev1.EventTypeWarning, Reason: infrav1.EventStateTooLarge, Action: "Backup", Note: msg})
+		setCondition(obj, infrav1.ConditionStateBackedUp, false, infrav1.ReasonStateTooLarge, msg)
+		obj.GetRunnerStatus().StateSerial = ptr.To(st.Serial)
+		return r.announce(ctx, obj, announce{Key: "too-large-" + strconv.FormatInt(st.Serial, 10), Type: corev1.EventTypeWarning, Reason: infrav1.EventStateTooLarge, Action: "Backup", Note: msg})
 	}
 	fresh := st
 	if len(st.chunks) > 1 {
 		// Read again from the API server, so that every chunk is of one
 		// write; one Secret is one write whatever the cache's age.
 		var err error
-		if fresh, err = r.readState(ctx, r.Reader, tc); err != nil || fresh == nil {
+		if fresh, err = r.readState(ctx, r.Reader, obj); err != nil || fresh == nil {
 			// Gone or unreadable since the cache saw it: the next read
 			// decides.
 			return err
 		}
 	}
-	list, stray, err := r.backups(ctx, tc)
+	list, stray, err := r.backups(ctx, obj)
 	if err != nil {
 		return err
 	}
-	if list, stray, err = r.writeBackup(ctx, tc, fresh, list, stray); err != nil {
-		setCondition(tc, infrav1.ConditionStateBackedUp, false, infrav1.ReasonBackupFailed, fmt.Sprintf("The backup of state serial %d could not be written: %v", fresh.Serial, err))
+	if list, stray, err = r.writeBackup(ctx, obj, fresh, list, stray); err != nil {
+		setCondition(obj, infrav1.ConditionStateBackedUp, false, infrav1.ReasonBackupFailed, fmt.Sprintf("The backup of state serial %d could not be written: %v", fresh.Serial, err))
 		return err
 	}
 	keep := r.StateBackups
@@ -228,9 +228,9 @@ func (r *Reconciler) syncBackups(ctx context.Context, tc *infrav1.TerraformClust
 			return fmt.Errorf("prune state backup %s: %w", s.Name, err)
 		}
 	}
-	tc.Status.StateBackups = backupStatus(list[:min(keep, len(list))])
-	tc.Status.StateSerial = ptr.To(fresh.Serial)
-	setCondition(tc, infrav1.ConditionStateBackedUp, true, infrav1.ReasonBackedUp, fmt.Sprintf("State serial %d is backed up in Secret %s.", fresh.Serial, backupName(tc.Name, fresh.Serial)))
+	obj.GetRunnerStatus().StateBackups = backupStatus(list[:min(keep, len(list))])
+	obj.GetRunnerStatus().StateSerial = ptr.To(fresh.Serial)
+	setCondition(obj, infrav1.ConditionStateBackedUp, true, infrav1.ReasonBackedUp, fmt.Sprintf("State serial %d is backed up in Secret %s.", fresh.Serial, backupName(r.kind().Short(), obj.GetName(), fresh.Serial)))
 	return nil
 }
 
@@ -239,7 +239,7 @@ func (r *Reconciler) syncBackups(ctx context.Context, tc *infrav1.TerraformClust
 // the content) last, so a backup whose first Secret is there is whole. It
 // returns list and stray as they are then, newest first: a backup of the
 // same serial replaced, and its parts past the new count stray.
-func (r *Reconciler) writeBackup(ctx context.Context, tc *infrav1.TerraformCluster, st *stateRead, list []backup, stray []*corev1.Secret) ([]backup, []*corev1.Secret, error) {
+func (r *Reconciler) writeBackup(ctx context.Context, obj Object, st *stateRead, list []backup, stray []*corev1.Secret) ([]backup, []*corev1.Secret, error) {
 	chunks := st.chunks
 	sum := tfstate.Digests(chunks)
 	at := slices.IndexFunc(list, func(b backup) bool { return b.serial() == st.Serial })
@@ -256,11 +256,11 @@ func (r *Reconciler) writeBackup(ctx context.Context, tc *infrav1.TerraformClust
 	}
 	written := make([]*corev1.Secret, len(chunks))
 	for n := len(chunks) - 1; n >= 0; n-- {
-		name := backupName(tc.Name, st.Serial)
-		labels := backupLabels(tc, st.Serial)
+		name := backupName(r.kind().Short(), obj.GetName(), st.Serial)
+		labels := backupLabels(r.kind(), obj, st.Serial)
 		annotations := map[string]string{}
 		if n > 0 {
-			name = backupPartName(tc.Name, st.Serial, n)
+			name = backupPartName(r.kind().Short(), obj.GetName(), st.Serial, n)
 			labels[labelBackupPart] = fmt.Sprintf("%06d", n)
 		} else {
 			annotations[annotationStateSum] = sum
@@ -268,9 +268,9 @@ func (r *Reconciler) writeBackup(ctx context.Context, tc *infrav1.TerraformClust
 			annotations[annotationStateBytes] = strconv.FormatInt(tfstate.Size(st.chunks), 10)
 			annotations[annotationBackedUpAt] = time.Now().UTC().Format(time.RFC3339)
 		}
-		s := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: tc.Namespace, Labels: labels, Annotations: annotations},
+		s := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: obj.GetNamespace(), Labels: labels, Annotations: annotations},
 			Data: map[string][]byte{chunkKey(n): chunks[n]}}
-		if err := controllerutil.SetOwnerReference(tc, s, r.Client.Scheme()); err != nil {
+		if err := controllerutil.SetOwnerReference(obj, s, r.Client.Scheme()); err != nil {
 			return nil, nil, err
 		}
 		err := r.Client.Create(ctx, s)

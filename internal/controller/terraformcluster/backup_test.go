@@ -31,7 +31,7 @@ import (
 func (h *harness) stateSecrets(tc *infrav1.TerraformCluster) []corev1.Secret {
 	h.t.Helper()
 	var list corev1.SecretList
-	if err := h.c.List(context.Background(), &list, client.InNamespace(tc.Namespace), client.MatchingLabels{tfstate.LabelSuffix: stateSuffix(tc.Name)}); err != nil {
+	if err := h.c.List(context.Background(), &list, client.InNamespace(tc.Namespace), client.MatchingLabels{tfstate.LabelSuffix: stateSuffix("tfc", tc.Name)}); err != nil {
 		h.t.Fatal(err)
 	}
 	return list.Items
@@ -44,7 +44,7 @@ func (h *harness) storedChunks(tc *infrav1.TerraformCluster) [][]byte {
 	for _, s := range h.stateSecrets(tc) {
 		secrets = append(secrets, tfstate.Secret{Name: s.Name, Labels: s.Labels, Annotations: s.Annotations, Data: s.Data})
 	}
-	chunks, err := tfstate.Chunks(stateSuffix(tc.Name), secrets)
+	chunks, err := tfstate.Chunks(stateSuffix("tfc", tc.Name), secrets)
 	if err != nil {
 		h.t.Fatal(err)
 	}
@@ -56,7 +56,7 @@ func (h *harness) storedChunks(tc *infrav1.TerraformCluster) [][]byte {
 func (h *harness) backupChunks(tc *infrav1.TerraformCluster, serial int64) [][]byte {
 	h.t.Helper()
 	var list corev1.SecretList
-	sel := ownerLabels(tc)
+	sel := ownerLabels(cluster{}, tc)
 	sel[infrav1.LabelStateBackup] = strconv.FormatInt(serial, 10)
 	if err := h.c.List(context.Background(), &list, client.InNamespace(tc.Namespace), client.MatchingLabels(sel)); err != nil {
 		h.t.Fatal(err)
@@ -190,7 +190,7 @@ func TestStateBackupAndRestore(t *testing.T) {
 			// not tried again.
 			oldest := tc.Status.StateBackups[len(tc.Status.StateBackups)-1].Serial
 			var s corev1.Secret
-			if err := h.c.Get(ctx, client.ObjectKey{Namespace: tc.Namespace, Name: backupName(tc.Name, oldest)}, &s); err != nil {
+			if err := h.c.Get(ctx, client.ObjectKey{Namespace: tc.Namespace, Name: backupName("tfc", tc.Name, oldest)}, &s); err != nil {
 				t.Fatal(err)
 			}
 			s.Data[chunkKey(0)][len(s.Data[chunkKey(0)])/2] ^= 0xff
@@ -333,10 +333,10 @@ func TestStaleStateLock(t *testing.T) {
 		info, _ := json.Marshal(map[string]string{"ID": id, "Operation": "OperationTypeApply",
 			"Info": "", "Who": who, "Version": "1.11.4", "Created": time.Now().UTC().Format(time.RFC3339Nano), "Path": ""})
 		var l coordinationv1.Lease
-		err := h.c.Get(ctx, client.ObjectKey{Namespace: "default", Name: lockName(tc.Name)}, &l)
+		err := h.c.Get(ctx, client.ObjectKey{Namespace: "default", Name: lockName("tfc", tc.Name)}, &l)
 		if err != nil {
-			l = coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Name: lockName(tc.Name), Namespace: "default",
-				Labels: map[string]string{"tfstate": "true", tfstate.LabelSuffix: stateSuffix(tc.Name), "tfstateWorkspace": "default", "app.kubernetes.io/managed-by": "terraform"}}}
+			l = coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Name: lockName("tfc", tc.Name), Namespace: "default",
+				Labels: map[string]string{"tfstate": "true", tfstate.LabelSuffix: stateSuffix("tfc", tc.Name), "tfstateWorkspace": "default", "app.kubernetes.io/managed-by": "terraform"}}}
 		}
 		if l.Annotations == nil {
 			l.Annotations = map[string]string{}
@@ -375,7 +375,7 @@ func TestStaleStateLock(t *testing.T) {
 		t.Fatalf("%d Jobs started while someone else held the lock", n-jobs)
 	}
 	var l coordinationv1.Lease
-	if err := h.c.Get(ctx, client.ObjectKey{Namespace: "default", Name: lockName(tc.Name)}, &l); err != nil {
+	if err := h.c.Get(ctx, client.ObjectKey{Namespace: "default", Name: lockName("tfc", tc.Name)}, &l); err != nil {
 		t.Fatal(err)
 	}
 	if l.Spec.HolderIdentity == nil {
@@ -415,16 +415,16 @@ func TestBackupPruneAndReplace(t *testing.T) {
 		fmt.Fprintf(zw, `{"version":4,"serial":%d,"lineage":%q,"outputs":{},"resources":[]}`, serial, lineage)
 		zw.Close()
 		z := buf.Bytes()
-		if err := env.Client.DeleteAllOf(ctx, &corev1.Secret{}, client.InNamespace("default"), client.MatchingLabels(tfstate.Selector(stateSuffix(tc.Name)))); err != nil {
+		if err := env.Client.DeleteAllOf(ctx, &corev1.Secret{}, client.InNamespace("default"), client.MatchingLabels(tfstate.Selector(stateSuffix("tfc", tc.Name)))); err != nil {
 			t.Fatal(err)
 		}
 		for n := range parts {
-			name := stateSecretName(tc.Name)
+			name := stateSecretName("tfc", tc.Name)
 			if n > 0 {
-				name = tfstate.PartName(stateSuffix(tc.Name), n)
+				name = tfstate.PartName(stateSuffix("tfc", tc.Name), n)
 			}
 			chunk := z[n*len(z)/parts : (n+1)*len(z)/parts]
-			s := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "default", Labels: tfstate.Selector(stateSuffix(tc.Name))},
+			s := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "default", Labels: tfstate.Selector(stateSuffix("tfc", tc.Name))},
 				Data: map[string][]byte{tfstate.DataKey: chunk}}
 			if err := env.Client.Create(ctx, s); err != nil {
 				t.Fatal(err)
@@ -454,8 +454,8 @@ func TestBackupPruneAndReplace(t *testing.T) {
 	for serial := int64(1); serial <= 5; serial++ {
 		write(serial, "one", 2)
 	}
-	name := func(serial int64) string { return backupName(tc.Name, serial) }
-	part := func(serial int64, n int) string { return backupPartName(tc.Name, serial, n) }
+	name := func(serial int64) string { return backupName("tfc", tc.Name, serial) }
+	part := func(serial int64, n int) string { return backupPartName("tfc", tc.Name, serial, n) }
 	want := []string{name(3), part(3, 1), name(4), part(4, 1), name(5), part(5, 1)}
 	if got := kept(); !slices.Equal(got, want) {
 		t.Fatalf("backups kept %v, want %v", got, want)

@@ -100,19 +100,19 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, opts controller.Options)
 	if err := indexPlans(context.Background(), mgr.GetFieldIndexer()); err != nil {
 		return fmt.Errorf("index TerraformPlans: %w", err)
 	}
-	if err := mgr.GetFieldIndexer().IndexField(context.Background(), &infrav1.TerraformCluster{}, indexReads, readsIndex); err != nil {
+	if err := mgr.GetFieldIndexer().IndexField(context.Background(), r.kind().New(), indexReads, readsIndex); err != nil {
 		return fmt.Errorf("index of variable sources: %w", err)
 	}
 	if opts.RateLimiter == nil {
 		opts.RateLimiter = errorRetries()
 	}
 	b := ctrl.NewControllerManagedBy(mgr).
-		For(&infrav1.TerraformCluster{}).
+		For(r.kind().New()).
 		Owns(&batchv1.Job{}, builder.WithPredicates(jobEnded)).
 		Owns(&infrav1.TerraformPlan{}).
 		Watches(&corev1.ConfigMap{}, handler.EnqueueRequestsFromMapFunc(r.sourcesOf("ConfigMap"))).
 		Watches(&corev1.Secret{}, handler.EnqueueRequestsFromMapFunc(r.sourcesOf("Secret"))).
-		Watches(&corev1.Pod{}, handler.EnqueueRequestsFromMapFunc(podOwner))
+		Watches(&corev1.Pod{}, handler.EnqueueRequestsFromMapFunc(r.podOwner))
 	// Where Cluster API is installed, its Clusters are watched: lifting a
 	// Cluster's pause acts at once. Without it the manager runs alone.
 	if m, err := mgr.GetRESTMapper().RESTMapping(clusterGroupKind); err == nil {
@@ -139,12 +139,12 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, opts controller.Options)
 // status is written where an outcome must be durable, and once at the end
 // when it changed.
 func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
-	tc := &infrav1.TerraformCluster{}
-	if err := r.Reader.Get(ctx, req.NamespacedName, tc); err != nil {
+	obj := r.kind().New()
+	if err := r.Reader.Get(ctx, req.NamespacedName, obj); err != nil {
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
-	s := newScope(tc)
-	why, err := r.paused(ctx, tc)
+	s := newScope(obj)
+	why, err := r.paused(ctx, obj)
 	if err != nil {
 		return ctrl.Result{}, err
 	}
@@ -152,20 +152,20 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		return ctrl.Result{}, r.reconcilePaused(ctx, s, why)
 	}
 	var res ctrl.Result
-	if tc.DeletionTimestamp.IsZero() {
+	if obj.GetDeletionTimestamp().IsZero() {
 		res, err = r.reconcileNormal(ctx, s)
 		if err == nil {
-			err = r.rebuildPlans(ctx, tc)
+			err = r.rebuildPlans(ctx, obj)
 		}
 		if err == nil {
-			err = r.syncPlans(ctx, tc)
+			err = r.syncPlans(ctx, obj)
 		}
 		if err == nil {
-			err = r.ownStateForMove(ctx, tc)
+			err = r.ownStateForMove(ctx, obj)
 		}
 	} else {
 		res, err = r.reconcileDelete(ctx, s)
-		if err == nil && !controllerutil.ContainsFinalizer(tc, Finalizer) {
+		if err == nil && !controllerutil.ContainsFinalizer(obj, Finalizer) {
 			// Released: the object is going away; no status to write.
 			return res, nil
 		}
@@ -175,23 +175,23 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	}
 	// Set last: a patch of the object itself (the finalizer) reads its
 	// status back from the API server.
-	setCondition(tc, ConditionPaused, false, ReasonNotPaused, "Not paused.")
+	setCondition(obj, ConditionPaused, false, ReasonNotPaused, "Not paused.")
 	if errors.Is(err, errAdopt) {
 		// A Job the cache has not shown yet: take it up in a moment.
 		return ctrl.Result{RequeueAfter: time.Second}, r.patchStatus(ctx, s)
 	}
-	if locked, lerr := r.lockFailure(ctx, tc, err); locked {
+	if locked, lerr := r.lockFailure(ctx, obj, err); locked {
 		// A Lease is not watched: look again in a while.
 		res, err = ctrl.Result{RequeueAfter: lockRecheck}, lerr
 	}
 	if reason, msg, ok := identityFailure(err); ok {
 		// No Job runs. A Secret identity that appears acts at once through
 		// the Secrets' watch; anything else at the next re-check.
-		setCondition(tc, infrav1.ConditionApplyJobSucceeded, false, reason, msg)
+		setCondition(obj, infrav1.ConditionApplyJobSucceeded, false, reason, msg)
 		res, err = ctrl.Result{RequeueAfter: r.recheck()}, nil
 	}
 	if err == nil {
-		tc.Status.ObservedGeneration = tc.Generation
+		obj.GetRunnerStatus().ObservedGeneration = obj.GetGeneration()
 	}
 	if perr := r.patchStatus(ctx, s); perr != nil {
 		err = errors.Join(err, perr)
@@ -201,17 +201,17 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 
 // reconcileNormal: the Jobs' outcomes, the inputs, then what is due.
 func (r *Reconciler) reconcileNormal(ctx context.Context, s *scope) (ctrl.Result, error) {
-	tc := s.tc
-	if err := r.ensureFinalizer(ctx, tc); err != nil {
+	obj := s.obj
+	if err := r.ensureFinalizer(ctx, obj); err != nil {
 		return ctrl.Result{}, err
 	}
-	key, err := r.planKey(ctx, tc)
+	key, err := r.planKey(ctx, obj)
 	if err != nil {
 		return ctrl.Result{}, err
 	}
-	root, inputsErr := r.render(ctx, tc, key)
+	root, inputsErr := r.render(ctx, obj, key)
 	if inputsErr == nil {
-		inputsErr = checkImage(tc.Spec.Image)
+		inputsErr = checkImage(obj.GetRunnerSpec().Image)
 	}
 	if inputsErr != nil && !errors.Is(inputsErr, errInputs) {
 		return ctrl.Result{}, inputsErr
@@ -226,20 +226,20 @@ func (r *Reconciler) reconcileNormal(ctx context.Context, s *scope) (ctrl.Result
 		return ctrl.Result{}, err
 	}
 	if running != nil {
-		if err := r.waitJob(ctx, tc, running, root); errors.Is(err, errPulling) {
+		if err := r.waitJob(ctx, obj, running, root); errors.Is(err, errPulling) {
 			// Pods are not watched: look again in a while.
 			return ctrl.Result{RequeueAfter: pullRecheck}, nil
-		} else if err != nil || tc.Status.ActiveJob != nil {
+		} else if err != nil || obj.GetRunnerStatus().ActiveJob != nil {
 			return ctrl.Result{}, err
 		}
 	}
-	if err := r.pruneJobs(ctx, tc); err != nil {
+	if err := r.pruneJobs(ctx, obj); err != nil {
 		return ctrl.Result{}, err
 	}
 	// A restore asked for runs first, whatever the inputs and the policy:
 	// it changes no infrastructure, and a lost state waits for it.
-	if serial, ok := restoreRequest(tc); ok {
-		if started, err := r.startRestore(ctx, tc, serial); err != nil || started {
+	if serial, ok := restoreRequest(obj); ok {
+		if started, err := r.startRestore(ctx, obj, serial); err != nil || started {
 			return ctrl.Result{}, err
 		}
 	}
@@ -247,7 +247,7 @@ func (r *Reconciler) reconcileNormal(ctx context.Context, s *scope) (ctrl.Result
 		// The message names the variable and its source, never a value.
 		// A fixed source brings the object back through the watches of
 		// ConfigMaps and Secrets; a spec change through its own.
-		setCondition(tc, infrav1.ConditionApplyJobSucceeded, false, ReasonInvalidInputs, inputsErr.Error())
+		setCondition(obj, infrav1.ConditionApplyJobSucceeded, false, ReasonInvalidInputs, inputsErr.Error())
 		return ctrl.Result{RequeueAfter: r.recheck()}, nil
 	}
 	return r.reconcileDue(ctx, s, root)
@@ -256,47 +256,47 @@ func (r *Reconciler) reconcileNormal(ctx context.Context, s *scope) (ctrl.Result
 // reconcileDue starts what is due: nothing, an apply, or under Manual a
 // plan or the apply of an approved plan.
 func (r *Reconciler) reconcileDue(ctx context.Context, s *scope, root *render.Root) (ctrl.Result, error) {
-	tc := s.tc
-	state, err := r.readState(ctx, r.Client, tc)
+	obj := s.obj
+	state, err := r.readState(ctx, r.Client, obj)
 	if err != nil {
 		return ctrl.Result{}, err
 	}
-	if err := r.syncBackups(ctx, tc, state); err != nil {
+	if err := r.syncBackups(ctx, obj, state); err != nil {
 		return ctrl.Result{}, err
 	}
 	stateHash := state.InputsHash()
 	if stateHash != "" {
 		// A state that records an inputs hash was applied by captf: the
 		// applied marker says so from now on, even if status is lost.
-		if err := r.markApplied(ctx, tc); err != nil {
+		if err := r.markApplied(ctx, obj); err != nil {
 			return ctrl.Result{}, err
 		}
 	}
 	// An apply is due when the state records other inputs (or none), or
 	// when one is owed whatever the state records (owed).
 	upToDate := stateHash == root.InputsHash
-	if upToDate && !owed(tc) {
+	if upToDate && !owed(obj) {
 		// Nothing is due: a waiting plan is moot; a drift check may be.
-		tc.Status.Plan = nil
-		setProvisioned(tc)
-		return r.checkDrift(ctx, tc, func() (*appliedRun, error) { return r.appliedOrCurrent(ctx, tc, root) })
+		obj.GetRunnerStatus().Plan = nil
+		setProvisioned(obj)
+		return r.checkDrift(ctx, obj, func() (*appliedRun, error) { return r.appliedOrCurrent(ctx, obj, root) })
 	}
-	if upToDate && capRemediation(tc) {
-		tc.Status.Plan = nil
-		return r.checkDrift(ctx, tc, func() (*appliedRun, error) { return r.appliedOrCurrent(ctx, tc, root) })
+	if upToDate && capRemediation(obj) {
+		obj.GetRunnerStatus().Plan = nil
+		return r.checkDrift(ctx, obj, func() (*appliedRun, error) { return r.appliedOrCurrent(ctx, obj, root) })
 	}
 	if !upToDate {
-		liftRemediationStop(tc)
+		liftRemediationStop(obj)
 	}
-	if failedRun(tc.Status.LastRun) {
-		if wait := r.backoff(tc); wait > 0 {
+	if failedRun(obj.GetRunnerStatus().LastRun) {
+		if wait := r.backoff(obj); wait > 0 {
 			return ctrl.Result{RequeueAfter: wait}, nil
 		}
 	}
-	if !owed(tc) {
+	if !owed(obj) {
 		// The cache may lag behind an apply that just finished: ask the
 		// API server before starting anything.
-		if state, err = r.readState(ctx, r.Reader, tc); err != nil {
+		if state, err = r.readState(ctx, r.Reader, obj); err != nil {
 			return ctrl.Result{}, err
 		}
 		if stateHash = state.InputsHash(); stateHash == root.InputsHash {
@@ -307,10 +307,10 @@ func (r *Reconciler) reconcileDue(ctx context.Context, s *scope, root *render.Ro
 	// lost nor a first apply. Otherwise the API server says which.
 	var past history
 	if stateHash == "" {
-		if past, err = r.readHistory(ctx, tc); err != nil {
+		if past, err = r.readHistory(ctx, obj); err != nil {
 			return ctrl.Result{}, err
 		}
-		stop, err := r.guardLostState(ctx, tc, past)
+		stop, err := r.guardLostState(ctx, obj, past)
 		if err != nil {
 			return ctrl.Result{}, err
 		}
@@ -318,25 +318,25 @@ func (r *Reconciler) reconcileDue(ctx context.Context, s *scope, root *render.Ro
 			return ctrl.Result{RequeueAfter: r.recheck()}, nil
 		}
 	}
-	first := stateHash == "" && past.first() && !interrupted(tc)
-	if tc.Spec.ApplyPolicy != infrav1.ApplyManual {
-		guard := !first && !tc.Spec.AllowDestructivePlans
-		if guard && (blocked(tc.Status.LastRun) || waitsDestructive(tc)) {
+	first := stateHash == "" && past.first() && !interrupted(obj)
+	if obj.GetRunnerSpec().ApplyPolicy != infrav1.ApplyManual {
+		guard := !first && !obj.GetRunnerSpec().AllowDestructivePlans
+		if guard && (blocked(obj.GetRunnerStatus().LastRun) || waitsDestructive(obj)) {
 			// The guard stopped a plan that deletes or replaces: a plan
 			// of it waits for approval, as under Manual.
-			return r.reconcileManual(ctx, tc, root, stateHash)
+			return r.reconcileManual(ctx, obj, root, stateHash)
 		}
 		// Switching to Automatic applies what waited and clears the plan.
-		tc.Status.Plan = nil
-		return ctrl.Result{}, r.startJob(ctx, tc, root, jobRequest{op: infrav1.OperationApply, guard: guard})
+		obj.GetRunnerStatus().Plan = nil
+		return ctrl.Result{}, r.startJob(ctx, obj, root, jobRequest{op: infrav1.OperationApply, guard: guard})
 	}
 	if first {
 		// The first apply of a new object is not gated: there is no state
 		// yet to damage.
-		tc.Status.Plan = nil
-		return ctrl.Result{}, r.startJob(ctx, tc, root, jobRequest{op: infrav1.OperationApply})
+		obj.GetRunnerStatus().Plan = nil
+		return ctrl.Result{}, r.startJob(ctx, obj, root, jobRequest{op: infrav1.OperationApply})
 	}
-	return r.reconcileManual(ctx, tc, root, stateHash)
+	return r.reconcileManual(ctx, obj, root, stateHash)
 }
 
 // owed reports whether an apply is due even where the state records the
@@ -348,8 +348,8 @@ func (r *Reconciler) reconcileDue(ctx context.Context, s *scope, root *render.Ro
 // action Remediate waits to be undone. (reconcileDue asks capRemediation
 // first: the failures of a remediation that stopped make nothing due
 // while the inputs are those it failed with.)
-func owed(tc *infrav1.TerraformCluster) bool {
-	return tc.Status.Failures > 0 || interrupted(tc) || blocked(tc.Status.LastRun) || waitsDestructive(tc) || remediating(tc)
+func owed(obj Object) bool {
+	return obj.GetRunnerStatus().Failures > 0 || interrupted(obj) || blocked(obj.GetRunnerStatus().LastRun) || waitsDestructive(obj) || remediating(obj)
 }
 
 // failedRun reports whether the last run failed for a reason other than a
@@ -363,8 +363,8 @@ func failedRun(run *infrav1.RunStatus) bool {
 }
 
 // backoff is how much longer to wait before retrying a failed run.
-func (r *Reconciler) backoff(tc *infrav1.TerraformCluster) time.Duration {
-	run := tc.Status.LastRun
+func (r *Reconciler) backoff(obj Object) time.Duration {
+	run := obj.GetRunnerStatus().LastRun
 	if run == nil || run.FinishedAt == nil {
 		return 0
 	}
@@ -372,7 +372,7 @@ func (r *Reconciler) backoff(tc *infrav1.TerraformCluster) time.Duration {
 	if wait <= 0 {
 		wait = 30 * time.Second
 	}
-	for i := 1; i < int(tc.Status.Failures) && wait < Recheck; i++ {
+	for i := 1; i < int(obj.GetRunnerStatus().Failures) && wait < Recheck; i++ {
 		wait *= 2
 	}
 	return time.Until(run.FinishedAt.Add(min(wait, Recheck)))

@@ -332,7 +332,7 @@ func planKeyMount(j *batchv1.Job) (mounted bool, mode int32) {
 	for _, v := range j.Spec.Template.Spec.Volumes {
 		// The label may hold a shortened name; the pods' annotation holds
 		// it whole.
-		if v.Secret != nil && v.Secret.SecretName == planKeyName(j.Spec.Template.Annotations[infrav1.LabelOwnerName]) {
+		if v.Secret != nil && v.Secret.SecretName == planKeyName("tfc", j.Spec.Template.Annotations[infrav1.LabelOwnerName]) {
 			for _, m := range j.Spec.Template.Spec.Containers[0].VolumeMounts {
 				if m.Name == v.Name && m.MountPath == filepath.Dir(infrav1.PathPlanKey) && m.ReadOnly {
 					return true, *v.Secret.DefaultMode
@@ -417,7 +417,7 @@ func TestManualApproval(t *testing.T) {
 	// The first apply of a new object is not gated.
 	h.wait(tc, "first apply", ready)
 	var key corev1.Secret
-	if err := h.c.Get(ctx, client.ObjectKey{Namespace: "default", Name: planKeyName("manual")}, &key); err != nil || len(key.Data["key"]) != 32 {
+	if err := h.c.Get(ctx, client.ObjectKey{Namespace: "default", Name: planKeyName("tfc", "manual")}, &key); err != nil || len(key.Data["key"]) != 32 {
 		t.Fatalf("plan key Secret: %v %d bytes", err, len(key.Data["key"]))
 	}
 
@@ -787,7 +787,7 @@ func TestDeletionDestroys(t *testing.T) {
 	if mounted, _ := planKeyMount(destroy); mounted {
 		t.Error("the destroy Job mounts the plan key")
 	}
-	for _, name := range []string{planKeyName("doomed"), inputsName("doomed"), stateSecretName("doomed")} {
+	for _, name := range []string{planKeyName("tfc", "doomed"), inputsName("tfc", "doomed"), stateSecretName("tfc", "doomed")} {
 		var s corev1.Secret
 		if err := h.c.Get(ctx, client.ObjectKey{Namespace: "default", Name: name}, &s); !apierrors.IsNotFound(err) {
 			t.Errorf("Secret %s survived the cleanup: %v", name, err)
@@ -957,7 +957,7 @@ func TestImagePullAndPin(t *testing.T) {
 func (h *harness) durableInputs(tc *infrav1.TerraformCluster) *corev1.Secret {
 	h.t.Helper()
 	var s corev1.Secret
-	if err := h.c.Get(context.Background(), client.ObjectKey{Namespace: tc.Namespace, Name: inputsName(tc.Name)}, &s); err != nil {
+	if err := h.c.Get(context.Background(), client.ObjectKey{Namespace: tc.Namespace, Name: inputsName("tfc", tc.Name)}, &s); err != nil {
 		h.t.Fatal(err)
 	}
 	return &s

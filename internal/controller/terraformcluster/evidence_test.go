@@ -65,11 +65,11 @@ func TestAcceptEmptyStateKeepsTheGate(t *testing.T) {
 	tc := h.create("accepted", infrav1.ApplyManual, "small")
 	h.wait(tc, "first apply, backed up", func(tc *infrav1.TerraformCluster) bool { return ready(tc) && len(tc.Status.StateBackups) > 0 })
 	first := h.jobs(tc)[0].Name
-	h.deleteSecret(stateSecretName(tc.Name))
-	h.deleteSecret(inputsName(tc.Name))
+	h.deleteSecret(stateSecretName("tfc", tc.Name))
+	h.deleteSecret(inputsName("tfc", tc.Name))
 	h.setSize(tc, "large")
 	h.wait(tc, "the lost state guarded", stateLostWith)
-	if c := condition(tc, infrav1.ConditionApplyJobSucceeded); !strings.Contains(c.Message, backupName(tc.Name, tc.Status.StateBackups[0].Serial)) {
+	if c := condition(tc, infrav1.ConditionApplyJobSucceeded); !strings.Contains(c.Message, backupName("tfc", tc.Name, tc.Status.StateBackups[0].Serial)) {
 		t.Errorf("the StateLost message does not name the backup it found: %s", c.Message)
 	}
 
@@ -206,7 +206,7 @@ func TestDeleteLostState(t *testing.T) {
 	accepted := h.create("lost-accepted", infrav1.ApplyAutomatic, "small")
 	for _, tc := range []*infrav1.TerraformCluster{restored, accepted} {
 		h.wait(tc, "first apply, backed up", func(tc *infrav1.TerraformCluster) bool { return ready(tc) && backedUpSerial(tc) >= 0 })
-		h.deleteSecret(stateSecretName(tc.Name))
+		h.deleteSecret(stateSecretName("tfc", tc.Name))
 		if err := h.c.Delete(ctx, tc); err != nil {
 			t.Fatal(err)
 		}

@@ -53,7 +53,7 @@ func TestNamesAtTheLimits(t *testing.T) {
 		if h.stateHash(tc) == "" {
 			t.Errorf("%.20s: the state records no inputs hash", name)
 		}
-		for what, sname := range map[string]string{"plan key": planKeyName(name), "durable inputs": inputsName(name), "state": stateSecretName(name)} {
+		for what, sname := range map[string]string{"plan key": planKeyName("tfc", name), "durable inputs": inputsName("tfc", name), "state": stateSecretName("tfc", name)} {
 			var s corev1.Secret
 			if err := h.c.Get(ctx, client.ObjectKey{Namespace: "default", Name: sname}, &s); err != nil {
 				t.Errorf("%.20s: %s Secret %s: %v", name, what, sname, err)
@@ -63,8 +63,8 @@ func TestNamesAtTheLimits(t *testing.T) {
 				t.Errorf("%.20s: %s Secret name %q: %v", name, what, sname, errs)
 			}
 			if what == "state" {
-				if got := s.Labels["tfstateSecretSuffix"]; got != stateSuffix(name) {
-					t.Errorf("%.20s: state labelled tfstateSecretSuffix=%q, want %q", name, got, stateSuffix(name))
+				if got := s.Labels["tfstateSecretSuffix"]; got != stateSuffix("tfc", name) {
+					t.Errorf("%.20s: state labelled tfstateSecretSuffix=%q, want %q", name, got, stateSuffix("tfc", name))
 				}
 			} else if got := s.Labels[infrav1.LabelOwnerName]; got != nameLabel(name) {
 				t.Errorf("%.20s: %s Secret labelled %s=%q, want %q", name, what, infrav1.LabelOwnerName, got, nameLabel(name))

@@ -26,23 +26,23 @@ func blocked(run *infrav1.RunStatus) bool {
 }
 
 // waitsDestructive reports whether a plan the guard stopped waits.
-func waitsDestructive(tc *infrav1.TerraformCluster) bool {
-	p := tc.Status.Plan
+func waitsDestructive(obj Object) bool {
+	p := obj.GetRunnerStatus().Plan
 	return p != nil && p.Reason == infrav1.ReasonDestructive
 }
 
-// interrupted reports whether tc's last apply ended without a report.
-func interrupted(tc *infrav1.TerraformCluster) bool {
-	_, ok := tc.Annotations[infrav1.AnnotationInterruptedApply]
+// interrupted reports whether obj's last apply ended without a report.
+func interrupted(obj Object) bool {
+	_, ok := obj.GetAnnotations()[infrav1.AnnotationInterruptedApply]
 	return ok
 }
 
-// planReason is why a plan of tc waits for approval: the applyPolicy
+// planReason is why a plan of obj waits for approval: the applyPolicy
 // Manual, or under Automatic the guard, for a plan that deletes or
 // replaces; "" for a plan under Automatic that need not wait.
-func planReason(tc *infrav1.TerraformCluster, p *fingerprint.Report) infrav1.PlanReason {
+func planReason(obj Object, p *fingerprint.Report) infrav1.PlanReason {
 	switch {
-	case tc.Spec.ApplyPolicy == infrav1.ApplyManual:
+	case obj.GetRunnerSpec().ApplyPolicy == infrav1.ApplyManual:
 		return infrav1.ReasonManual
 	case p.Destroy > 0:
 		// A replacement counts as an add and a destroy.
@@ -79,16 +79,13 @@ func blockedNote(job string, c *runner.Changes) string {
 	return note + ". A plan of these changes is made next and waits for approval (or set spec.allowDestructivePlans)."
 }
 
-// markInterrupted sets captf.io/interrupted-apply on tc.
-func (r *Reconciler) markInterrupted(ctx context.Context, tc *infrav1.TerraformCluster) error {
-	if interrupted(tc) {
+// markInterrupted sets captf.io/interrupted-apply on obj.
+func (r *Reconciler) markInterrupted(ctx context.Context, obj Object) error {
+	if interrupted(obj) {
 		return nil
 	}
-	err := r.patchObject(ctx, tc, func(tc *infrav1.TerraformCluster) {
-		if tc.Annotations == nil {
-			tc.Annotations = map[string]string{}
-		}
-		tc.Annotations[infrav1.AnnotationInterruptedApply] = "true"
+	err := r.patchObject(ctx, obj, func(obj Object) {
+		annotate(obj, infrav1.AnnotationInterruptedApply, "true")
 	})
 	if err != nil {
 		return fmt.Errorf("mark the interrupted apply: %w", err)
@@ -98,9 +95,9 @@ func (r *Reconciler) markInterrupted(ctx context.Context, tc *infrav1.TerraformC
 
 // clearInterrupted removes captf.io/interrupted-apply after a successful
 // apply.
-func (r *Reconciler) clearInterrupted(ctx context.Context, tc *infrav1.TerraformCluster) error {
-	if !interrupted(tc) {
+func (r *Reconciler) clearInterrupted(ctx context.Context, obj Object) error {
+	if !interrupted(obj) {
 		return nil
 	}
-	return r.removeAnnotation(ctx, tc, infrav1.AnnotationInterruptedApply)
+	return r.removeAnnotation(ctx, obj, infrav1.AnnotationInterruptedApply)
 }

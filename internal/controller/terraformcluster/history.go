@@ -21,14 +21,14 @@ const defaultHistory = 3
 // reviewer reads the planned values. Unprocessed Jobs are never touched,
 // nor drift Jobs, which the Job controller deletes an hour after they
 // finished.
-func (r *Reconciler) pruneJobs(ctx context.Context, tc *infrav1.TerraformCluster) error {
-	jobs, err := r.jobsOf(ctx, r.Client, tc)
+func (r *Reconciler) pruneJobs(ctx context.Context, obj Object) error {
+	jobs, err := r.jobsOf(ctx, r.Client, obj)
 	if err != nil {
 		return err
 	}
-	keep := map[bool]int{true: limit(tc.Spec.Jobs.SuccessfulJobsHistoryLimit), false: limit(tc.Spec.Jobs.FailedJobsHistoryLimit)}
+	keep := map[bool]int{true: limit(obj.GetRunnerSpec().Jobs.SuccessfulJobsHistoryLimit), false: limit(obj.GetRunnerSpec().Jobs.FailedJobsHistoryLimit)}
 	live := ""
-	if p := tc.Status.Plan; p != nil {
+	if p := obj.GetRunnerStatus().Plan; p != nil {
 		live = p.Job
 	}
 	// Newest first.

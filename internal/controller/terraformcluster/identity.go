@@ -42,15 +42,15 @@ type errIdentity struct {
 
 func (e *errIdentity) Error() string { return e.msg }
 
-// credentials reads the Secret the identity ref names (tc's identityRef,
-// or the one a destroy or drift check runs with) and checks that tc may use
+// credentials reads the Secret the identity ref names (obj's identityRef,
+// or the one a destroy or drift check runs with) and checks that obj may use
 // it. It returns nil for no identity, and an *errIdentity when the identity
-// is missing or does not allow tc's namespace.
-func (r *Reconciler) credentials(ctx context.Context, tc *infrav1.TerraformCluster, ref *infrav1.IdentityReference) (map[string][]byte, error) {
+// is missing or does not allow obj's namespace.
+func (r *Reconciler) credentials(ctx context.Context, obj Object, ref *infrav1.IdentityReference) (map[string][]byte, error) {
 	if ref == nil {
 		return nil, nil
 	}
-	key := client.ObjectKey{Namespace: tc.Namespace, Name: ref.Name}
+	key := client.ObjectKey{Namespace: obj.GetNamespace(), Name: ref.Name}
 	if ref.Kind == infrav1.IdentityKindTerraformClusterIdentity {
 		var id infrav1.TerraformClusterIdentity
 		if err := r.Reader.Get(ctx, client.ObjectKey{Name: ref.Name}, &id); apierrors.IsNotFound(err) {
@@ -58,12 +58,12 @@ func (r *Reconciler) credentials(ctx context.Context, tc *infrav1.TerraformClust
 		} else if err != nil {
 			return nil, fmt.Errorf("identity %s: %w", ref.Name, err)
 		}
-		allowed, err := r.allows(ctx, id.Spec.AllowedNamespaces, tc.Namespace)
+		allowed, err := r.allows(ctx, id.Spec.AllowedNamespaces, obj.GetNamespace())
 		if err != nil {
 			return nil, err
 		}
 		if !allowed {
-			return nil, &errIdentity{ReasonIdentityNotAllowed, fmt.Sprintf("TerraformClusterIdentity %s does not allow namespace %s (spec.allowedNamespaces); no Job runs.", ref.Name, tc.Namespace)}
+			return nil, &errIdentity{ReasonIdentityNotAllowed, fmt.Sprintf("TerraformClusterIdentity %s does not allow namespace %s (spec.allowedNamespaces); no Job runs.", ref.Name, obj.GetNamespace())}
 		}
 		key = client.ObjectKey{Namespace: id.Spec.SecretRef.Namespace, Name: id.Spec.SecretRef.Name}
 	}

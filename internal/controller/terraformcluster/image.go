@@ -34,16 +34,16 @@ func checkImage(ref string) error {
 // of the last successful apply while the reference has not changed. (A
 // destroy or a drift check runs the image of the last successful apply:
 // appliedRun.)
-func (r *Reconciler) jobImage(ctx context.Context, tc *infrav1.TerraformCluster, op infrav1.Operation) (string, error) {
+func (r *Reconciler) jobImage(ctx context.Context, obj Object, op infrav1.Operation) (string, error) {
 	var s corev1.Secret
-	err := r.Client.Get(ctx, client.ObjectKey{Namespace: tc.Namespace, Name: inputsName(tc.Name)}, &s)
+	err := r.Client.Get(ctx, client.ObjectKey{Namespace: obj.GetNamespace(), Name: inputsName(r.kind().Short(), obj.GetName())}, &s)
 	if apierrors.IsNotFound(err) {
-		return tc.Spec.Image, nil
+		return obj.GetRunnerSpec().Image, nil
 	}
 	if err != nil {
 		return "", fmt.Errorf("durable inputs: %w", err)
 	}
-	image := tc.Spec.Image
+	image := obj.GetRunnerSpec().Image
 	if recorded := s.Annotations[infrav1.AnnotationImage]; op == infrav1.OperationRestore && recorded != "" {
 		image = recorded
 	}
@@ -86,12 +86,12 @@ func resolvedDigest(pod *corev1.Pod) string {
 
 // pinDigest records the digest a successful apply ran, unless the image
 // reference changed meanwhile (a new reference clears the pin).
-func (r *Reconciler) pinDigest(ctx context.Context, tc *infrav1.TerraformCluster, job *batchv1.Job, digest string) error {
+func (r *Reconciler) pinDigest(ctx context.Context, obj Object, job *batchv1.Job, digest string) error {
 	if digest == "" {
 		return nil
 	}
 	var s corev1.Secret
-	err := r.Client.Get(ctx, client.ObjectKey{Namespace: job.Namespace, Name: inputsName(tc.Name)}, &s)
+	err := r.Client.Get(ctx, client.ObjectKey{Namespace: job.Namespace, Name: inputsName(r.kind().Short(), obj.GetName())}, &s)
 	if apierrors.IsNotFound(err) {
 		return nil
 	}

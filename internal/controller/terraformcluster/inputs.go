@@ -18,22 +18,22 @@ import (
 // that is not there. The object says why in a condition.
 var errInputs = errors.New("inputs")
 
-// render resolves the variables of tc and renders its root module.
-func (r *Reconciler) render(ctx context.Context, tc *infrav1.TerraformCluster, key []byte) (*render.Root, error) {
+// render resolves the variables of obj and renders its root module.
+func (r *Reconciler) render(ctx context.Context, obj Object, key []byte) (*render.Root, error) {
 	vars := map[string]render.Variable{}
-	for _, src := range tc.Spec.VariablesFrom {
-		if err := r.variablesFrom(ctx, tc.Namespace, src, vars); err != nil {
+	for _, src := range obj.GetRunnerSpec().VariablesFrom {
+		if err := r.variablesFrom(ctx, obj.GetNamespace(), src, vars); err != nil {
 			return nil, err
 		}
 	}
-	for _, v := range tc.Spec.Variables {
+	for _, v := range obj.GetRunnerSpec().Variables {
 		switch {
 		case v.Value != nil:
 			vars[v.Name] = render.Variable{Value: v.Value.Raw}
 		case v.ValueFrom != nil && v.ValueFrom.SecretKeyRef != nil:
 			ref := v.ValueFrom.SecretKeyRef
 			var s corev1.Secret
-			if err := r.Client.Get(ctx, client.ObjectKey{Namespace: tc.Namespace, Name: ref.Name}, &s); err != nil {
+			if err := r.Client.Get(ctx, client.ObjectKey{Namespace: obj.GetNamespace(), Name: ref.Name}, &s); err != nil {
 				return nil, fmt.Errorf("%w: variable %s: Secret %s: %w", errInputs, v.Name, ref.Name, err)
 			}
 			b, ok := s.Data[ref.Key]
@@ -44,7 +44,7 @@ func (r *Reconciler) render(ctx context.Context, tc *infrav1.TerraformCluster, k
 		case v.ValueFrom != nil && v.ValueFrom.ConfigMapKeyRef != nil:
 			ref := v.ValueFrom.ConfigMapKeyRef
 			var cm corev1.ConfigMap
-			if err := r.Client.Get(ctx, client.ObjectKey{Namespace: tc.Namespace, Name: ref.Name}, &cm); err != nil {
+			if err := r.Client.Get(ctx, client.ObjectKey{Namespace: obj.GetNamespace(), Name: ref.Name}, &cm); err != nil {
 				return nil, fmt.Errorf("%w: variable %s: ConfigMap %s: %w", errInputs, v.Name, ref.Name, err)
 			}
 			val, ok := cm.Data[ref.Key]
@@ -55,8 +55,8 @@ func (r *Reconciler) render(ctx context.Context, tc *infrav1.TerraformCluster, k
 		}
 	}
 	root, err := render.Render(key, render.Request{
-		StateSuffix: stateSuffix(tc.Name), Namespace: tc.Namespace,
-		Variables: vars, Image: tc.Spec.Image, Identity: identity(tc),
+		StateSuffix: stateSuffix(r.kind().Short(), obj.GetName()), Namespace: obj.GetNamespace(),
+		Variables: vars, Image: obj.GetRunnerSpec().Image, Identity: identity(obj),
 	})
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", errInputs, err)

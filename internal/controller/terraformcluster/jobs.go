@@ -92,37 +92,37 @@ type jobRequest struct {
 // startJob creates a runner Job and its per-run inputs Secret and records
 // it as the active Job. Before it creates one, it asks the API server
 // itself for an unprocessed Job of the object: there is at most one.
-func (r *Reconciler) startJob(ctx context.Context, tc *infrav1.TerraformCluster, root *render.Root, req jobRequest) error {
-	if err := r.noUnprocessedJob(ctx, tc); err != nil {
+func (r *Reconciler) startJob(ctx context.Context, obj Object, root *render.Root, req jobRequest) error {
+	if err := r.noUnprocessedJob(ctx, obj); err != nil {
 		return err
 	}
-	if err := r.checkLock(ctx, tc); err != nil {
+	if err := r.checkLock(ctx, obj); err != nil {
 		return err
 	}
-	identity := tc.Spec.IdentityRef
+	identity := obj.GetRunnerSpec().IdentityRef
 	if req.applied != nil {
 		identity = req.applied.identityRef()
 	}
 	// An identity the object may not use starts nothing.
-	if _, err := r.credentials(ctx, tc, identity); err != nil {
+	if _, err := r.credentials(ctx, obj, identity); err != nil {
 		return err
 	}
 	if req.op == infrav1.OperationApply {
-		if err := r.writeDurableInputs(ctx, tc, root); err != nil {
+		if err := r.writeDurableInputs(ctx, obj, root); err != nil {
 			return err
 		}
 	}
-	image, err := r.jobImage(ctx, tc, req.op)
+	image, err := r.jobImage(ctx, obj, req.op)
 	if err != nil {
 		return err
 	}
 	if req.digest != "" {
-		image = pin(tc.Spec.Image, req.digest)
+		image = pin(obj.GetRunnerSpec().Image, req.digest)
 	}
 	if req.applied != nil {
 		image = req.applied.image
 	}
-	job := r.buildJob(tc, image, identity, req.op, req.expect, req.expect != "" || req.op == infrav1.OperationPlan)
+	job := r.buildJob(obj, image, identity, req.op, req.expect, req.expect != "" || req.op == infrav1.OperationPlan)
 	if req.op == infrav1.OperationDrift {
 		// Drift Jobs are not kept in the object's history (they would
 		// push out the apply Jobs' logs): the Job controller deletes
@@ -140,7 +140,7 @@ func (r *Reconciler) startJob(ctx context.Context, tc *infrav1.TerraformCluster,
 	}
 	job.Annotations[annotationInputsHash] = root.InputsHash
 	if req.op == infrav1.OperationApply {
-		job.Annotations[annotationApplyPolicy] = string(policy(tc))
+		job.Annotations[annotationApplyPolicy] = string(policy(obj))
 	}
 	if req.approved {
 		job.Annotations[infrav1.AnnotationApprovedPlan] = req.expect
@@ -151,24 +151,24 @@ func (r *Reconciler) startJob(ctx context.Context, tc *infrav1.TerraformCluster,
 	if req.digest != "" {
 		job.Annotations[infrav1.AnnotationImageDigest] = req.digest
 	}
-	if err := r.blockMove(ctx, tc); err != nil {
+	if err := r.blockMove(ctx, obj); err != nil {
 		return err
 	}
 	if err := r.Client.Create(ctx, job); err != nil {
 		return fmt.Errorf("create %s Job: %w", req.op, err)
 	}
 	// A new Job has no per-run Secret yet: no need to ask.
-	if err := r.createRun(ctx, tc, job, root); err != nil {
+	if err := r.createRun(ctx, obj, job, root); err != nil {
 		return fmt.Errorf("per-run inputs of Job %s: %w", job.Name, err)
 	}
-	return r.activate(ctx, tc, job)
+	return r.activate(ctx, obj, job)
 }
 
 // noUnprocessedJob asks the API server itself, not the cache, for a Job of
-// tc whose outcome is not recorded yet: errAdopt when there is one, which
+// obj whose outcome is not recorded yet: errAdopt when there is one, which
 // the next pass takes up.
-func (r *Reconciler) noUnprocessedJob(ctx context.Context, tc *infrav1.TerraformCluster) error {
-	jobs, err := r.jobsOf(ctx, r.Reader, tc)
+func (r *Reconciler) noUnprocessedJob(ctx context.Context, obj Object) error {
+	jobs, err := r.jobsOf(ctx, r.Reader, obj)
 	if err != nil {
 		return err
 	}
@@ -185,7 +185,7 @@ func (r *Reconciler) noUnprocessedJob(ctx context.Context, tc *infrav1.Terraform
 // it, and status.activeJob names it. startJob calls it for a new Job; a
 // reconcile calls it for a running Job that status does not name (its
 // start was cut short). Every step is idempotent.
-func (r *Reconciler) resume(ctx context.Context, tc *infrav1.TerraformCluster, root *render.Root, job *batchv1.Job) error {
+func (r *Reconciler) resume(ctx context.Context, obj Object, root *render.Root, job *batchv1.Job) error {
 	var run corev1.Secret
 	err := r.Reader.Get(ctx, client.ObjectKey{Namespace: job.Namespace, Name: runName(job.Name)}, &run)
 	if apierrors.IsNotFound(err) {
@@ -193,45 +193,45 @@ func (r *Reconciler) resume(ctx context.Context, tc *infrav1.TerraformCluster, r
 			// Its inputs were never written and can no longer be: the pod
 			// waits for the volume and never ran. Delete it; what is due
 			// starts anew.
-			return r.dropJob(ctx, tc, job)
+			return r.dropJob(ctx, obj, job)
 		}
-		err = r.createRun(ctx, tc, job, root)
+		err = r.createRun(ctx, obj, job, root)
 	}
 	if err != nil {
 		return fmt.Errorf("per-run inputs of Job %s: %w", job.Name, err)
 	}
-	return r.activate(ctx, tc, job)
+	return r.activate(ctx, obj, job)
 }
 
 // activate records a Job whose per-run Secret exists as the active one:
 // an approved apply moves its plan to Approved and announces it, and
 // status.activeJob names it.
-func (r *Reconciler) activate(ctx context.Context, tc *infrav1.TerraformCluster, job *batchv1.Job) error {
+func (r *Reconciler) activate(ctx context.Context, obj Object, job *batchv1.Job) error {
 	op := infrav1.Operation(job.Labels[labelOperation])
 	// Set before the Job was created; again for a Job taken up whose start
 	// was cut short.
-	if err := r.blockMove(ctx, tc); err != nil {
+	if err := r.blockMove(ctx, obj); err != nil {
 		return err
 	}
-	if err := r.approvalStarted(ctx, tc, job); err != nil {
+	if err := r.approvalStarted(ctx, obj, job); err != nil {
 		return err
 	}
-	tc.Status.ActiveJob = &infrav1.ActiveJob{Name: job.Name, Operation: op}
+	obj.GetRunnerStatus().ActiveJob = &infrav1.ActiveJob{Name: job.Name, Operation: op}
 	switch {
 	case op == infrav1.OperationPlan:
-		setCondition(tc, infrav1.ConditionApplyJobSucceeded, unknown, ReasonPlanning, "A plan Job runs; its plan will wait for approval.")
+		setCondition(obj, infrav1.ConditionApplyJobSucceeded, unknown, ReasonPlanning, "A plan Job runs; its plan will wait for approval.")
 	case op == infrav1.OperationDestroy:
-		setCondition(tc, infrav1.ConditionReady, false, ReasonDestroying, "A destroy Job runs.")
+		setCondition(obj, infrav1.ConditionReady, false, ReasonDestroying, "A destroy Job runs.")
 	case op == infrav1.OperationRestore:
-		setCondition(tc, infrav1.ConditionStateRestored, unknown, infrav1.ReasonRestoring, "Restore "+job.Name+" of state serial "+job.Annotations[annotationRestoreSerial]+" runs.")
+		setCondition(obj, infrav1.ConditionStateRestored, unknown, infrav1.ReasonRestoring, "Restore "+job.Name+" of state serial "+job.Annotations[annotationRestoreSerial]+" runs.")
 	case op == infrav1.OperationDrift:
-		setCondition(tc, infrav1.ConditionDriftJobSucceeded, unknown, ReasonDriftChecking, "Drift check "+job.Name+" runs.")
+		setCondition(obj, infrav1.ConditionDriftJobSucceeded, unknown, ReasonDriftChecking, "Drift check "+job.Name+" runs.")
 	case job.Annotations[infrav1.AnnotationApprovedPlan] != "":
-		setCondition(tc, infrav1.ConditionApplyJobSucceeded, unknown, ReasonApplying, "The approved plan is being applied.")
+		setCondition(obj, infrav1.ConditionApplyJobSucceeded, unknown, ReasonApplying, "The approved plan is being applied.")
 	case slices.Contains(job.Spec.Template.Spec.Containers[0].Command, "--guard"):
-		setCondition(tc, infrav1.ConditionApplyJobSucceeded, unknown, ReasonApplying, "An apply Job runs; it plans first and applies nothing that deletes or replaces a resource.")
+		setCondition(obj, infrav1.ConditionApplyJobSucceeded, unknown, ReasonApplying, "An apply Job runs; it plans first and applies nothing that deletes or replaces a resource.")
 	default:
-		setCondition(tc, infrav1.ConditionApplyJobSucceeded, unknown, ReasonApplying, "An apply Job runs.")
+		setCondition(obj, infrav1.ConditionApplyJobSucceeded, unknown, ReasonApplying, "An apply Job runs.")
 	}
 	return nil
 }
@@ -241,36 +241,36 @@ func (r *Reconciler) activate(ctx context.Context, tc *infrav1.TerraformCluster,
 // reconcile does it when it starts or adopts the Job, and again when it
 // handles the finished Job, for a Job that finished before its start was
 // recorded (the manager killed, a write failed).
-func (r *Reconciler) approvalStarted(ctx context.Context, tc *infrav1.TerraformCluster, job *batchv1.Job) error {
+func (r *Reconciler) approvalStarted(ctx context.Context, obj Object, job *batchv1.Job) error {
 	hash := job.Annotations[infrav1.AnnotationApprovedPlan]
 	if hash == "" {
 		return nil
 	}
 	plan := job.Annotations[infrav1.AnnotationPlan]
-	by, err := r.approvedBy(ctx, tc, hash)
+	by, err := r.approvedBy(ctx, obj, hash)
 	if err != nil {
 		return err
 	}
 	if by == "" {
 		by = "an approval that has since been consumed"
 	}
-	if err := r.approvePlan(ctx, plan, tc.Namespace, by); err != nil {
+	if err := r.approvePlan(ctx, plan, obj.GetNamespace(), by); err != nil {
 		return err
 	}
 	key := plan
 	if key == "" {
 		key = job.Name
 	}
-	return r.announce(ctx, tc, announce{Key: key, Type: corev1.EventTypeNormal, Reason: infrav1.EventPlanApproved, Action: "Apply", Related: job.Name,
+	return r.announce(ctx, obj, announce{Key: key, Type: corev1.EventTypeNormal, Reason: infrav1.EventPlanApproved, Action: "Apply", Related: job.Name,
 		Note: fmt.Sprintf("Plan %s approved by %s; an apply Job runs with --expect-plan.", hash, by)})
 }
 
 // createRun writes the per-run Secrets of job, owned by the Job: the copy
 // of its credentials first, then its inputs, so that inputs found mean
 // credentials written.
-func (r *Reconciler) createRun(ctx context.Context, tc *infrav1.TerraformCluster, job *batchv1.Job, root *render.Root) error {
-	identity := jobIdentity(tc, job)
-	creds, err := r.credentials(ctx, tc, identity)
+func (r *Reconciler) createRun(ctx context.Context, obj Object, job *batchv1.Job, root *render.Root) error {
+	identity := jobIdentity(obj, job)
+	creds, err := r.credentials(ctx, obj, identity)
 	if err != nil {
 		return err
 	}
@@ -294,38 +294,38 @@ func (r *Reconciler) createRun(ctx context.Context, tc *infrav1.TerraformCluster
 
 // jobIdentity is the identity job was built for: its annotation, or for a
 // Job made before the annotation existed, spec.identityRef.
-func jobIdentity(tc *infrav1.TerraformCluster, job *batchv1.Job) *infrav1.IdentityReference {
+func jobIdentity(obj Object, job *batchv1.Job) *infrav1.IdentityReference {
 	v, ok := job.Annotations[infrav1.AnnotationIdentity]
 	if !ok {
-		return tc.Spec.IdentityRef
+		return obj.GetRunnerSpec().IdentityRef
 	}
 	return parseIdentity(v)
 }
 
 // dropJob deletes a Job that never ran and forgets it.
-func (r *Reconciler) dropJob(ctx context.Context, tc *infrav1.TerraformCluster, job *batchv1.Job) error {
+func (r *Reconciler) dropJob(ctx context.Context, obj Object, job *batchv1.Job) error {
 	if err := r.Client.Delete(ctx, job, client.PropagationPolicy(metav1.DeletePropagationBackground)); err != nil && !apierrors.IsNotFound(err) {
 		return fmt.Errorf("delete Job %s: %w", job.Name, err)
 	}
 	if err := r.deleteRun(ctx, job); err != nil {
 		return err
 	}
-	if a := tc.Status.ActiveJob; a != nil && a.Name == job.Name {
-		tc.Status.ActiveJob = nil
+	if a := obj.GetRunnerStatus().ActiveJob; a != nil && a.Name == job.Name {
+		obj.GetRunnerStatus().ActiveJob = nil
 	}
 	return nil
 }
 
-// jobsOf lists the runner Jobs tc controls, through reader: the cache, or
+// jobsOf lists the runner Jobs obj controls, through reader: the cache, or
 // the API server itself before a Job is created.
-func (r *Reconciler) jobsOf(ctx context.Context, reader client.Reader, tc *infrav1.TerraformCluster) ([]batchv1.Job, error) {
+func (r *Reconciler) jobsOf(ctx context.Context, reader client.Reader, obj Object) ([]batchv1.Job, error) {
 	var list batchv1.JobList
-	if err := reader.List(ctx, &list, client.InNamespace(tc.Namespace), client.MatchingLabels(ownerLabels(tc))); err != nil {
+	if err := reader.List(ctx, &list, client.InNamespace(obj.GetNamespace()), client.MatchingLabels(ownerLabels(r.kind(), obj))); err != nil {
 		return nil, fmt.Errorf("list Jobs: %w", err)
 	}
 	jobs := list.Items[:0]
 	for _, job := range list.Items {
-		if ref := metav1.GetControllerOf(&job); ref != nil && ref.UID == tc.UID {
+		if ref := metav1.GetControllerOf(&job); ref != nil && ref.UID == obj.GetUID() {
 			jobs = append(jobs, job)
 		}
 	}
@@ -344,19 +344,19 @@ func (r *Reconciler) jobsOf(ctx context.Context, reader client.Reader, tc *infra
 	return jobs, nil
 }
 
-// policy is tc's applyPolicy, Automatic when unset.
-func policy(tc *infrav1.TerraformCluster) infrav1.ApplyPolicy {
-	if tc.Spec.ApplyPolicy == "" {
+// policy is obj's applyPolicy, Automatic when unset.
+func policy(obj Object) infrav1.ApplyPolicy {
+	if obj.GetRunnerSpec().ApplyPolicy == "" {
 		return infrav1.ApplyAutomatic
 	}
-	return tc.Spec.ApplyPolicy
+	return obj.GetRunnerSpec().ApplyPolicy
 }
 
 // processed reports whether a Job's outcome is fully recorded.
 func processed(job *batchv1.Job) bool { return job.Annotations[infrav1.AnnotationProcessed] == "true" }
 
-func (r *Reconciler) buildJob(tc *infrav1.TerraformCluster, image string, identity *infrav1.IdentityReference, op infrav1.Operation, expect string, gated bool) *batchv1.Job {
-	labels := ownerLabels(tc)
+func (r *Reconciler) buildJob(obj Object, image string, identity *infrav1.IdentityReference, op infrav1.Operation, expect string, gated bool) *batchv1.Job {
+	labels := ownerLabels(r.kind(), obj)
 	labels[labelOperation] = string(op)
 	annotations := map[string]string{annotationCreatedAt: time.Now().UTC().Format(createdAtLayout)}
 	// The identity the Job runs with, "" for none; a Job from before this
@@ -370,7 +370,7 @@ func (r *Reconciler) buildJob(tc *infrav1.TerraformCluster, image string, identi
 		"--inputs=" + infrav1.PathInputs, "--module=" + infrav1.PathModule, "--runtime=" + infrav1.PathRuntime,
 		"--workdir=" + workDir, "--termination-message-path=" + corev1.TerminationMessagePathDefault,
 	}
-	name := shorten(tc.Name, 40) + "-" + string(op) + "-" + randomSuffix()
+	name := shorten(obj.GetName(), 40) + "-" + string(op) + "-" + randomSuffix()
 	volumes := []corev1.Volume{
 		// The per-run Secrets are named after the Job.
 		{Name: "inputs", VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{SecretName: runName(name)}}},
@@ -398,7 +398,7 @@ func (r *Reconciler) buildJob(tc *infrav1.TerraformCluster, image string, identi
 		mode := int32(0o440)
 		args = append(args, "--plan-key-file="+infrav1.PathPlanKey)
 		volumes = append(volumes, corev1.Volume{Name: "plan-key", VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{
-			SecretName: planKeyName(tc.Name), DefaultMode: &mode,
+			SecretName: planKeyName(r.kind().Short(), obj.GetName()), DefaultMode: &mode,
 			Items: []corev1.KeyToPath{{Key: "key", Path: path.Base(infrav1.PathPlanKey)}},
 		}}})
 		mounts = append(mounts, corev1.VolumeMount{Name: "plan-key", MountPath: path.Dir(infrav1.PathPlanKey), ReadOnly: true})
@@ -407,11 +407,11 @@ func (r *Reconciler) buildJob(tc *infrav1.TerraformCluster, image string, identi
 		args = append(args, "--expect-plan="+expect)
 	}
 	backoff := int32(0)
-	js := tc.Spec.Jobs
+	js := obj.GetRunnerSpec().Jobs
 	job := &batchv1.Job{
 		ObjectMeta: metav1.ObjectMeta{
 			Name:      name,
-			Namespace: tc.Namespace, Labels: labels, Annotations: annotations,
+			Namespace: obj.GetNamespace(), Labels: labels, Annotations: annotations,
 		},
 		Spec: batchv1.JobSpec{
 			BackoffLimit:          &backoff,
@@ -419,7 +419,7 @@ func (r *Reconciler) buildJob(tc *infrav1.TerraformCluster, image string, identi
 			Template: corev1.PodTemplateSpec{
 				// The pod's annotation names its object whole (the label
 				// may be shortened), for the pods' watch.
-				ObjectMeta: metav1.ObjectMeta{Labels: labels, Annotations: map[string]string{infrav1.LabelOwnerName: tc.Name}},
+				ObjectMeta: metav1.ObjectMeta{Labels: labels, Annotations: map[string]string{infrav1.LabelOwnerName: obj.GetName()}},
 				Spec: corev1.PodSpec{
 					RestartPolicy:      corev1.RestartPolicyNever,
 					ServiceAccountName: js.ServiceAccountName,
@@ -450,7 +450,7 @@ func (r *Reconciler) buildJob(tc *infrav1.TerraformCluster, image string, identi
 			},
 		},
 	}
-	_ = controllerutil.SetControllerReference(tc, job, r.Client.Scheme())
+	_ = controllerutil.SetControllerReference(obj, job, r.Client.Scheme())
 	return job
 }
 

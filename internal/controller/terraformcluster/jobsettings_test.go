@@ -278,7 +278,7 @@ func TestDeletionRetain(t *testing.T) {
 	// references), also after terraform wrote the state again.
 	owned := func() bool {
 		var s corev1.Secret
-		if err := h.c.Get(ctx, client.ObjectKey{Namespace: "default", Name: stateSecretName("kept")}, &s); err != nil {
+		if err := h.c.Get(ctx, client.ObjectKey{Namespace: "default", Name: stateSecretName("tfc", "kept")}, &s); err != nil {
 			t.Fatal(err)
 		}
 		return slices.ContainsFunc(s.OwnerReferences, func(o metav1.OwnerReference) bool { return o.UID == tc.UID && o.Kind == "TerraformCluster" })
@@ -304,7 +304,7 @@ func TestDeletionRetain(t *testing.T) {
 			t.Errorf("a destroy Job ran under Retain: %s", j.Name)
 		}
 	}
-	if err := h.c.Get(ctx, client.ObjectKey{Namespace: "default", Name: stateSecretName("kept")}, &corev1.Secret{}); err != nil {
+	if err := h.c.Get(ctx, client.ObjectKey{Namespace: "default", Name: stateSecretName("tfc", "kept")}, &corev1.Secret{}); err != nil {
 		t.Errorf("the state Secret is gone under Retain: %v", err)
 	}
 	// No garbage collector runs here: that it would keep the state shows
@@ -312,7 +312,7 @@ func TestDeletionRetain(t *testing.T) {
 	if owned() {
 		t.Error("the released object still owns its state Secret: garbage collection would delete the state")
 	}
-	for _, name := range []string{planKeyName("kept"), inputsName("kept")} {
+	for _, name := range []string{planKeyName("tfc", "kept"), inputsName("tfc", "kept")} {
 		if err := h.c.Get(ctx, client.ObjectKey{Namespace: "default", Name: name}, &corev1.Secret{}); !apierrors.IsNotFound(err) {
 			t.Errorf("Secret %s survived: %v", name, err)
 		}

@@ -46,32 +46,32 @@ func (e *errLocked) Error() string { return e.msg }
 // lockFailure says in ApplyJobSucceeded, and once per lock in a Warning
 // event, that a lock keeps every Job from starting, if err is an
 // *errLocked; it reports whether it was.
-func (r *Reconciler) lockFailure(ctx context.Context, tc *infrav1.TerraformCluster, err error) (bool, error) {
+func (r *Reconciler) lockFailure(ctx context.Context, obj Object, err error) (bool, error) {
 	var e *errLocked
 	if !errors.As(err, &e) {
 		return false, nil
 	}
-	setCondition(tc, infrav1.ConditionApplyJobSucceeded, false, infrav1.ReasonStateLocked, e.msg)
-	return true, r.announce(ctx, tc, announce{Key: "locked-" + e.id, Type: corev1.EventTypeWarning, Reason: infrav1.EventStateLocked, Action: "Lock", Note: e.msg})
+	setCondition(obj, infrav1.ConditionApplyJobSucceeded, false, infrav1.ReasonStateLocked, e.msg)
+	return true, r.announce(ctx, obj, announce{Key: "locked-" + e.id, Type: corev1.EventTypeWarning, Reason: infrav1.EventStateLocked, Action: "Lock", Note: e.msg})
 }
 
 // lockName is the Lease that locks the state of the object named name.
-func lockName(name string) string { return tfstate.LeaseName(stateSuffix(name)) }
+func lockName(short, name string) string { return tfstate.LeaseName(stateSuffix(short, name)) }
 
 // +kubebuilder:rbac:groups=coordination.k8s.io,resources=leases,verbs=get;update
 
 // checkLock looks at the state's lock before a Job starts, when the last
 // run did not succeed or an apply was interrupted: it releases a stale lock of the object's own and
 // returns an *errLocked for any other holder.
-func (r *Reconciler) checkLock(ctx context.Context, tc *infrav1.TerraformCluster) error {
-	if run := tc.Status.LastRun; !interrupted(tc) && (run == nil || run.Succeeded) {
+func (r *Reconciler) checkLock(ctx context.Context, obj Object) error {
+	if run := obj.GetRunnerStatus().LastRun; !interrupted(obj) && (run == nil || run.Succeeded) {
 		// No run of the object failed since its status began: nothing of
 		// its own can hold the lock, and another holder fails the Job,
 		// whose failure has the next start look.
 		return nil
 	}
 	var lease coordinationv1.Lease
-	err := r.Reader.Get(ctx, client.ObjectKey{Namespace: tc.Namespace, Name: lockName(tc.Name)}, &lease)
+	err := r.Reader.Get(ctx, client.ObjectKey{Namespace: obj.GetNamespace(), Name: lockName(r.kind().Short(), obj.GetName())}, &lease)
 	if apierrors.IsNotFound(err) {
 		return nil
 	}
@@ -87,9 +87,9 @@ func (r *Reconciler) checkLock(ctx context.Context, tc *infrav1.TerraformCluster
 	if holder == "" {
 		holder = "an unknown holder"
 	}
-	pod, own := ownPod(tc, info.Who)
+	pod, own := ownPod(obj, info.Who)
 	if own {
-		gone, err := r.podGone(ctx, tc.Namespace, pod)
+		gone, err := r.podGone(ctx, obj.GetNamespace(), pod)
 		if err != nil {
 			return err
 		}
@@ -103,7 +103,7 @@ func (r *Reconciler) checkLock(ctx context.Context, tc *infrav1.TerraformCluster
 	// Said before the release: once released, the Lease no longer names
 	// the lock, and a retry after a release whose answer was lost (or a
 	// manager killed right after it) would have nothing left to say.
-	if err := r.announce(ctx, tc, announce{Key: "unlock-" + id, Type: corev1.EventTypeNormal, Reason: infrav1.EventStateUnlocked, Action: "Unlock",
+	if err := r.announce(ctx, obj, announce{Key: "unlock-" + id, Type: corev1.EventTypeNormal, Reason: infrav1.EventStateUnlocked, Action: "Unlock",
 		Note: fmt.Sprintf("Releasing the state lock %s (%s) that pod %s left behind; the pod has ended.", id, info.Operation, pod)}); err != nil {
 		return err
 	}
@@ -117,11 +117,11 @@ func (r *Reconciler) checkLock(ctx context.Context, tc *infrav1.TerraformCluster
 }
 
 // ownPod reports whether who (terraform's user@hostname) names a pod of a
-// runner Job of tc, and which: <job>-<5 characters>, where a Job of tc is
+// runner Job of obj, and which: <job>-<5 characters>, where a Job of obj is
 // named <name>-<operation>-<5 hex digits> (buildJob).
-func ownPod(tc *infrav1.TerraformCluster, who string) (string, bool) {
+func ownPod(obj Object, who string) (string, bool) {
 	pod := who[strings.LastIndexByte(who, '@')+1:]
-	rest, ok := strings.CutPrefix(pod, shorten(tc.Name, 40)+"-")
+	rest, ok := strings.CutPrefix(pod, shorten(obj.GetName(), 40)+"-")
 	if !ok {
 		return pod, false
 	}

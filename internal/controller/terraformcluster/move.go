@@ -46,26 +46,23 @@ import (
 // few minutes of waiting (an exponential backoff of ten steps from 5 s).
 const annotationBlockMove = "clusterctl.cluster.x-k8s.io/block-move"
 
-// blockMove sets annotationBlockMove on tc before a Job of it is created:
+// blockMove sets annotationBlockMove on obj before a Job of it is created:
 // a Job that runs must not be cut off by a move (the source deletes the
 // object, and garbage collection its Jobs), and its outcome must be
 // written before the objects are copied. The value names the object's UID,
 // so that a copy of the object made while the Job ran (clusterctl gave up
 // waiting, or the object was copied by other means) can tell that the
 // annotation came from elsewhere: a run there was cut short.
-func (r *Reconciler) blockMove(ctx context.Context, tc *infrav1.TerraformCluster) error {
-	if v, ok := tc.Annotations[annotationBlockMove]; ok && v == blockMoveValue(tc) {
+func (r *Reconciler) blockMove(ctx context.Context, obj Object) error {
+	if v, ok := obj.GetAnnotations()[annotationBlockMove]; ok && v == blockMoveValue(obj) {
 		return nil
 	}
-	err := r.patchObject(ctx, tc, func(tc *infrav1.TerraformCluster) {
-		if tc.Annotations == nil {
-			tc.Annotations = map[string]string{}
-		}
-		if foreignBlockMove(tc) {
+	err := r.patchObject(ctx, obj, func(obj Object) {
+		if foreignBlockMove(obj) {
 			// The evidence of the cut run stays when this one replaces it.
-			tc.Annotations[infrav1.AnnotationMovedMidRun] = "true"
+			annotate(obj, infrav1.AnnotationMovedMidRun, "true")
 		}
-		tc.Annotations[annotationBlockMove] = blockMoveValue(tc)
+		annotate(obj, annotationBlockMove, blockMoveValue(obj))
 	})
 	if err != nil {
 		return fmt.Errorf("block-move annotation: %w", err)
@@ -74,28 +71,28 @@ func (r *Reconciler) blockMove(ctx context.Context, tc *infrav1.TerraformCluster
 }
 
 // blockMoveValue is the value of annotationBlockMove this object sets.
-func blockMoveValue(tc *infrav1.TerraformCluster) string {
-	return "a runner Job of " + string(tc.UID) + " runs"
+func blockMoveValue(obj Object) string {
+	return "a runner Job of " + string(obj.GetUID()) + " runs"
 }
 
-// foreignBlockMove reports whether tc carries annotationBlockMove that it
+// foreignBlockMove reports whether obj carries annotationBlockMove that it
 // did not set itself: it was copied (by clusterctl move) while a Job of
 // the object it was copied from ran. That Job is gone with the source.
-func foreignBlockMove(tc *infrav1.TerraformCluster) bool {
-	v, ok := tc.Annotations[annotationBlockMove]
-	return ok && v != blockMoveValue(tc)
+func foreignBlockMove(obj Object) bool {
+	v, ok := obj.GetAnnotations()[annotationBlockMove]
+	return ok && v != blockMoveValue(obj)
 }
 
-// movedMidRun reports whether a run of tc was cut short by a move: it
+// movedMidRun reports whether a run of obj was cut short by a move: it
 // arrived with another object's annotationBlockMove, which the manager
 // keeps as infrav1.AnnotationMovedMidRun once it removes the former. The
 // run may have created infrastructure whose state did not move.
-func movedMidRun(tc *infrav1.TerraformCluster) bool {
-	_, marked := tc.Annotations[infrav1.AnnotationMovedMidRun]
-	return marked || foreignBlockMove(tc)
+func movedMidRun(obj Object) bool {
+	_, marked := obj.GetAnnotations()[infrav1.AnnotationMovedMidRun]
+	return marked || foreignBlockMove(obj)
 }
 
-// releaseMove removes annotationBlockMove once no Job of tc is left
+// releaseMove removes annotationBlockMove once no Job of obj is left
 // unprocessed: status names no active Job (a Job this manager started is
 // named there from its start, and one adopted when it is taken up) and the
 // cache shows none unprocessed but those this reconcile processed, whose
@@ -108,11 +105,11 @@ func movedMidRun(tc *infrav1.TerraformCluster) bool {
 // patch, by infrav1.AnnotationMovedMidRun, so that the sign of the cut run
 // outlives it.
 func (r *Reconciler) releaseMove(ctx context.Context, s *scope) error {
-	tc := s.tc
-	if _, ok := tc.Annotations[annotationBlockMove]; !ok || tc.Status.ActiveJob != nil {
+	obj := s.obj
+	if _, ok := obj.GetAnnotations()[annotationBlockMove]; !ok || obj.GetRunnerStatus().ActiveJob != nil {
 		return nil
 	}
-	jobs, err := r.jobsOf(ctx, r.Client, tc)
+	jobs, err := r.jobsOf(ctx, r.Client, obj)
 	if err != nil {
 		return err
 	}
@@ -121,17 +118,17 @@ func (r *Reconciler) releaseMove(ctx context.Context, s *scope) error {
 			return nil
 		}
 	}
-	if foreignBlockMove(tc) {
-		err := r.patchObject(ctx, tc, func(tc *infrav1.TerraformCluster) {
-			tc.Annotations[infrav1.AnnotationMovedMidRun] = "true"
-			delete(tc.Annotations, annotationBlockMove)
+	if foreignBlockMove(obj) {
+		err := r.patchObject(ctx, obj, func(obj Object) {
+			annotate(obj, infrav1.AnnotationMovedMidRun, "true")
+			delete(obj.GetAnnotations(), annotationBlockMove)
 		})
 		if err != nil && !apierrors.IsNotFound(err) {
 			return fmt.Errorf("mark the run cut short by a move: %w", err)
 		}
 		return nil
 	}
-	if err := r.removeAnnotation(ctx, tc, annotationBlockMove); err != nil && !apierrors.IsNotFound(err) {
+	if err := r.removeAnnotation(ctx, obj, annotationBlockMove); err != nil && !apierrors.IsNotFound(err) {
 		return err
 	}
 	return nil
@@ -150,81 +147,81 @@ func (r *Reconciler) releaseMove(ctx context.Context, s *scope) error {
 // Unowned, it stays on the source, and the target stops at StateLost
 // (the applied marker moved) instead of applying from an empty state.
 func (r *Reconciler) reconcilePaused(ctx context.Context, s *scope, why string) error {
-	tc := s.tc
-	setCondition(tc, ConditionPaused, true, ReasonPaused, "Paused: "+why+". No Job starts and nothing but status changes until the pause is lifted, except that a finished Job's outcome is recorded.")
-	if _, blocking := tc.Annotations[annotationBlockMove]; !blocking && tc.Status.ActiveJob == nil {
+	obj := s.obj
+	setCondition(obj, ConditionPaused, true, ReasonPaused, "Paused: "+why+". No Job starts and nothing but status changes until the pause is lifted, except that a finished Job's outcome is recorded.")
+	if _, blocking := obj.GetAnnotations()[annotationBlockMove]; !blocking && obj.GetRunnerStatus().ActiveJob == nil {
 		// No Job of the object runs or waits to be recorded: an idle
 		// paused object costs no more than before.
 		return r.patchStatus(ctx, s)
 	}
-	root := renderQuiet(ctx, r, tc)
+	root := renderQuiet(ctx, r, obj)
 	s.paused = true
-	_, err := r.settleJobs(ctx, s, root, !tc.DeletionTimestamp.IsZero())
+	_, err := r.settleJobs(ctx, s, root, !obj.GetDeletionTimestamp().IsZero())
 	if err == nil {
 		err = r.releaseMove(ctx, s)
 	}
 	return errors.Join(err, r.patchStatus(ctx, s))
 }
 
-// ownStateForMove makes tc the owner of its state Secrets, with infrav1.LabelMove,
+// ownStateForMove makes obj the owner of its state Secrets, with infrav1.LabelMove,
 // once the pause that deferred it (reconcilePaused) is lifted: when the
 // last recorded run is a successful apply. It reads the cache; a Secret
 // already owned and labelled costs no request.
-func (r *Reconciler) ownStateForMove(ctx context.Context, tc *infrav1.TerraformCluster) error {
-	run := tc.Status.LastRun
-	if run == nil || !run.Succeeded || run.Operation != infrav1.OperationApply || !tc.DeletionTimestamp.IsZero() {
+func (r *Reconciler) ownStateForMove(ctx context.Context, obj Object) error {
+	run := obj.GetRunnerStatus().LastRun
+	if run == nil || !run.Succeeded || run.Operation != infrav1.OperationApply || !obj.GetDeletionTimestamp().IsZero() {
 		return nil
 	}
 	var list corev1.SecretList
-	if err := r.Client.List(ctx, &list, client.InNamespace(tc.Namespace), client.MatchingLabels{tfstate.LabelSuffix: stateSuffix(tc.Name)}); err != nil {
+	if err := r.Client.List(ctx, &list, client.InNamespace(obj.GetNamespace()), client.MatchingLabels{tfstate.LabelSuffix: stateSuffix(r.kind().Short(), obj.GetName())}); err != nil {
 		return fmt.Errorf("state Secrets: %w", err)
 	}
 	for i := range list.Items {
-		if !movesWith(&list.Items[i], tc) {
-			return r.setStateOwner(ctx, tc, true)
+		if !movesWith(&list.Items[i], obj) {
+			return r.setStateOwner(ctx, obj, true)
 		}
 	}
 	return nil
 }
 
-// movesWith reports whether a state Secret moves with tc: tc owns it and it
+// movesWith reports whether a state Secret moves with obj: obj owns it and it
 // carries infrav1.LabelMove.
-func movesWith(s *corev1.Secret, tc *infrav1.TerraformCluster) bool {
+func movesWith(s *corev1.Secret, obj Object) bool {
 	if _, ok := s.Labels[infrav1.LabelMove]; !ok {
 		return false
 	}
 	for _, o := range s.OwnerReferences {
-		if o.UID == tc.UID {
+		if o.UID == obj.GetUID() {
 			return true
 		}
 	}
 	return false
 }
 
-// renderQuiet renders tc's inputs for a paused reconcile, which needs them
+// renderQuiet renders obj's inputs for a paused reconcile, which needs them
 // only to finish the start of a Job that status does not name yet; nil when
 // they do not render (that Job is then dropped and started again later).
-func renderQuiet(ctx context.Context, r *Reconciler, tc *infrav1.TerraformCluster) *render.Root {
+func renderQuiet(ctx context.Context, r *Reconciler, obj Object) *render.Root {
 	// Read, never created: a paused object gets no new Secret.
 	var key corev1.Secret
-	if err := r.Client.Get(ctx, client.ObjectKey{Namespace: tc.Namespace, Name: planKeyName(tc.Name)}, &key); err != nil {
+	if err := r.Client.Get(ctx, client.ObjectKey{Namespace: obj.GetNamespace(), Name: planKeyName(r.kind().Short(), obj.GetName())}, &key); err != nil {
 		return nil
 	}
-	root, err := r.render(ctx, tc, key.Data["key"])
-	if err != nil || checkImage(tc.Spec.Image) != nil {
+	root, err := r.render(ctx, obj, key.Data["key"])
+	if err != nil || checkImage(obj.GetRunnerSpec().Image) != nil {
 		return nil
 	}
 	return root
 }
 
-// rebuildPlans gives every TerraformPlan of tc whose status is empty —
+// rebuildPlans gives every TerraformPlan of obj whose status is empty —
 // clusterctl move copies no status — the status of the phase its label
 // captf.io/plan-phase keeps, so that status.phase and the conditions say
 // the same as the label again. The label is the truth; nothing else
 // changes. A plan the manager just created has its status written before
 // its Job is marked processed, so an empty status here is a lost one.
-func (r *Reconciler) rebuildPlans(ctx context.Context, tc *infrav1.TerraformCluster) error {
-	plans, err := r.plansOf(ctx, tc)
+func (r *Reconciler) rebuildPlans(ctx context.Context, obj Object) error {
+	plans, err := r.plansOf(ctx, obj)
 	if err != nil {
 		return err
 	}

@@ -157,7 +157,7 @@ func move(t *testing.T, src, dst *moveEnv) {
 func (h *harness) stateIDs(tc *infrav1.TerraformCluster) map[string]string {
 	h.t.Helper()
 	var s corev1.Secret
-	if err := h.c.Get(context.Background(), client.ObjectKey{Namespace: tc.Namespace, Name: stateSecretName(tc.Name)}, &s); err != nil {
+	if err := h.c.Get(context.Background(), client.ObjectKey{Namespace: tc.Namespace, Name: stateSecretName("tfc", tc.Name)}, &s); err != nil {
 		h.t.Fatal(err)
 	}
 	zr, err := gzip.NewReader(bytes.NewReader(s.Data["tfstate"]))
@@ -267,7 +267,7 @@ func TestMove(t *testing.T) {
 
 	// The state Secret moves: the object owns it and it has the label.
 	var state corev1.Secret
-	if err := src.c.Get(ctx, client.ObjectKey{Namespace: "default", Name: stateSecretName(tc.Name)}, &state); err != nil {
+	if err := src.c.Get(ctx, client.ObjectKey{Namespace: "default", Name: stateSecretName("tfc", tc.Name)}, &state); err != nil {
 		t.Fatal(err)
 	}
 	if !movesWith(&state, tc) {
@@ -302,7 +302,7 @@ func TestMove(t *testing.T) {
 		t.Errorf("%d Jobs on the target before the approval: a moved object is not a first apply", n)
 	}
 	var durable corev1.Secret
-	if err := dst.c.Get(ctx, client.ObjectKey{Namespace: "default", Name: inputsName("moving")}, &durable); err != nil || durable.Annotations[infrav1.AnnotationApplied] != "true" {
+	if err := dst.c.Get(ctx, client.ObjectKey{Namespace: "default", Name: inputsName("tfc", "moving")}, &durable); err != nil || durable.Annotations[infrav1.AnnotationApplied] != "true" {
 		t.Errorf("durable inputs on the target: %v, annotations %v", err, durable.Annotations)
 	}
 
@@ -325,7 +325,7 @@ func TestMove(t *testing.T) {
 	}
 	if !movesWith(func() *corev1.Secret {
 		var s corev1.Secret
-		if err := dst.c.Get(ctx, client.ObjectKey{Namespace: "default", Name: stateSecretName("moving")}, &s); err != nil {
+		if err := dst.c.Get(ctx, client.ObjectKey{Namespace: "default", Name: stateSecretName("tfc", "moving")}, &s); err != nil {
 			t.Fatal(err)
 		}
 		return &s
@@ -409,11 +409,11 @@ func TestMovePausedRecordsOutcome(t *testing.T) {
 		t.Errorf("Paused = %+v", c)
 	}
 	var durable corev1.Secret
-	if err := h.c.Get(context.Background(), client.ObjectKey{Namespace: "default", Name: inputsName(tc.Name)}, &durable); err != nil || durable.Annotations[infrav1.AnnotationApplied] != "true" {
+	if err := h.c.Get(context.Background(), client.ObjectKey{Namespace: "default", Name: inputsName("tfc", tc.Name)}, &durable); err != nil || durable.Annotations[infrav1.AnnotationApplied] != "true" {
 		t.Errorf("applied marker while paused: %v %v", err, durable.Annotations)
 	}
 	var state corev1.Secret
-	if err := h.c.Get(context.Background(), client.ObjectKey{Namespace: "default", Name: stateSecretName(tc.Name)}, &state); err != nil {
+	if err := h.c.Get(context.Background(), client.ObjectKey{Namespace: "default", Name: stateSecretName("tfc", tc.Name)}, &state); err != nil {
 		t.Fatal(err)
 	}
 	if movesWith(&state, tc) {

@@ -8,9 +8,6 @@ import (
 	"github.com/captf/captf/internal/tfstate"
 )
 
-// kindShort is the short kind in the names of spec 004: captf-<what>-tfc-<name>.
-const kindShort = "tfc"
-
 // maxName is the longest Secret name (a DNS subdomain).
 const maxName = 253
 
@@ -36,9 +33,9 @@ func nameHash(name string) string {
 	return hex.EncodeToString(sum[:hashLen/2])
 }
 
-func planKeyName(name string) string { return shorten("captf-plankey-"+kindShort+"-"+name, maxName) }
-func inputsName(name string) string  { return shorten("captf-inputs-"+kindShort+"-"+name, maxName) }
-func runName(job string) string      { return shorten("captf-run-"+job, maxName) }
+func planKeyName(short, name string) string { return shorten("captf-plankey-"+short+"-"+name, maxName) }
+func inputsName(short, name string) string  { return shorten("captf-inputs-"+short+"-"+name, maxName) }
+func runName(job string) string             { return shorten("captf-run-"+job, maxName) }
 
 // credentialsName is the per-run copy of a Job's credentials.
 func credentialsName(job string) string { return shorten("captf-cred-"+job, maxName) }
@@ -67,12 +64,12 @@ func nameLabel(name string) string { return shorten(name, maxLabel) }
 // characters of the name, without a trailing "." or "-") says whose state
 // it is. It depends on the name only, never the UID, so the state is
 // found again after a move.
-func stateSuffix(name string) string {
-	plain := "captf-" + kindShort + "-" + name
+func stateSuffix(short, name string) string {
+	plain := "captf-" + short + "-" + name
 	if len(plain) <= maxLabel && !numberTail(plain) {
 		return plain
 	}
-	head := "captf-" + kindShort + "."
+	head := "captf-" + short + "."
 	prefix := name[:min(len(name), maxLabel-len(head)-1-hashLen)]
 	prefix = strings.TrimRight(prefix, ".-")
 	return head + prefix + "." + nameHash(name)
@@ -88,7 +85,7 @@ func numberTail(s string) bool {
 	return strings.Trim(s[i+1:], "0123456789") == ""
 }
 
-func stateSecretName(name string) string { return tfstate.SecretName(stateSuffix(name)) }
+func stateSecretName(short, name string) string { return tfstate.SecretName(stateSuffix(short, name)) }
 
 // planName names the TerraformPlan of a plan Job: deterministic per Job
 // and hash, so a recurring identical plan from a later Job is a new object

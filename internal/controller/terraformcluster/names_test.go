@@ -11,10 +11,10 @@ import (
 )
 
 func TestSecretNames(t *testing.T) {
-	if got := planKeyName("demo"); got != "captf-plankey-tfc-demo" {
+	if got := planKeyName("tfc", "demo"); got != "captf-plankey-tfc-demo" {
 		t.Errorf("plan key %q", got)
 	}
-	if got := inputsName("demo"); got != "captf-inputs-tfc-demo" {
+	if got := inputsName("tfc", "demo"); got != "captf-inputs-tfc-demo" {
 		t.Errorf("durable inputs %q", got)
 	}
 	if got := runName("demo-apply-1a2b3"); got != "captf-run-demo-apply-1a2b3" {
@@ -23,14 +23,14 @@ func TestSecretNames(t *testing.T) {
 	// A name past 253 characters becomes a prefix and 16 hex characters of
 	// a hash: still unique, still within the limit.
 	a, b := strings.Repeat("a", 250), strings.Repeat("a", 249)+"b"
-	na, nb := inputsName(a), inputsName(b)
+	na, nb := inputsName("tfc", a), inputsName("tfc", b)
 	if len(na) != maxName || len(nb) != maxName || na == nb {
 		t.Errorf("shortened names: %d %d, equal %v", len(na), len(nb), na == nb)
 	}
 	if !strings.HasPrefix(na, "captf-inputs-tfc-aaaa") || strings.Count(na[len(na)-17:], "-") != 1 {
 		t.Errorf("shortened name %q is not a prefix and a 16-hex hash", na)
 	}
-	if inputsName(a) != na {
+	if inputsName("tfc", a) != na {
 		t.Error("shortening is not deterministic")
 	}
 }
@@ -95,7 +95,7 @@ func TestStateSuffix(t *testing.T) {
 			if errs := validation.IsDNS1123Subdomain(tc.name); len(errs) > 0 {
 				t.Fatalf("not an object name: %v", errs)
 			}
-			got := stateSuffix(tc.name)
+			got := stateSuffix("tfc", tc.name)
 			if why := backendRefuses(got); why != "" {
 				t.Errorf("stateSuffix(%q) = %q, refused: %s", tc.name, got, why)
 			}
@@ -108,7 +108,7 @@ func TestStateSuffix(t *testing.T) {
 			if got != old && !strings.HasPrefix(got, "captf-tfc.") {
 				t.Errorf("stateSuffix(%q) = %q: a new suffix must start with captf-tfc.", tc.name, got)
 			}
-			if stateSuffix(tc.name) != got {
+			if stateSuffix("tfc", tc.name) != got {
 				t.Error("not deterministic")
 			}
 			if other, ok := seen[got]; ok {
@@ -127,11 +127,11 @@ func TestStateSuffixPinned(t *testing.T) {
 		"prod-1":                 "captf-tfc.prod-1.6d7d57e99198f824",
 		strings.Repeat("a", 253): "captf-tfc." + strings.Repeat("a", 36) + ".32859a3ab65ac529",
 	} {
-		if got := stateSuffix(name); got != want {
+		if got := stateSuffix("tfc", name); got != want {
 			t.Errorf("stateSuffix(%.20q…) = %q, want %q", name, got, want)
 		}
 	}
-	if got := stateSecretName("prod-1"); got != "tfstate-default-captf-tfc.prod-1.6d7d57e99198f824" {
+	if got := stateSecretName("tfc", "prod-1"); got != "tfstate-default-captf-tfc.prod-1.6d7d57e99198f824" {
 		t.Errorf("stateSecretName(prod-1) = %q", got)
 	}
 }
@@ -165,7 +165,7 @@ func TestStateSuffixRandomNames(t *testing.T) {
 		if errs := validation.IsDNS1123Subdomain(name); len(errs) > 0 {
 			t.Fatalf("generated %q, not an object name: %v", name, errs)
 		}
-		s := stateSuffix(name)
+		s := stateSuffix("tfc", name)
 		if why := backendRefuses(s); why != "" {
 			t.Fatalf("stateSuffix(%q) = %q, refused: %s", name, s, why)
 		}
@@ -208,9 +208,9 @@ func TestNamesWithinLimits(t *testing.T) {
 	for _, tc := range names {
 		t.Run(tc.reason, func(t *testing.T) {
 			for what, n := range map[string]string{
-				"plan key":         planKeyName(tc.name),
-				"durable inputs":   inputsName(tc.name),
-				"state":            stateSecretName(tc.name),
+				"plan key":         planKeyName("tfc", tc.name),
+				"durable inputs":   inputsName("tfc", tc.name),
+				"state":            stateSecretName("tfc", tc.name),
 				"TerraformPlan":    planName(tc.name, "job", "p2:x"),
 				"per-run":          runName(shorten(tc.name, 40) + "-apply-1a2b3"),
 				"Job (as in jobs)": shorten(tc.name, 40) + "-apply-1a2b3",

@@ -109,48 +109,48 @@ type announce struct {
 	Related string
 }
 
-// decide is what a finished Job of tc implies: tc's new status and the
+// decide is what a finished Job of obj implies: obj's new status and the
 // steps that make the outcome durable. It is pure; while the object is
 // being deleted, only the status counts.
-func decide(tc *infrav1.TerraformCluster, o outcome, now metav1.Time) (infrav1.TerraformClusterStatus, []step) {
-	st, steps := decideRun(tc, o, now)
+func decide(k Kind, obj Object, o outcome, now metav1.Time) (Object, []step) {
+	view, steps := decideRun(k, obj, o, now)
 	if o.Approved != "" {
 		// Whatever it ended in, an approved apply was started under an
 		// approval: that comes first.
 		steps = append([]step{approvalStarted{}}, steps...)
 	}
-	return st, steps
+	return view, steps
 }
 
-func decideRun(tc *infrav1.TerraformCluster, o outcome, now metav1.Time) (infrav1.TerraformClusterStatus, []step) {
+func decideRun(k Kind, obj Object, o outcome, now metav1.Time) (Object, []step) {
 	switch o.Operation {
 	case infrav1.OperationDrift:
-		return decideDrift(tc, o, now)
+		return decideDrift(obj, o, now)
 	case infrav1.OperationRestore:
-		return decideRestore(tc, o, now)
+		return decideRestore(obj, o, now)
 	}
-	view, run := finishRun(tc, o, now)
-	st := &view.Status
+	view, run := finishRun(obj, o, now)
+	st := view.GetRunnerStatus()
 	msg := o.Msg
 	needsPlan := msg != nil && (msg.Outcome == runner.OutcomePlanned || msg.Outcome == runner.OutcomePlanChanged)
 	switch {
 	case o.Unreadable || (needsPlan && msg.Plan == nil):
 		run.Error = &infrav1.RunError{Kind: runner.OutcomeFailed, Message: "the Job's report could not be read"}
 		failed(view, run)
-		return *st, nil
+		return view, nil
 	case msg == nil && o.DeadlineExceeded:
 		run.Error = &infrav1.RunError{Kind: "deadline", Message: "the Job was stopped at its deadline"}
 		failed(view, run)
-		return *st, interruption(o)
+		return view, interruption(o)
 	case msg == nil:
 		run.Error = &infrav1.RunError{Kind: runner.OutcomeFailed, Message: "the Job left no report"}
 		failed(view, run)
-		return *st, interruption(o)
+		return view, interruption(o)
 	}
 	switch msg.Outcome {
 	case runner.OutcomePlanned:
 		run.Succeeded = true
-		reason := planReason(tc, msg.Plan)
+		reason := planReason(obj, msg.Plan)
 		st.Plan = planStatus(o, msg.Plan, reason, now)
 		if reason == "" {
 			// Under Automatic a plan waits only when it deletes or
@@ -158,18 +158,18 @@ func decideRun(tc *infrav1.TerraformCluster, o outcome, now metav1.Time) (infrav
 			// runs again.
 			st.Plan = nil
 			setCondition(view, infrav1.ConditionApplyJobSucceeded, unknown, ReasonApplying, "The plan deletes or replaces nothing; it applies under the destructive-plan guard.")
-			return *st, nil
+			return view, nil
 		}
 		if msg.Plan.Empty() {
 			// An empty plan needs no approval and opens no TerraformPlan;
 			// the apply plans again and stops if it is no longer empty.
 			setCondition(view, infrav1.ConditionApplyJobSucceeded, unknown, ReasonApplying, "The plan is empty; it applies without approval.")
-			return *st, nil
+			return view, nil
 		}
-		name := planName(tc.Name, o.Job, msg.Plan.PlanHash)
+		name := planName(obj.GetName(), o.Job, msg.Plan.PlanHash)
 		st.PendingPlanRef = &infrav1.PlanReference{Name: name}
-		setCondition(view, infrav1.ConditionApplyJobSucceeded, unknown, infrav1.ReasonPlanAwaitingApproval, awaiting(view, msg.Plan))
-		return *st, []step{
+		setCondition(view, infrav1.ConditionApplyJobSucceeded, unknown, infrav1.ReasonPlanAwaitingApproval, awaiting(k, view, msg.Plan))
+		return view, []step{
 			openPlan{Name: name, Job: o.Job, InputsHash: o.InputsHash, Digest: o.Digest, Reason: reason, Report: msg.Plan},
 			announce{Key: name, Type: corev1.EventTypeNormal, Reason: infrav1.EventPlanReady, Action: "Plan", Related: o.Job,
 				Note: fmt.Sprintf("Plan %s waits for approval: %d to add, %d to change, %d to destroy, %d output changes.",
@@ -179,21 +179,17 @@ func decideRun(tc *infrav1.TerraformCluster, o outcome, now metav1.Time) (infrav
 		run.Succeeded = true
 		st.Failures = 0
 		st.Plan = nil
-		st.FailureDomains = failureDomains(msg.FailureDomains)
 		driftUndone(view, o.Job)
 		setHealth(view, msg.Health)
-		steps := []step{markApplied{}, ownState{}}
-		if e := msg.Endpoint; e != nil {
-			steps = append(steps, publishEndpoint{Host: e.Host, Port: e.Port})
-		}
+		steps := append([]step{markApplied{}, ownState{}}, k.Applied(view, msg)...)
 		if msg.Outcome == runner.OutcomeApplied && o.Digest != "" {
 			steps = append(steps, pinDigest{Digest: o.Digest})
 		}
 		steps = append(steps, keepApplied{Digest: o.Digest})
-		if _, ok := tc.Annotations[infrav1.AnnotationAcceptEmptyState]; ok || movedMidRun(tc) {
+		if _, ok := obj.GetAnnotations()[infrav1.AnnotationAcceptEmptyState]; ok || movedMidRun(obj) {
 			steps = append(steps, acceptedEmptyState{})
 		}
-		if interrupted(tc) {
+		if interrupted(obj) {
 			steps = append(steps, clearInterrupted{})
 		}
 		plan := o.Plan
@@ -204,7 +200,7 @@ func decideRun(tc *infrav1.TerraformCluster, o outcome, now metav1.Time) (infrav
 			st.PendingPlanRef = nil
 		}
 		if o.Approved == "" {
-			return *st, steps
+			return view, steps
 		}
 		steps = append(steps, consumeApproval{Hash: o.Approved})
 		if plan != "" {
@@ -215,7 +211,7 @@ func decideRun(tc *infrav1.TerraformCluster, o outcome, now metav1.Time) (infrav
 		if key == "" {
 			key = o.Job
 		}
-		return *st, append(steps, announce{Key: key, Type: corev1.EventTypeNormal, Reason: infrav1.EventPlanApplied, Action: "Apply", Related: o.Job,
+		return view, append(steps, announce{Key: key, Type: corev1.EventTypeNormal, Reason: infrav1.EventPlanApplied, Action: "Apply", Related: o.Job,
 			Note: fmt.Sprintf("Plan %s applied.", o.Approved)})
 	case runner.OutcomePlanChanged:
 		// Nothing was applied. This is not a failure: no backoff, no cap.
@@ -231,7 +227,7 @@ func decideRun(tc *infrav1.TerraformCluster, o outcome, now metav1.Time) (infrav
 				Message: "The apply found other changes than the approved ones and applied nothing; a new plan waits."})
 		}
 		st.PendingPlanRef = nil
-		reason := planReason(tc, msg.Plan)
+		reason := planReason(obj, msg.Plan)
 		st.Plan = planStatus(o, msg.Plan, reason, now)
 		note := fmt.Sprintf("The plan moved since %s was approved; nothing was applied. The new plan %s waits for approval.", o.Approved, msg.Plan.PlanHash)
 		switch {
@@ -246,12 +242,12 @@ func decideRun(tc *infrav1.TerraformCluster, o outcome, now metav1.Time) (infrav
 			note = fmt.Sprintf("The plan moved since %s was approved; nothing was applied. The new plan is empty and applies without approval.", o.Approved)
 			setCondition(view, infrav1.ConditionApplyJobSucceeded, unknown, infrav1.ReasonPlanChanged, note)
 		default:
-			name := planName(tc.Name, o.Job, msg.Plan.PlanHash)
+			name := planName(obj.GetName(), o.Job, msg.Plan.PlanHash)
 			st.PendingPlanRef = &infrav1.PlanReference{Name: name}
-			setCondition(view, infrav1.ConditionApplyJobSucceeded, unknown, infrav1.ReasonPlanChanged, awaiting(view, msg.Plan))
+			setCondition(view, infrav1.ConditionApplyJobSucceeded, unknown, infrav1.ReasonPlanChanged, awaiting(k, view, msg.Plan))
 			steps = append(steps, openPlan{Name: name, Job: o.Job, InputsHash: o.InputsHash, Digest: o.Digest, Reason: reason, Report: msg.Plan})
 		}
-		return *st, append(steps, announce{Key: o.Job, Type: corev1.EventTypeWarning, Reason: infrav1.EventPlanChanged, Action: "Apply", Related: o.Job, Note: note})
+		return view, append(steps, announce{Key: o.Job, Type: corev1.EventTypeWarning, Reason: infrav1.EventPlanChanged, Action: "Apply", Related: o.Job, Note: note})
 	case runner.OutcomeDestructive:
 		// Nothing was applied, and nothing failed: no backoff, no cap.
 		// A plan of these changes is made next and waits for approval.
@@ -259,25 +255,25 @@ func decideRun(tc *infrav1.TerraformCluster, o outcome, now metav1.Time) (infrav
 		run.Error = &infrav1.RunError{Kind: infrav1.ErrorKindDestructivePlanBlocked, Message: "The plan deletes or replaces resources; nothing was applied."}
 		st.Plan, st.PendingPlanRef = nil, nil
 		setCondition(view, infrav1.ConditionApplyJobSucceeded, false, infrav1.ReasonDestructivePlanBlocked, note)
-		return *st, []step{announce{Key: o.Job, Type: corev1.EventTypeWarning, Reason: infrav1.EventDestructivePlanBlocked, Action: "Apply", Related: o.Job, Note: note}}
+		return view, []step{announce{Key: o.Job, Type: corev1.EventTypeWarning, Reason: infrav1.EventDestructivePlanBlocked, Action: "Apply", Related: o.Job, Note: note}}
 	case runner.OutcomeDestroyed:
 		run.Succeeded = true
-		return *st, nil
+		return view, nil
 	default:
 		run.Succeeded = false
 		run.Error = &infrav1.RunError{Kind: msg.Outcome, Message: msg.Error}
 		failed(view, run)
-		return *st, nil
+		return view, nil
 	}
 }
 
-// finishRun is the view of tc that decide changes for the finished Job o:
+// finishRun is the view of obj that decide changes for the finished Job o:
 // no active Job, and o as the last run, which the caller completes.
-func finishRun(tc *infrav1.TerraformCluster, o outcome, now metav1.Time) (*infrav1.TerraformCluster, *infrav1.RunStatus) {
-	view := tc.DeepCopy()
+func finishRun(obj Object, o outcome, now metav1.Time) (Object, *infrav1.RunStatus) {
+	view := obj.DeepCopyObject().(Object)
 	run := &infrav1.RunStatus{Job: o.Job, Operation: o.Operation, StartedAt: o.StartedAt, FinishedAt: &now, Succeeded: o.Succeeded}
-	view.Status.ActiveJob = nil
-	view.Status.LastRun = run
+	view.GetRunnerStatus().ActiveJob = nil
+	view.GetRunnerStatus().LastRun = run
 	return view, run
 }
 
@@ -293,11 +289,11 @@ func planStatus(o outcome, p *fingerprint.Report, reason infrav1.PlanReason, now
 
 // awaiting is the message of a plan that waits: its counts and the exact
 // commands that approve it.
-func awaiting(tc *infrav1.TerraformCluster, p *fingerprint.Report) string {
+func awaiting(k Kind, obj Object, p *fingerprint.Report) string {
 	msg := fmt.Sprintf("Plan %s (%d to add, %d to change, %d to destroy, %d output changes) waits for approval: %s",
-		p.PlanHash, p.Add, p.Change, p.Destroy, p.OutputChanges, approveCommand(tc, p.PlanHash))
-	if ref := tc.Status.PendingPlanRef; ref != nil {
-		msg += fmt.Sprintf(" (or approve TerraformPlan %s: kubectl captf approve %s -n %s)", ref.Name, ref.Name, tc.Namespace)
+		p.PlanHash, p.Add, p.Change, p.Destroy, p.OutputChanges, approveCommand(k, obj, p.PlanHash))
+	if ref := obj.GetRunnerStatus().PendingPlanRef; ref != nil {
+		msg += fmt.Sprintf(" (or approve TerraformPlan %s: kubectl captf approve %s -n %s)", ref.Name, ref.Name, obj.GetNamespace())
 	}
 	return msg
 }
@@ -333,7 +329,7 @@ func interruption(o outcome) []step {
 // Job can succeed and leave no readable report). A failed apply keeps
 // status.plan and the approval, so the retry (after the backoff) expects
 // the same plan.
-func failed(tc *infrav1.TerraformCluster, run *infrav1.RunStatus) {
+func failed(obj Object, run *infrav1.RunStatus) {
 	reason := ReasonApplyFailed
 	switch {
 	case run.Error.Kind == runner.OutcomeBadInput:
@@ -345,7 +341,7 @@ func failed(tc *infrav1.TerraformCluster, run *infrav1.RunStatus) {
 		reason = ReasonDestroyFailed
 	}
 	run.Succeeded = false
-	tc.Status.Failures++
+	obj.GetRunnerStatus().Failures++
 	msg := fmt.Sprintf("Job %s failed (%s)", run.Job, run.Error.Kind)
 	if run.Error.Message != "" {
 		msg += ": " + run.Error.Message
@@ -354,7 +350,7 @@ func failed(tc *infrav1.TerraformCluster, run *infrav1.RunStatus) {
 	if run.Operation == infrav1.OperationDestroy {
 		typ = infrav1.ConditionReady
 	}
-	setCondition(tc, typ, false, reason, msg)
+	setCondition(obj, typ, false, reason, msg)
 }
 
 // outcomeOf gathers what a finished Job says from the Job and its pods.

@@ -229,7 +229,8 @@ func TestDecide(t *testing.T) {
 				tt.before(tc)
 			}
 			unchanged := tc.DeepCopy()
-			st, steps := decide(tc, tt.o, now)
+			got, steps := decide(cluster{}, tc, tt.o, now)
+			st := got.(*infrav1.TerraformCluster).Status
 			if diff := cmp.Diff(tt.steps, steps); diff != "" {
 				t.Errorf("steps (-want +got):\n%s", diff)
 			}
@@ -341,8 +342,8 @@ func TestDecideDrift(t *testing.T) {
 				tc.Status.Failures = 3
 				setCondition(tc, infrav1.ConditionDriftDetected, true, infrav1.ReasonDriftRemediationFailed, "")
 			}
-			st, steps := decide(tc, outcome{Job: "demo-drift-1", Operation: infrav1.OperationDrift, Succeeded: !tt.failure, Msg: tt.msg}, now)
-			view := &infrav1.TerraformCluster{Status: st}
+			view, steps := decide(cluster{}, tc, outcome{Job: "demo-drift-1", Operation: infrav1.OperationDrift, Succeeded: !tt.failure, Msg: tt.msg}, now)
+			st := view.(*infrav1.TerraformCluster).Status
 			if c := condition(view, infrav1.ConditionDriftDetected); c == nil || c.Reason != tt.reason {
 				t.Errorf("DriftDetected %+v, want %s", c, tt.reason)
 			}
@@ -392,8 +393,8 @@ func TestDecideRestore(t *testing.T) {
 			tc.Status.StateSerial = ptr.To(int64(11))
 			o := tt.o
 			o.Job, o.Operation, o.RestoreSerial = "demo-restore-1", infrav1.OperationRestore, 7
-			st, steps := decide(tc, o, now)
-			view := &infrav1.TerraformCluster{Status: st}
+			view, steps := decide(cluster{}, tc, o, now)
+			st := view.(*infrav1.TerraformCluster).Status
 			if c := condition(view, infrav1.ConditionStateRestored); c == nil || c.Reason != tt.reason {
 				t.Errorf("StateRestored %+v, want %s", c, tt.reason)
 			}

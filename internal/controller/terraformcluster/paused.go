@@ -35,19 +35,19 @@ const (
 	ReasonNotPaused = "NotPaused"
 )
 
-// paused says why tc is paused, or "" when it is not.
-func (r *Reconciler) paused(ctx context.Context, tc *infrav1.TerraformCluster) (string, error) {
-	if _, ok := tc.Annotations[annotationPaused]; ok {
+// paused says why obj is paused, or "" when it is not.
+func (r *Reconciler) paused(ctx context.Context, obj Object) (string, error) {
+	if _, ok := obj.GetAnnotations()[annotationPaused]; ok {
 		return "the object has the annotation " + annotationPaused, nil
 	}
-	ref := ownerCluster(tc)
+	ref := ownerCluster(obj)
 	if ref == nil {
 		return "", nil
 	}
 	u := &unstructured.Unstructured{}
 	u.SetAPIVersion(ref.APIVersion)
 	u.SetKind(ref.Kind)
-	err := r.Client.Get(ctx, client.ObjectKey{Namespace: tc.Namespace, Name: ref.Name}, u)
+	err := r.Client.Get(ctx, client.ObjectKey{Namespace: obj.GetNamespace(), Name: ref.Name}, u)
 	if apierrors.IsNotFound(err) || meta.IsNoMatchError(err) {
 		return "", nil
 	}
@@ -60,12 +60,13 @@ func (r *Reconciler) paused(ctx context.Context, tc *infrav1.TerraformCluster) (
 	return "", nil
 }
 
-// ownerCluster is tc's owner reference to a Cluster API Cluster, if any.
-func ownerCluster(tc *infrav1.TerraformCluster) *metav1.OwnerReference {
-	for i, ref := range tc.OwnerReferences {
+// ownerCluster is obj's owner reference to a Cluster API Cluster, if any.
+func ownerCluster(obj Object) *metav1.OwnerReference {
+	refs := obj.GetOwnerReferences()
+	for i, ref := range refs {
 		gv, err := schema.ParseGroupVersion(ref.APIVersion)
 		if err == nil && gv.Group == clusterGroupKind.Group && ref.Kind == clusterGroupKind.Kind {
-			return &tc.OwnerReferences[i]
+			return &refs[i]
 		}
 	}
 	return nil

@@ -26,17 +26,15 @@ import (
 // either way there is one approval, one apply and one phase history.
 
 // indexPlanTarget indexes TerraformPlans by the name of their target, so
-// a reconcile lists its own plans, not the namespace's.
+// a reconcile lists its own plans, not the namespace's. Targets of two
+// kinds may share a name: the list is filtered by kind. (The field is the
+// CRD's selectable field, so a list from the API server selects the same.)
 const indexPlanTarget = "spec.targetRef.name"
 
 // indexPlans registers indexPlanTarget with the manager's cache.
 func indexPlans(ctx context.Context, indexer client.FieldIndexer) error {
 	return indexer.IndexField(ctx, &infrav1.TerraformPlan{}, indexPlanTarget, func(obj client.Object) []string {
-		plan := obj.(*infrav1.TerraformPlan)
-		if plan.Spec.TargetRef.Kind != "TerraformCluster" {
-			return nil
-		}
-		return []string{plan.Spec.TargetRef.Name}
+		return []string{obj.(*infrav1.TerraformPlan).Spec.TargetRef.Name}
 	})
 }
 
@@ -46,7 +44,7 @@ const keepFinished = 10
 // openPlan creates the TerraformPlan of a plan that waits for approval
 // (or takes up the one an earlier attempt created), and supersedes every
 // other live plan of the object.
-func (r *Reconciler) openPlan(ctx context.Context, tc *infrav1.TerraformCluster, o openPlan) error {
+func (r *Reconciler) openPlan(ctx context.Context, obj Object, o openPlan) error {
 	report := o.Report
 	summary := infrav1.PlanSummary{
 		Create: int32(report.Add - report.Replace), Update: int32(report.Change),
@@ -55,9 +53,9 @@ func (r *Reconciler) openPlan(ctx context.Context, tc *infrav1.TerraformCluster,
 	}
 	plan := &infrav1.TerraformPlan{
 		ObjectMeta: metav1.ObjectMeta{
-			Name: o.Name, Namespace: tc.Namespace,
+			Name: o.Name, Namespace: obj.GetNamespace(),
 			Labels: map[string]string{
-				infrav1.LabelClusterName: nameLabel(clusterName(tc)),
+				infrav1.LabelClusterName: nameLabel(clusterName(obj)),
 				infrav1.LabelDestructive: strconv.FormatBool(summary.Destructive()),
 				infrav1.LabelPlanPhase:   string(infrav1.PlanPending),
 				infrav1.LabelPlanReason:  string(o.Reason),
@@ -65,14 +63,14 @@ func (r *Reconciler) openPlan(ctx context.Context, tc *infrav1.TerraformCluster,
 			Annotations: map[string]string{infrav1.AnnotationPlanJob: o.Job},
 		},
 		Spec: infrav1.TerraformPlanSpec{
-			TargetRef: infrav1.PlanTargetReference{Kind: "TerraformCluster", Name: tc.Name},
+			TargetRef: infrav1.PlanTargetReference{Kind: r.kind().Name(), Name: obj.GetName()},
 			PlanHash:  report.PlanHash, InputsHash: o.InputsHash, Reason: o.Reason, Summary: summary,
 		},
 	}
 	if o.Digest != "" {
 		plan.Annotations[infrav1.AnnotationImageDigest] = o.Digest
 	}
-	if err := controllerutil.SetControllerReference(tc, plan, r.Client.Scheme()); err != nil {
+	if err := controllerutil.SetControllerReference(obj, plan, r.Client.Scheme()); err != nil {
 		return err
 	}
 	err := r.Client.Create(ctx, plan)
@@ -92,13 +90,13 @@ func (r *Reconciler) openPlan(ctx context.Context, tc *infrav1.TerraformCluster,
 			return fmt.Errorf("TerraformPlan status: %w", err)
 		}
 	}
-	return r.supersedeOthers(ctx, tc, o.Name)
+	return r.supersedeOthers(ctx, obj, o.Name)
 }
 
-// supersedeOthers finishes every live plan of tc but keep: a target has at
+// supersedeOthers finishes every live plan of obj but keep: a target has at
 // most one live plan.
-func (r *Reconciler) supersedeOthers(ctx context.Context, tc *infrav1.TerraformCluster, keep string) error {
-	plans, err := r.plansOf(ctx, tc)
+func (r *Reconciler) supersedeOthers(ctx context.Context, obj Object, keep string) error {
+	plans, err := r.plansOf(ctx, obj)
 	if err != nil {
 		return err
 	}
@@ -106,7 +104,7 @@ func (r *Reconciler) supersedeOthers(ctx context.Context, tc *infrav1.TerraformC
 		if plans[i].Name == keep || phaseOf(&plans[i]).Terminal() {
 			continue
 		}
-		err := r.finishPlan(ctx, tc, finishPlan{Name: plans[i].Name, Phase: infrav1.PlanSuperseded, Reason: infrav1.ReasonPlanSuperseded,
+		err := r.finishPlan(ctx, obj, finishPlan{Name: plans[i].Name, Phase: infrav1.PlanSuperseded, Reason: infrav1.ReasonPlanSuperseded,
 			Message: "A newer plan replaced this one, or it became moot: the inputs changed, no apply is due any more, or the applyPolicy changed."})
 		if err != nil {
 			return err
@@ -115,43 +113,46 @@ func (r *Reconciler) supersedeOthers(ctx context.Context, tc *infrav1.TerraformC
 	return nil
 }
 
-// plansOf lists the TerraformPlans of tc from the cache.
-func (r *Reconciler) plansOf(ctx context.Context, tc *infrav1.TerraformCluster) ([]infrav1.TerraformPlan, error) {
+// plansOf lists the TerraformPlans of obj from the cache.
+func (r *Reconciler) plansOf(ctx context.Context, obj Object) ([]infrav1.TerraformPlan, error) {
 	var list infrav1.TerraformPlanList
-	if err := r.Client.List(ctx, &list, client.InNamespace(tc.Namespace), client.MatchingFields{indexPlanTarget: tc.Name}); err != nil {
+	if err := r.Client.List(ctx, &list, client.InNamespace(obj.GetNamespace()), client.MatchingFields{indexPlanTarget: obj.GetName()}); err != nil {
 		return nil, fmt.Errorf("list TerraformPlans: %w", err)
 	}
 	plans := list.Items[:0]
 	for _, p := range list.Items {
-		if ref := metav1.GetControllerOf(&p); ref == nil || ref.UID == tc.UID {
+		if p.Spec.TargetRef.Kind != r.kind().Name() {
+			continue
+		}
+		if ref := metav1.GetControllerOf(&p); ref == nil || ref.UID == obj.GetUID() {
 			plans = append(plans, p)
 		}
 	}
 	return plans, nil
 }
 
-// clusterName is the Cluster API cluster tc belongs to, its own name when
+// clusterName is the Cluster API cluster obj belongs to, its own name when
 // it has no cluster-name label: the label its TerraformPlans carry.
-func clusterName(tc *infrav1.TerraformCluster) string {
-	if c := tc.Labels[infrav1.LabelClusterName]; c != "" {
+func clusterName(obj Object) string {
+	if c := obj.GetLabels()[infrav1.LabelClusterName]; c != "" {
 		return c
 	}
-	return tc.Name
+	return obj.GetName()
 }
 
 // reattach finds the live plan status lost (a status write that failed,
-// a move): a plan of tc that is not finished, made for these inputs. Its
+// a move): a plan of obj that is not finished, made for these inputs. Its
 // record in status.plan is rebuilt from the plan, so approving it works.
 // Live plans for other inputs are superseded by syncPlans.
-func (r *Reconciler) reattach(ctx context.Context, tc *infrav1.TerraformCluster, root *render.Root) (*infrav1.PlanStatus, error) {
-	plans, err := r.plansOf(ctx, tc)
+func (r *Reconciler) reattach(ctx context.Context, obj Object, root *render.Root) (*infrav1.PlanStatus, error) {
+	plans, err := r.plansOf(ctx, obj)
 	if err != nil {
 		return nil, err
 	}
 	for i := range plans {
 		plan := &plans[i]
 		if phaseOf(plan).Terminal() || plan.Spec.InputsHash != root.InputsHash ||
-			planPredatesDrift(tc, &infrav1.PlanStatus{CreatedAt: plan.CreationTimestamp}) {
+			planPredatesDrift(obj, &infrav1.PlanStatus{CreatedAt: plan.CreationTimestamp}) {
 			continue
 		}
 		sum := plan.Spec.Summary
@@ -162,11 +163,11 @@ func (r *Reconciler) reattach(ctx context.Context, tc *infrav1.TerraformCluster,
 			CreatedAt: plan.CreationTimestamp, ImageDigest: plan.Annotations[infrav1.AnnotationImageDigest],
 			Reason: plan.Spec.Reason,
 		}
-		tc.Status.Plan = p
-		tc.Status.PendingPlanRef = &infrav1.PlanReference{Name: plan.Name}
-		setCondition(tc, infrav1.ConditionApplyJobSucceeded, unknown, infrav1.ReasonPlanAwaitingApproval,
+		obj.GetRunnerStatus().Plan = p
+		obj.GetRunnerStatus().PendingPlanRef = &infrav1.PlanReference{Name: plan.Name}
+		setCondition(obj, infrav1.ConditionApplyJobSucceeded, unknown, infrav1.ReasonPlanAwaitingApproval,
 			fmt.Sprintf("Plan %s waits for approval: %s (or approve TerraformPlan %s: kubectl captf approve %s -n %s)",
-				p.PlanHash, approveCommand(tc, p.PlanHash), plan.Name, plan.Name, tc.Namespace))
+				p.PlanHash, approveCommand(r.kind(), obj, p.PlanHash), plan.Name, plan.Name, obj.GetNamespace()))
 		return p, nil
 	}
 	return nil, nil
@@ -176,23 +177,23 @@ func (r *Reconciler) reattach(ctx context.Context, tc *infrav1.TerraformCluster,
 // spec.approved of the live plan; "" when nobody did. An approval of a
 // finished plan counts for nothing, and an annotation only ever matches a
 // hash of the current scheme.
-func (r *Reconciler) approvedBy(ctx context.Context, tc *infrav1.TerraformCluster, hash string) (string, error) {
+func (r *Reconciler) approvedBy(ctx context.Context, obj Object, hash string) (string, error) {
 	if !strings.HasPrefix(hash, fingerprint.Prefix) {
 		return "", nil
 	}
 	for _, a := range approvals {
-		if tc.Annotations[a] == hash {
+		if obj.GetAnnotations()[a] == hash {
 			return "the " + a + " annotation", nil
 		}
 	}
-	ref := tc.Status.PendingPlanRef
+	ref := obj.GetRunnerStatus().PendingPlanRef
 	if ref == nil {
 		return "", nil
 	}
 	// From the cache: an approval only ever goes from unset to set, and
 	// its event brings the object back, so a stale read only waits.
 	plan := &infrav1.TerraformPlan{}
-	if err := r.Client.Get(ctx, client.ObjectKey{Namespace: tc.Namespace, Name: ref.Name}, plan); err != nil {
+	if err := r.Client.Get(ctx, client.ObjectKey{Namespace: obj.GetNamespace(), Name: ref.Name}, plan); err != nil {
 		return "", client.IgnoreNotFound(err)
 	}
 	if plan.Spec.Approved && plan.Spec.PlanHash == hash && !phaseOf(plan).Terminal() {
@@ -226,9 +227,9 @@ func (r *Reconciler) approvePlan(ctx context.Context, name, namespace, by string
 
 // finishPlan moves a plan to a terminal phase, read from the API server
 // first: a plan already finished (or gone) is left alone.
-func (r *Reconciler) finishPlan(ctx context.Context, tc *infrav1.TerraformCluster, f finishPlan) error {
+func (r *Reconciler) finishPlan(ctx context.Context, obj Object, f finishPlan) error {
 	plan := &infrav1.TerraformPlan{}
-	err := r.Reader.Get(ctx, client.ObjectKey{Namespace: tc.Namespace, Name: f.Name}, plan)
+	err := r.Reader.Get(ctx, client.ObjectKey{Namespace: obj.GetNamespace(), Name: f.Name}, plan)
 	if apierrors.IsNotFound(err) {
 		return nil
 	}
@@ -247,21 +248,21 @@ func (r *Reconciler) finishPlan(ctx context.Context, tc *infrav1.TerraformCluste
 	})
 }
 
-// syncPlans keeps the plans of tc in step with status.plan: a lost
+// syncPlans keeps the plans of obj in step with status.plan: a lost
 // reference to its live plan is restored; every live plan but the one
 // status names became moot; an approval that landed on a plan already
 // superseded is ignored, visibly; old finished plans are pruned.
-func (r *Reconciler) syncPlans(ctx context.Context, tc *infrav1.TerraformCluster) error {
-	if ref, p := tc.Status.PendingPlanRef, tc.Status.Plan; ref != nil && (p == nil || ref.Name != planName(tc.Name, p.Job, p.PlanHash)) {
-		tc.Status.PendingPlanRef = nil
+func (r *Reconciler) syncPlans(ctx context.Context, obj Object) error {
+	if ref, p := obj.GetRunnerStatus().PendingPlanRef, obj.GetRunnerStatus().Plan; ref != nil && (p == nil || ref.Name != planName(obj.GetName(), p.Job, p.PlanHash)) {
+		obj.GetRunnerStatus().PendingPlanRef = nil
 	}
-	plans, err := r.plansOf(ctx, tc)
+	plans, err := r.plansOf(ctx, obj)
 	if err != nil {
 		return err
 	}
-	reattachRef(tc, plans)
+	reattachRef(obj, plans)
 	live := ""
-	if ref := tc.Status.PendingPlanRef; ref != nil {
+	if ref := obj.GetRunnerStatus().PendingPlanRef; ref != nil {
 		live = ref.Name
 	}
 	var finished []*infrav1.TerraformPlan
@@ -273,17 +274,17 @@ func (r *Reconciler) syncPlans(ctx context.Context, tc *infrav1.TerraformCluster
 			continue
 		}
 		finished = append(finished, plan)
-		if err := r.ignoreLateApproval(ctx, tc, plan); err != nil {
+		if err := r.ignoreLateApproval(ctx, obj, plan); err != nil {
 			return err
 		}
 	}
-	if stale && tc.Status.ActiveJob == nil {
+	if stale && obj.GetRunnerStatus().ActiveJob == nil {
 		// No Job runs that could still take it up.
-		if err := r.supersedeOthers(ctx, tc, live); err != nil {
+		if err := r.supersedeOthers(ctx, obj, live); err != nil {
 			return err
 		}
 	}
-	if _, paused := tc.Annotations[annotationPaused]; paused || !tc.DeletionTimestamp.IsZero() || len(finished) <= keepFinished {
+	if _, paused := obj.GetAnnotations()[annotationPaused]; paused || !obj.GetDeletionTimestamp().IsZero() || len(finished) <= keepFinished {
 		return nil
 	}
 	sort.Slice(finished, func(i, j int) bool {
@@ -305,16 +306,16 @@ func (r *Reconciler) syncPlans(ctx context.Context, tc *infrav1.TerraformCluster
 // again when status lost the reference but kept the plan (a status write
 // lost or undone): the plan would otherwise be superseded as stale, and an
 // approval through its spec.approved would never count.
-func reattachRef(tc *infrav1.TerraformCluster, plans []infrav1.TerraformPlan) {
-	p := tc.Status.Plan
-	if tc.Status.PendingPlanRef != nil || p == nil {
+func reattachRef(obj Object, plans []infrav1.TerraformPlan) {
+	p := obj.GetRunnerStatus().Plan
+	if obj.GetRunnerStatus().PendingPlanRef != nil || p == nil {
 		return
 	}
-	name := planName(tc.Name, p.Job, p.PlanHash)
+	name := planName(obj.GetName(), p.Job, p.PlanHash)
 	for i := range plans {
 		plan := &plans[i]
 		if plan.Name == name && !phaseOf(plan).Terminal() && plan.Spec.PlanHash == p.PlanHash && plan.Spec.InputsHash == p.InputsHash {
-			tc.Status.PendingPlanRef = &infrav1.PlanReference{Name: name}
+			obj.GetRunnerStatus().PendingPlanRef = &infrav1.PlanReference{Name: name}
 			return
 		}
 	}
@@ -323,19 +324,19 @@ func reattachRef(tc *infrav1.TerraformCluster, plans []infrav1.TerraformPlan) {
 // ignoreLateApproval answers an approval that landed on a plan after it
 // was superseded: the plan says ApprovalIgnored, and a PlanSuperseded
 // warning on the target names the current plan. Once per plan.
-func (r *Reconciler) ignoreLateApproval(ctx context.Context, tc *infrav1.TerraformCluster, plan *infrav1.TerraformPlan) error {
+func (r *Reconciler) ignoreLateApproval(ctx context.Context, obj Object, plan *infrav1.TerraformPlan) error {
 	c := meta.FindStatusCondition(plan.Status.Conditions, infrav1.ConditionApproved)
 	if phaseOf(plan) != infrav1.PlanSuperseded || !plan.Spec.Approved || (c != nil && (c.Status == metav1.ConditionTrue || c.Reason == infrav1.ReasonApprovalIgnored)) {
 		return nil
 	}
 	current := "none"
-	if tc.Status.PendingPlanRef != nil {
-		current = tc.Status.PendingPlanRef.Name
+	if obj.GetRunnerStatus().PendingPlanRef != nil {
+		current = obj.GetRunnerStatus().PendingPlanRef.Name
 	}
 	// The event first: the condition ends this step, so an event that
 	// failed after it would never be sent again; sent twice, it is found
 	// there.
-	err := r.announce(ctx, tc, announce{Key: plan.Name, Type: corev1.EventTypeWarning, Reason: infrav1.EventPlanSuperseded, Action: "Approve",
+	err := r.announce(ctx, obj, announce{Key: plan.Name, Type: corev1.EventTypeWarning, Reason: infrav1.EventPlanSuperseded, Action: "Approve",
 		Note: fmt.Sprintf("Plan %s was approved by %s after it was superseded; the approval was ignored. The current plan is %s.", plan.Name, plan.Spec.ApprovedBy, current)})
 	if err != nil {
 		return err

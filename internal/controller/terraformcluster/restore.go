@@ -31,24 +31,24 @@ const annotationRestoreSerial = "captf.io/restore-serial"
 // restoreRequest is the serial captf.io/restore-state asks for; ok is false
 // when there is none to run (no annotation, or that serial ran already).
 // A value that is not a serial is reported in StateRestored.
-func restoreRequest(tc *infrav1.TerraformCluster) (serial int64, ok bool) {
-	v, set := tc.Annotations[infrav1.AnnotationRestoreState]
+func restoreRequest(obj Object) (serial int64, ok bool) {
+	v, set := obj.GetAnnotations()[infrav1.AnnotationRestoreState]
 	if !set {
-		if tc.Status.LastRestoredSerial != nil {
-			if c := condition(tc, infrav1.ConditionStateRestored); c != nil && c.Status == metav1.ConditionFalse {
+		if obj.GetRunnerStatus().LastRestoredSerial != nil {
+			if c := condition(obj, infrav1.ConditionStateRestored); c != nil && c.Status == metav1.ConditionFalse {
 				// Removed after a failure: the same serial may run again.
-				tc.Status.LastRestoredSerial = nil
+				obj.GetRunnerStatus().LastRestoredSerial = nil
 			}
 		}
 		return 0, false
 	}
 	n, err := strconv.ParseInt(v, 10, 64)
 	if err != nil || n < 0 {
-		setCondition(tc, infrav1.ConditionStateRestored, false, infrav1.ReasonBackupNotFound,
+		setCondition(obj, infrav1.ConditionStateRestored, false, infrav1.ReasonBackupNotFound,
 			fmt.Sprintf("%s=%q is not a state serial; status.stateBackups lists the serials kept.", infrav1.AnnotationRestoreState, v))
 		return 0, false
 	}
-	if last := tc.Status.LastRestoredSerial; last != nil && *last == n {
+	if last := obj.GetRunnerStatus().LastRestoredSerial; last != nil && *last == n {
 		return 0, false
 	}
 	return n, true
@@ -56,26 +56,26 @@ func restoreRequest(tc *infrav1.TerraformCluster) (serial int64, ok bool) {
 
 // startRestore starts the restore Job of serial and reports true, or says
 // in StateRestored and an event that no backup of it exists.
-func (r *Reconciler) startRestore(ctx context.Context, tc *infrav1.TerraformCluster, serial int64) (bool, error) {
-	list, _, err := r.backups(ctx, tc)
+func (r *Reconciler) startRestore(ctx context.Context, obj Object, serial int64) (bool, error) {
+	list, _, err := r.backups(ctx, obj)
 	if err != nil {
 		return false, err
 	}
 	at := slices.IndexFunc(list, func(b backup) bool { return b.serial() == serial })
 	if at < 0 || len(list[at].parts) != list[at].chunks()-1 {
-		msg := fmt.Sprintf("No backup of state serial %d: Secret %s does not exist or lacks a part. status.stateBackups lists the serials kept.", serial, backupName(tc.Name, serial))
-		setCondition(tc, infrav1.ConditionStateRestored, false, infrav1.ReasonBackupNotFound, msg)
-		return false, r.announce(ctx, tc, announce{Key: "no-backup-" + strconv.FormatInt(serial, 10), Type: corev1.EventTypeWarning, Reason: infrav1.EventBackupNotFound, Action: "Restore", Note: msg})
+		msg := fmt.Sprintf("No backup of state serial %d: Secret %s does not exist or lacks a part. status.stateBackups lists the serials kept.", serial, backupName(r.kind().Short(), obj.GetName(), serial))
+		setCondition(obj, infrav1.ConditionStateRestored, false, infrav1.ReasonBackupNotFound, msg)
+		return false, r.announce(ctx, obj, announce{Key: "no-backup-" + strconv.FormatInt(serial, 10), Type: corev1.EventTypeWarning, Reason: infrav1.EventBackupNotFound, Action: "Restore", Note: msg})
 	}
-	mainTF, err := render.BackendRoot(tc.Namespace, stateSuffix(tc.Name))
+	mainTF, err := render.BackendRoot(obj.GetNamespace(), stateSuffix(r.kind().Short(), obj.GetName()))
 	if err != nil {
 		return false, err
 	}
 	root := &render.Root{MainTF: mainTF, Vars: []byte("{}")}
-	if err := r.startJob(ctx, tc, root, jobRequest{op: infrav1.OperationRestore, backup: &list[at]}); err != nil {
+	if err := r.startJob(ctx, obj, root, jobRequest{op: infrav1.OperationRestore, backup: &list[at]}); err != nil {
 		return false, err
 	}
-	tc.Status.LastRestoredSerial = ptr.To(serial)
+	obj.GetRunnerStatus().LastRestoredSerial = ptr.To(serial)
 	return true, nil
 }
 
@@ -84,17 +84,17 @@ func (r *Reconciler) startRestore(ctx context.Context, tc *infrav1.TerraformClus
 type restoreDone struct{ Serial int64 }
 
 func (s restoreDone) apply(r *Reconciler, x *stepContext) error {
-	if x.tc.Annotations[infrav1.AnnotationRestoreState] != strconv.FormatInt(s.Serial, 10) {
+	if x.obj.GetAnnotations()[infrav1.AnnotationRestoreState] != strconv.FormatInt(s.Serial, 10) {
 		return nil
 	}
-	return r.removeAnnotation(x.ctx, x.tc, infrav1.AnnotationRestoreState)
+	return r.removeAnnotation(x.ctx, x.obj, infrav1.AnnotationRestoreState)
 }
 
 // decideRestore is what a finished restore Job implies. Like a drift check
 // it is not a failed apply: no backoff, and nothing becomes due.
-func decideRestore(tc *infrav1.TerraformCluster, o outcome, now metav1.Time) (infrav1.TerraformClusterStatus, []step) {
-	view, run := finishRun(tc, o, now)
-	st := &view.Status
+func decideRestore(obj Object, o outcome, now metav1.Time) (Object, []step) {
+	view, run := finishRun(obj, o, now)
+	st := view.GetRunnerStatus()
 	st.LastRestoredSerial = ptr.To(o.RestoreSerial)
 	msg := o.Msg
 	run.Error = runError(o, runner.OutcomeRestored, func(m *runner.Message) bool { return m.Restored != nil })
@@ -104,7 +104,7 @@ func decideRestore(tc *infrav1.TerraformCluster, o outcome, now metav1.Time) (in
 		note := fmt.Sprintf("Restore %s of state serial %d failed (%s): %s. The state may be unchanged or partly written; the same serial is not tried again until %s is removed and set again.",
 			o.Job, o.RestoreSerial, run.Error.Kind, run.Error.Message, infrav1.AnnotationRestoreState)
 		setCondition(view, infrav1.ConditionStateRestored, false, infrav1.ReasonRestoreFailed, note)
-		return *st, []step{announce{Key: key, Type: corev1.EventTypeWarning, Reason: infrav1.EventStateRestoreFailed, Action: "Restore", Related: o.Job, Note: note}}
+		return view, []step{announce{Key: key, Type: corev1.EventTypeWarning, Reason: infrav1.EventStateRestoreFailed, Action: "Restore", Related: o.Job, Note: note}}
 	}
 	run.Succeeded = true
 	note := fmt.Sprintf("State serial %d restored by %s: the state now holds %d resources.", o.RestoreSerial, o.Job, msg.Restored.Resources)
@@ -112,7 +112,7 @@ func decideRestore(tc *infrav1.TerraformCluster, o outcome, now metav1.Time) (in
 	// The state holds other content now, under a serial the backups may
 	// already know: the next read backs it up again if it differs.
 	st.StateSerial = nil
-	return *st, []step{
+	return view, []step{
 		announce{Key: key, Type: corev1.EventTypeNormal, Reason: infrav1.EventStateRestored, Action: "Restore", Related: o.Job, Note: note},
 		restoreDone{Serial: o.RestoreSerial},
 		// The push wrote the state Secrets anew, without the object's

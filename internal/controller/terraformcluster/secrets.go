@@ -16,11 +16,12 @@ import (
 	"github.com/captf/captf/pkg/fingerprint"
 )
 
-func ownerLabels(tc *infrav1.TerraformCluster) map[string]string {
+// ownerLabels mark what the manager makes for obj of kind k.
+func ownerLabels(k Kind, obj Object) map[string]string {
 	return map[string]string{
 		infrav1.LabelManaged:   "true",
-		infrav1.LabelOwnerKind: "TerraformCluster",
-		infrav1.LabelOwnerName: nameLabel(tc.Name),
+		infrav1.LabelOwnerKind: k.Name(),
+		infrav1.LabelOwnerName: nameLabel(obj.GetName()),
 	}
 }
 
@@ -28,20 +29,20 @@ func ownerLabels(tc *infrav1.TerraformCluster) map[string]string {
 // 32 random bytes under "key", owned by the object, never rotated. It also
 // keys the inputs hash, so it is created under both apply policies (see
 // docs/runner-job.md).
-func (r *Reconciler) planKey(ctx context.Context, tc *infrav1.TerraformCluster) ([]byte, error) {
-	name := planKeyName(tc.Name)
+func (r *Reconciler) planKey(ctx context.Context, obj Object) ([]byte, error) {
+	name := planKeyName(r.kind().Short(), obj.GetName())
 	var s corev1.Secret
-	err := r.Client.Get(ctx, client.ObjectKey{Namespace: tc.Namespace, Name: name}, &s)
+	err := r.Client.Get(ctx, client.ObjectKey{Namespace: obj.GetNamespace(), Name: name}, &s)
 	if apierrors.IsNotFound(err) {
 		key := make([]byte, fingerprint.MinKeySize)
 		if _, err := rand.Read(key); err != nil {
 			return nil, fmt.Errorf("plan key: %w", err)
 		}
 		s = corev1.Secret{
-			ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: tc.Namespace, Labels: ownerLabels(tc)},
+			ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: obj.GetNamespace(), Labels: ownerLabels(r.kind(), obj)},
 			Data:       map[string][]byte{"key": key},
 		}
-		if err := controllerutil.SetOwnerReference(tc, &s, r.Client.Scheme()); err != nil {
+		if err := controllerutil.SetOwnerReference(obj, &s, r.Client.Scheme()); err != nil {
 			return nil, err
 		}
 		if err := r.Client.Create(ctx, &s); err != nil {
@@ -63,25 +64,25 @@ func (r *Reconciler) planKey(ctx context.Context, tc *infrav1.TerraformCluster) 
 // starts: the rendered files and the image and identity annotations. The
 // applied marker, the pinned digest and what the last successful apply ran
 // stay.
-func (r *Reconciler) writeDurableInputs(ctx context.Context, tc *infrav1.TerraformCluster, root *render.Root) error {
-	s := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: inputsName(tc.Name), Namespace: tc.Namespace}}
+func (r *Reconciler) writeDurableInputs(ctx context.Context, obj Object, root *render.Root) error {
+	s := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: inputsName(r.kind().Short(), obj.GetName()), Namespace: obj.GetNamespace()}}
 	_, err := controllerutil.CreateOrPatch(ctx, r.Client, s, func() error {
-		s.Labels = ownerLabels(tc)
+		s.Labels = ownerLabels(r.kind(), obj)
 		if s.Annotations == nil {
 			s.Annotations = map[string]string{}
 		}
-		if s.Annotations[infrav1.AnnotationImage] != tc.Spec.Image {
+		if s.Annotations[infrav1.AnnotationImage] != obj.GetRunnerSpec().Image {
 			// A new image reference clears the pinned digest (spec 004).
 			delete(s.Annotations, infrav1.AnnotationImageDigest)
 		}
-		s.Annotations[infrav1.AnnotationImage] = tc.Spec.Image
-		s.Annotations[infrav1.AnnotationIdentity] = identity(tc)
+		s.Annotations[infrav1.AnnotationImage] = obj.GetRunnerSpec().Image
+		s.Annotations[infrav1.AnnotationIdentity] = identity(obj)
 		// What the last successful apply ran stays beside (applied.go).
 		if s.Data == nil {
 			s.Data = map[string][]byte{}
 		}
 		s.Data["main.tf.json"], s.Data["terraform.tfvars.json"] = root.MainTF, root.Vars
-		return controllerutil.SetOwnerReference(tc, s, r.Client.Scheme())
+		return controllerutil.SetOwnerReference(obj, s, r.Client.Scheme())
 	})
 	if err != nil {
 		return fmt.Errorf("durable inputs: %w", err)
@@ -93,9 +94,9 @@ func (r *Reconciler) writeDurableInputs(ctx context.Context, tc *infrav1.Terrafo
 // a successful apply, and whenever the manager reads a state that records
 // an inputs hash. Without the Secret there is nothing to mark; the first-apply
 // check (history.first) then still sees the state.
-func (r *Reconciler) markApplied(ctx context.Context, tc *infrav1.TerraformCluster) error {
+func (r *Reconciler) markApplied(ctx context.Context, obj Object) error {
 	var s corev1.Secret
-	err := r.Client.Get(ctx, client.ObjectKey{Namespace: tc.Namespace, Name: inputsName(tc.Name)}, &s)
+	err := r.Client.Get(ctx, client.ObjectKey{Namespace: obj.GetNamespace(), Name: inputsName(r.kind().Short(), obj.GetName())}, &s)
 	if apierrors.IsNotFound(err) {
 		return nil
 	}
@@ -116,8 +117,8 @@ func (r *Reconciler) markApplied(ctx context.Context, tc *infrav1.TerraformClust
 	return nil
 }
 
-func identity(tc *infrav1.TerraformCluster) string {
-	if id := tc.Spec.IdentityRef; id != nil {
+func identity(obj Object) string {
+	if id := obj.GetRunnerSpec().IdentityRef; id != nil {
 		return id.Kind + "/" + id.Name
 	}
 	return ""

@@ -24,8 +24,9 @@ import (
 // manager's alone, and a concurrent write of the object's metadata or
 // spec, such as Cluster API setting an owner reference, must not fail it).
 type scope struct {
-	tc      *infrav1.TerraformCluster
-	written infrav1.TerraformClusterStatus
+	obj Object
+	// written is the object as its status was last written.
+	written Object
 	// paused: the object is paused; steps that wait for the pause to be
 	// lifted are left out (reconcilePaused).
 	paused bool
@@ -34,26 +35,26 @@ type scope struct {
 	processed map[string]bool
 }
 
-func newScope(tc *infrav1.TerraformCluster) *scope {
-	return &scope{tc: tc, written: *tc.Status.DeepCopy()}
+func newScope(obj Object) *scope {
+	return &scope{obj: obj, written: obj.DeepCopyObject().(Object)}
 }
 
 // patchStatus writes what changed in the status since it was last
 // written, as a merge patch of the status alone.
 func (r *Reconciler) patchStatus(ctx context.Context, s *scope) error {
-	if equality.Semantic.DeepEqual(s.written, s.tc.Status) {
+	base := s.obj.DeepCopyObject().(Object)
+	r.kind().CopyStatus(base, s.written)
+	if equality.Semantic.DeepEqual(base, s.obj) {
 		// An idle re-check changes nothing: an empty patch would still be
 		// a request per object per re-check.
 		return nil
 	}
-	base := s.tc.DeepCopy()
-	base.Status = s.written
-	status := s.tc.Status
-	if err := r.Client.Status().Patch(ctx, s.tc, client.MergeFrom(base)); err != nil {
+	written := s.obj.DeepCopyObject().(Object)
+	if err := r.Client.Status().Patch(ctx, s.obj, client.MergeFrom(base)); err != nil {
 		return fmt.Errorf("status: %w", err)
 	}
-	s.tc.Status = status
-	s.written = *status.DeepCopy()
+	r.kind().CopyStatus(s.obj, written)
+	s.written = written
 	return nil
 }
 
@@ -68,25 +69,25 @@ const ReasonOutcomeNotRecorded = "OutcomeNotRecorded"
 // inputs cannot be rendered now; deleting drops the steps of outcomes the
 // object no longer needs.
 func (r *Reconciler) settleJobs(ctx context.Context, s *scope, root *render.Root, deleting bool) (*batchv1.Job, error) {
-	tc := s.tc
-	jobs, err := r.jobsOf(ctx, r.Client, tc)
+	obj := s.obj
+	jobs, err := r.jobsOf(ctx, r.Client, obj)
 	if err != nil {
 		return nil, err
 	}
-	if a := tc.Status.ActiveJob; a != nil && !hasJob(jobs, a.Name) {
+	if a := obj.GetRunnerStatus().ActiveJob; a != nil && !hasJob(jobs, a.Name) {
 		// Not in the cache yet, or gone: ask the API server.
 		job := &batchv1.Job{}
-		err := r.Reader.Get(ctx, client.ObjectKey{Namespace: tc.Namespace, Name: a.Name}, job)
+		err := r.Reader.Get(ctx, client.ObjectKey{Namespace: obj.GetNamespace(), Name: a.Name}, job)
 		switch {
 		case apierrors.IsNotFound(err):
 			// Deleted before it finished: nothing to record, but an apply
 			// may have changed things half-way; the next plans first.
 			if a.Operation == infrav1.OperationApply {
-				if err := r.markInterrupted(ctx, tc); err != nil {
+				if err := r.markInterrupted(ctx, obj); err != nil {
 					return nil, err
 				}
 			}
-			tc.Status.ActiveJob = nil
+			obj.GetRunnerStatus().ActiveJob = nil
 		case err != nil:
 			return nil, fmt.Errorf("read Job %s: %w", a.Name, err)
 		default:
@@ -117,12 +118,12 @@ func (r *Reconciler) settleJobs(ctx context.Context, s *scope, root *render.Root
 			continue
 		}
 		if err := r.process(ctx, s, fresh, deleting); err != nil {
-			if run := s.written.LastRun; run == nil || run.Job != fresh.Name {
+			if run := s.written.GetRunnerStatus().LastRun; run == nil || run.Job != fresh.Name {
 				// Once the written status records the outcome, only the
 				// cleanup is left (the per-run Secret, the processed
 				// mark): the conditions say the outcome, and the retry is
 				// silent — the mark may even have landed unseen.
-				setCondition(tc, infrav1.ConditionApplyJobSucceeded, unknown, ReasonOutcomeNotRecorded,
+				setCondition(obj, infrav1.ConditionApplyJobSucceeded, unknown, ReasonOutcomeNotRecorded,
 					fmt.Sprintf("Job %s finished, but its outcome is not recorded yet (%v); retrying with a backoff, and no other Job starts meanwhile.", fresh.Name, err))
 			}
 			return nil, err
@@ -131,11 +132,11 @@ func (r *Reconciler) settleJobs(ctx context.Context, s *scope, root *render.Root
 	if running == nil {
 		return nil, nil
 	}
-	if a := tc.Status.ActiveJob; a == nil || a.Name != running.Name {
-		if err := r.resume(ctx, tc, root, running); err != nil {
+	if a := obj.GetRunnerStatus().ActiveJob; a == nil || a.Name != running.Name {
+		if err := r.resume(ctx, obj, root, running); err != nil {
 			return nil, err
 		}
-		if tc.Status.ActiveJob == nil {
+		if obj.GetRunnerStatus().ActiveJob == nil {
 			// resume dropped a Job that could never run.
 			return nil, nil
 		}
@@ -157,32 +158,32 @@ func hasJob(jobs []batchv1.Job, name string) bool {
 // on the Job. A status that already records the Job (a reconcile that
 // failed after writing it) gets back only the outcome's conditions.
 func (r *Reconciler) process(ctx context.Context, s *scope, job *batchv1.Job, deleting bool) error {
-	tc := s.tc
+	obj := s.obj
 	pods, err := r.pods(ctx, job)
 	if err != nil {
 		return err
 	}
 	o := outcomeOf(job, pods)
-	status, steps := decide(tc, o, nowTime())
+	view, steps := decide(r.kind(), obj, o, nowTime())
 	if !deleting {
-		x := &stepContext{ctx: ctx, tc: tc, job: job, paused: s.paused}
+		x := &stepContext{ctx: ctx, obj: obj, job: job, paused: s.paused}
 		for _, st := range steps {
 			if err := st.apply(r, x); err != nil {
 				return err
 			}
 		}
 	}
-	if run := tc.Status.LastRun; run == nil || run.Job != job.Name {
-		tc.Status = status
+	if run := obj.GetRunnerStatus().LastRun; run == nil || run.Job != job.Name {
+		r.kind().CopyStatus(obj, view)
 	} else {
 		// Recorded by a reconcile that failed after the status write: the
 		// rest stays as written (a failure is counted once), the
 		// conditions say the outcome again instead of the failure to
 		// record it.
-		tc.Status.Conditions = status.Conditions
+		obj.GetRunnerStatus().Conditions = view.GetRunnerStatus().Conditions
 	}
-	if a := tc.Status.ActiveJob; a != nil && a.Name == job.Name {
-		tc.Status.ActiveJob = nil
+	if a := obj.GetRunnerStatus().ActiveJob; a != nil && a.Name == job.Name {
+		obj.GetRunnerStatus().ActiveJob = nil
 	}
 	if err := r.patchStatus(ctx, s); err != nil {
 		return err
@@ -226,7 +227,7 @@ var errPulling = errors.New("image pull")
 // inputs need not wait for the Job's deadline, or once what allowed it no
 // longer holds (startedUnder), so a pull fixed later never applies what
 // nobody allows any more.
-func (r *Reconciler) waitJob(ctx context.Context, tc *infrav1.TerraformCluster, job *batchv1.Job, root *render.Root) error {
+func (r *Reconciler) waitJob(ctx context.Context, obj Object, job *batchv1.Job, root *render.Root) error {
 	// The cache tells whether a pod may be stuck; only then is it read
 	// from the API server, which the decision below acts on.
 	var cached corev1.PodList
@@ -251,81 +252,68 @@ func (r *Reconciler) waitJob(ctx context.Context, tc *infrav1.TerraformCluster, 
 	if why == "" {
 		return nil
 	}
-	setCondition(tc, infrav1.ConditionApplyJobSucceeded, false, ReasonImagePullFailed, fmt.Sprintf("Job %s cannot start: %s", job.Name, why))
-	allowed, err := r.stillAllowed(ctx, tc, job)
+	setCondition(obj, infrav1.ConditionApplyJobSucceeded, false, ReasonImagePullFailed, fmt.Sprintf("Job %s cannot start: %s", job.Name, why))
+	allowed, err := r.stillAllowed(ctx, obj, job)
 	if err != nil {
 		return err
 	}
 	if allowed && (root == nil || job.Annotations[annotationInputsHash] == root.InputsHash) {
 		return errPulling
 	}
-	return r.dropJob(ctx, tc, job)
+	return r.dropJob(ctx, obj, job)
 }
 
 // stillAllowed reports whether what allowed an apply Job when it was
 // created still holds: the applyPolicy it was created under
 // (annotationApplyPolicy), and for the apply of an approved plan, that
 // approval. The inputs are checked apart.
-func (r *Reconciler) stillAllowed(ctx context.Context, tc *infrav1.TerraformCluster, job *batchv1.Job) (bool, error) {
+func (r *Reconciler) stillAllowed(ctx context.Context, obj Object, job *batchv1.Job) (bool, error) {
 	if job.Labels[labelOperation] != string(infrav1.OperationApply) {
 		return true, nil
 	}
-	if p, ok := job.Annotations[annotationApplyPolicy]; ok && p != string(policy(tc)) {
+	if p, ok := job.Annotations[annotationApplyPolicy]; ok && p != string(policy(obj)) {
 		return false, nil
 	}
 	hash := job.Annotations[infrav1.AnnotationApprovedPlan]
 	if hash == "" {
 		return true, nil
 	}
-	by, err := r.approvedBy(ctx, tc, hash)
+	by, err := r.approvedBy(ctx, obj, hash)
 	return by != "", err
 }
 
 func nowTime() metav1.Time { return metav1.Now() }
 
-// setEndpoint publishes the module's control plane endpoint in
-// spec.controlPlaneEndpoint, the Cluster API contract's field, in a patch
-// of its own (the status is written at the end of the reconcile).
-func (r *Reconciler) setEndpoint(ctx context.Context, tc *infrav1.TerraformCluster, e infrav1.APIEndpoint) error {
-	if tc.Spec.ControlPlaneEndpoint == e {
-		return nil
-	}
-	if err := r.patchObject(ctx, tc, func(tc *infrav1.TerraformCluster) { tc.Spec.ControlPlaneEndpoint = e }); err != nil {
-		return fmt.Errorf("control plane endpoint: %w", err)
-	}
-	return nil
-}
-
-// removeAnnotation removes the annotation key from tc, in a merge patch
+// removeAnnotation removes the annotation key from obj, in a merge patch
 // that names that key alone. A patch made by diffing would, when key is
-// the last annotation tc was read with, clear the whole field, and with it
+// the last annotation obj was read with, clear the whole field, and with it
 // any annotation written since, such as an approval.
-func (r *Reconciler) removeAnnotation(ctx context.Context, tc *infrav1.TerraformCluster, key string) error {
-	if _, ok := tc.Annotations[key]; !ok {
+func (r *Reconciler) removeAnnotation(ctx context.Context, obj Object, key string) error {
+	if _, ok := obj.GetAnnotations()[key]; !ok {
 		return nil
 	}
 	body, err := json.Marshal(map[string]any{"metadata": map[string]any{"annotations": map[string]any{key: nil}}})
 	if err != nil {
 		return err
 	}
-	status := tc.Status
-	if err := r.Client.Patch(ctx, tc, client.RawPatch(types.MergePatchType, body)); err != nil {
+	status := obj.DeepCopyObject().(Object)
+	if err := r.Client.Patch(ctx, obj, client.RawPatch(types.MergePatchType, body)); err != nil {
 		return fmt.Errorf("remove %s: %w", key, err)
 	}
-	tc.Status = status
+	r.kind().CopyStatus(obj, status)
 	return nil
 }
 
-// patchObject changes tc as change does, in a merge patch of the object
+// patchObject changes obj as change does, in a merge patch of the object
 // (not its status, which the reconcile writes at its end). The patch
 // answers with the stored status; the reconcile's own stays.
-func (r *Reconciler) patchObject(ctx context.Context, tc *infrav1.TerraformCluster, change func(*infrav1.TerraformCluster)) error {
-	patch := client.MergeFrom(tc.DeepCopy())
-	change(tc)
-	status := tc.Status
-	if err := r.Client.Patch(ctx, tc, patch); err != nil {
+func (r *Reconciler) patchObject(ctx context.Context, obj Object, change func(Object)) error {
+	patch := client.MergeFrom(obj.DeepCopyObject().(Object))
+	change(obj)
+	status := obj.DeepCopyObject().(Object)
+	if err := r.Client.Patch(ctx, obj, patch); err != nil {
 		return err
 	}
-	tc.Status = status
+	r.kind().CopyStatus(obj, status)
 	return nil
 }

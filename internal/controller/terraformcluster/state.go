@@ -23,7 +23,7 @@ import (
 // exists.
 const ReasonStateLost = "StateLost"
 
-// history is what the API server says of tc's past, read right before a
+// history is what the API server says of obj's past, read right before a
 // Job would start while the state records no inputs hash: its signs of a
 // past (any one means the object may have applied before) and whether its
 // state Secret exists. The check that stops an object (lost) and the one
@@ -51,11 +51,11 @@ func (h history) first() bool { return !h.past() && !h.state }
 // Secret is gone.
 func (h history) lost() bool { return h.past() && !h.state }
 
-// readHistory reads tc's history from the API server itself.
-func (r *Reconciler) readHistory(ctx context.Context, tc *infrav1.TerraformCluster) (history, error) {
+// readHistory reads obj's history from the API server itself.
+func (r *Reconciler) readHistory(ctx context.Context, obj Object) (history, error) {
 	h := history{backup: -1}
 	var s corev1.Secret
-	err := r.Reader.Get(ctx, client.ObjectKey{Namespace: tc.Namespace, Name: inputsName(tc.Name)}, &s)
+	err := r.Reader.Get(ctx, client.ObjectKey{Namespace: obj.GetNamespace(), Name: inputsName(r.kind().Short(), obj.GetName())}, &s)
 	switch {
 	case err == nil:
 		if s.Annotations[infrav1.AnnotationApplied] == "true" {
@@ -67,14 +67,14 @@ func (r *Reconciler) readHistory(ctx context.Context, tc *infrav1.TerraformClust
 	case !apierrors.IsNotFound(err):
 		return h, fmt.Errorf("durable inputs: %w", err)
 	}
-	err = r.Reader.Get(ctx, client.ObjectKey{Namespace: tc.Namespace, Name: stateSecretName(tc.Name)}, &corev1.Secret{})
+	err = r.Reader.Get(ctx, client.ObjectKey{Namespace: obj.GetNamespace(), Name: stateSecretName(r.kind().Short(), obj.GetName())}, &corev1.Secret{})
 	switch {
 	case err == nil:
 		h.state = true
 	case !apierrors.IsNotFound(err):
 		return h, fmt.Errorf("state: %w", err)
 	}
-	list, _, err := r.backups(ctx, tc)
+	list, _, err := r.backups(ctx, obj)
 	if err != nil {
 		return h, err
 	}
@@ -82,18 +82,16 @@ func (r *Reconciler) readHistory(ctx context.Context, tc *infrav1.TerraformClust
 		h.backup = list[0].serial()
 		h.signs = append(h.signs, "state backup "+list[0].first.Name)
 	}
-	if e := tc.Spec.ControlPlaneEndpoint; e.Host != "" || e.Port != 0 {
-		h.signs = append(h.signs, "spec.controlPlaneEndpoint, which an apply published")
-	}
-	if movedMidRun(tc) {
+	h.signs = append(h.signs, r.kind().Signs(obj)...)
+	if movedMidRun(obj) {
 		h.signs = append(h.signs, "a runner Job cut short by clusterctl move (annotation "+infrav1.AnnotationMovedMidRun+" or "+annotationBlockMove+" set on another management cluster)")
 	}
 	var plans infrav1.TerraformPlanList
-	if err := r.Reader.List(ctx, &plans, client.InNamespace(tc.Namespace), client.MatchingLabels{infrav1.LabelClusterName: nameLabel(clusterName(tc))}); err != nil {
+	if err := r.Reader.List(ctx, &plans, client.InNamespace(obj.GetNamespace()), client.MatchingLabels{infrav1.LabelClusterName: nameLabel(clusterName(obj))}); err != nil {
 		return h, fmt.Errorf("list TerraformPlans: %w", err)
 	}
 	for _, p := range plans.Items {
-		if p.Spec.TargetRef.Kind == "TerraformCluster" && p.Spec.TargetRef.Name == tc.Name {
+		if p.Spec.TargetRef.Kind == r.kind().Name() && p.Spec.TargetRef.Name == obj.GetName() {
 			h.signs = append(h.signs, "TerraformPlan "+p.Name)
 			break
 		}
@@ -101,11 +99,11 @@ func (r *Reconciler) readHistory(ctx context.Context, tc *infrav1.TerraformClust
 	return h, nil
 }
 
-// guardLostState stops tc when its history says its state is lost and
+// guardLostState stops obj when its history says its state is lost and
 // nobody accepted starting from an empty one: it says so in
 // ApplyJobSucceeded and in one Warning event, and reports true.
-func (r *Reconciler) guardLostState(ctx context.Context, tc *infrav1.TerraformCluster, past history) (bool, error) {
-	if !past.lost() || tc.Annotations[infrav1.AnnotationAcceptEmptyState] == "true" {
+func (r *Reconciler) guardLostState(ctx context.Context, obj Object, past history) (bool, error) {
+	if !past.lost() || obj.GetAnnotations()[infrav1.AnnotationAcceptEmptyState] == "true" {
 		return false, nil
 	}
 	restore := "Restore the state Secret"
@@ -113,14 +111,14 @@ func (r *Reconciler) guardLostState(ctx context.Context, tc *infrav1.TerraformCl
 		restore = fmt.Sprintf("Restore a backup (annotate the object %s=%d for the newest; status.stateBackups lists them all)", infrav1.AnnotationRestoreState, past.backup)
 	}
 	key, msg := "state-lost", fmt.Sprintf("The object applied before (%s) and its terraform state Secret %s is gone; nothing runs, since an apply would create everything a second time. %s, or annotate the object %s=true to start again from an empty state (under applyPolicy Manual its apply still waits for an approval).",
-		strings.Join(past.signs, ", "), stateSecretName(tc.Name), restore, infrav1.AnnotationAcceptEmptyState)
-	if !tc.DeletionTimestamp.IsZero() {
+		strings.Join(past.signs, ", "), stateSecretName(r.kind().Short(), obj.GetName()), restore, infrav1.AnnotationAcceptEmptyState)
+	if !obj.GetDeletionTimestamp().IsZero() {
 		key, msg = "state-lost-delete", fmt.Sprintf("The object is deleted; it applied before (%s) and its terraform state Secret %s is gone, so no destroy can find what it made. Nothing is destroyed and the object is kept. %s to destroy it, or annotate the object %s=true to release it without a destroy (what it made stays).",
-			strings.Join(past.signs, ", "), stateSecretName(tc.Name), restore, infrav1.AnnotationAcceptEmptyState)
+			strings.Join(past.signs, ", "), stateSecretName(r.kind().Short(), obj.GetName()), restore, infrav1.AnnotationAcceptEmptyState)
 	}
-	setCondition(tc, infrav1.ConditionApplyJobSucceeded, false, ReasonStateLost, msg)
-	tc.Status.Plan = nil
-	return true, r.announce(ctx, tc, announce{Key: key, Type: corev1.EventTypeWarning, Reason: ReasonStateLost, Action: "Guard", Note: msg})
+	setCondition(obj, infrav1.ConditionApplyJobSucceeded, false, ReasonStateLost, msg)
+	obj.GetRunnerStatus().Plan = nil
+	return true, r.announce(ctx, obj, announce{Key: key, Type: corev1.EventTypeWarning, Reason: ReasonStateLost, Action: "Guard", Note: msg})
 }
 
 // acceptedEmptyState removes captf.io/accept-empty-state after the apply
@@ -130,10 +128,10 @@ func (r *Reconciler) guardLostState(ctx context.Context, tc *infrav1.TerraformCl
 type acceptedEmptyState struct{}
 
 func (acceptedEmptyState) apply(r *Reconciler, x *stepContext) error {
-	if err := r.removeAnnotation(x.ctx, x.tc, infrav1.AnnotationAcceptEmptyState); err != nil {
+	if err := r.removeAnnotation(x.ctx, x.obj, infrav1.AnnotationAcceptEmptyState); err != nil {
 		return err
 	}
-	return r.removeAnnotation(x.ctx, x.tc, infrav1.AnnotationMovedMidRun)
+	return r.removeAnnotation(x.ctx, x.obj, infrav1.AnnotationMovedMidRun)
 }
 
 // stateRead is what the manager reads of a terraform state: its chunks as
@@ -153,13 +151,13 @@ func (s *stateRead) InputsHash() string {
 	return s.inputsHash
 }
 
-// readState reads tc's terraform state through reader (the cache, or the
+// readState reads obj's terraform state through reader (the cache, or the
 // API server before acting): every Secret of its suffix, chunks included.
 // It is nil when there is none.
-func (r *Reconciler) readState(ctx context.Context, reader client.Reader, tc *infrav1.TerraformCluster) (*stateRead, error) {
-	suffix := stateSuffix(tc.Name)
+func (r *Reconciler) readState(ctx context.Context, reader client.Reader, obj Object) (*stateRead, error) {
+	suffix := stateSuffix(r.kind().Short(), obj.GetName())
 	var list corev1.SecretList
-	if err := reader.List(ctx, &list, client.InNamespace(tc.Namespace), client.MatchingLabels(tfstate.Selector(suffix))); err != nil {
+	if err := reader.List(ctx, &list, client.InNamespace(obj.GetNamespace()), client.MatchingLabels(tfstate.Selector(suffix))); err != nil {
 		return nil, fmt.Errorf("state Secrets: %w", err)
 	}
 	secrets := make([]tfstate.Secret, 0, len(list.Items))
@@ -187,7 +185,7 @@ func (r *Reconciler) readState(ctx context.Context, reader client.Reader, tc *in
 	return st, nil
 }
 
-// ownState makes tc an owner of the Secrets that hold its state, after a
+// ownState makes obj an owner of the Secrets that hold its state, after a
 // successful apply, so that clusterctl move carries them with it. The
 // backend writes the state again on every apply; this finds out whether
 // it kept the reference each time.
@@ -199,22 +197,22 @@ func (ownState) apply(r *Reconciler, x *stepContext) error {
 		// reconcilePaused.
 		return nil
 	}
-	return r.setStateOwner(x.ctx, x.tc, true)
+	return r.setStateOwner(x.ctx, x.obj, true)
 }
 
-// setStateOwner adds tc as an owner of its state Secrets (own), or takes
+// setStateOwner adds obj as an owner of its state Secrets (own), or takes
 // it away (before the object is released under deletionPolicy Retain, so
 // that garbage collection keeps the state). The reference is not the
 // controller's and blocks no deletion: terraform's backend writes these
 // Secrets, the manager only marks them.
-func (r *Reconciler) setStateOwner(ctx context.Context, tc *infrav1.TerraformCluster, own bool) error {
+func (r *Reconciler) setStateOwner(ctx context.Context, obj Object, own bool) error {
 	var list corev1.SecretList
-	if err := r.Reader.List(ctx, &list, client.InNamespace(tc.Namespace), client.MatchingLabels{tfstate.LabelSuffix: stateSuffix(tc.Name)}); err != nil {
+	if err := r.Reader.List(ctx, &list, client.InNamespace(obj.GetNamespace()), client.MatchingLabels{tfstate.LabelSuffix: stateSuffix(r.kind().Short(), obj.GetName())}); err != nil {
 		return fmt.Errorf("state Secrets: %w", err)
 	}
 	for i := range list.Items {
 		s := &list.Items[i]
-		at := slices.IndexFunc(s.OwnerReferences, func(o metav1.OwnerReference) bool { return o.UID == tc.UID })
+		at := slices.IndexFunc(s.OwnerReferences, func(o metav1.OwnerReference) bool { return o.UID == obj.GetUID() })
 		_, labelled := s.Labels[infrav1.LabelMove]
 		if (at >= 0) == own && (!own || labelled) {
 			continue
@@ -223,7 +221,7 @@ func (r *Reconciler) setStateOwner(ctx context.Context, tc *infrav1.TerraformClu
 		if own {
 			if at < 0 {
 				s.OwnerReferences = append(s.OwnerReferences, metav1.OwnerReference{
-					APIVersion: infrav1.GroupVersion.String(), Kind: "TerraformCluster", Name: tc.Name, UID: tc.UID,
+					APIVersion: infrav1.GroupVersion.String(), Kind: r.kind().Name(), Name: obj.GetName(), UID: obj.GetUID(),
 				})
 			}
 			// clusterctl move carries it with the object (move.go).

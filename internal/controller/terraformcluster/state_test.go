@@ -33,7 +33,7 @@ func TestStateLost(t *testing.T) {
 			name := "lost-" + strings.ToLower(string(policy))
 			tc := h.create(name, policy, "small")
 			h.wait(tc, "first apply", ready)
-			if err := h.c.Delete(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: stateSecretName(name)}}); err != nil {
+			if err := h.c.Delete(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: stateSecretName("tfc", name)}}); err != nil {
 				t.Fatal(err)
 			}
 			h.setSize(tc, "large")
@@ -67,7 +67,7 @@ func TestStateLost(t *testing.T) {
 				_, accepted := tc.Annotations[infrav1.AnnotationAcceptEmptyState]
 				return ready(tc) && !accepted
 			})
-			if err := h.c.Get(ctx, client.ObjectKey{Namespace: "default", Name: stateSecretName(name)}, &corev1.Secret{}); err != nil {
+			if err := h.c.Get(ctx, client.ObjectKey{Namespace: "default", Name: stateSecretName("tfc", name)}, &corev1.Secret{}); err != nil {
 				t.Errorf("no state after the apply from an empty state: %v", err)
 			}
 		})

@@ -33,7 +33,7 @@ const unknown = 2
 
 // setCondition sets a condition True (true), False (false) or Unknown
 // (unknown) with the object's generation.
-func setCondition[B bool | int](tc *infrav1.TerraformCluster, typ string, status B, reason, message string) {
+func setCondition[B bool | int](obj Object, typ string, status B, reason, message string) {
 	s := metav1.ConditionFalse
 	switch v := any(status).(type) {
 	case bool:
@@ -43,27 +43,27 @@ func setCondition[B bool | int](tc *infrav1.TerraformCluster, typ string, status
 	case int:
 		s = metav1.ConditionUnknown
 	}
-	meta.SetStatusCondition(&tc.Status.Conditions, metav1.Condition{
-		Type: typ, Status: s, Reason: reason, Message: message, ObservedGeneration: tc.Generation,
+	meta.SetStatusCondition(&obj.GetRunnerStatus().Conditions, metav1.Condition{
+		Type: typ, Status: s, Reason: reason, Message: message, ObservedGeneration: obj.GetGeneration(),
 	})
 }
 
-// condition is tc's condition typ, nil when it has none.
-func condition(tc *infrav1.TerraformCluster, typ string) *metav1.Condition {
-	return meta.FindStatusCondition(tc.Status.Conditions, typ)
+// condition is obj's condition typ, nil when it has none.
+func condition(obj Object, typ string) *metav1.Condition {
+	return meta.FindStatusCondition(obj.GetRunnerStatus().Conditions, typ)
 }
 
 // setProvisioned records that the infrastructure is as the spec says.
-func setProvisioned(tc *infrav1.TerraformCluster) {
+func setProvisioned(obj Object) {
 	t := true
-	tc.Status.Ready = true
-	tc.Status.Initialization = &infrav1.Initialization{Provisioned: &t}
-	if h := condition(tc, infrav1.ConditionInfrastructureHealthy); h != nil && h.Status == metav1.ConditionFalse {
-		setCondition(tc, infrav1.ConditionReady, false, infrav1.ReasonUnhealthy, unhealthy)
+	obj.GetRunnerStatus().Ready = true
+	obj.GetRunnerStatus().Initialization = &infrav1.Initialization{Provisioned: &t}
+	if h := condition(obj, infrav1.ConditionInfrastructureHealthy); h != nil && h.Status == metav1.ConditionFalse {
+		setCondition(obj, infrav1.ConditionReady, false, infrav1.ReasonUnhealthy, unhealthy)
 	} else {
-		setCondition(tc, infrav1.ConditionReady, true, ReasonProvisioned, "The last apply succeeded and nothing is due.")
+		setCondition(obj, infrav1.ConditionReady, true, ReasonProvisioned, "The last apply succeeded and nothing is due.")
 	}
-	setCondition(tc, infrav1.ConditionApplyJobSucceeded, true, ReasonApplied, "The inputs are applied.")
+	setCondition(obj, infrav1.ConditionApplyJobSucceeded, true, ReasonApplied, "The inputs are applied.")
 }
 
 // unhealthy is Ready's message while the health output says failed.
@@ -72,35 +72,35 @@ const unhealthy = "Provisioned, but the module's health output says failed."
 // setHealth records the state word of the module's health output
 // (runner.Health*) in InfrastructureHealthy; "" (the module has none)
 // removes the condition. Once provisioned, failed health makes Ready False.
-func setHealth(tc *infrav1.TerraformCluster, state string) {
+func setHealth(obj Object, state string) {
 	const from = "The module's health output says "
 	switch state {
 	case "":
-		meta.RemoveStatusCondition(&tc.Status.Conditions, infrav1.ConditionInfrastructureHealthy)
+		meta.RemoveStatusCondition(&obj.GetRunnerStatus().Conditions, infrav1.ConditionInfrastructureHealthy)
 	case runner.HealthRunning:
-		setCondition(tc, infrav1.ConditionInfrastructureHealthy, true, infrav1.ReasonHealthy, from+"running.")
+		setCondition(obj, infrav1.ConditionInfrastructureHealthy, true, infrav1.ReasonHealthy, from+"running.")
 	case runner.HealthFailed:
-		setCondition(tc, infrav1.ConditionInfrastructureHealthy, false, infrav1.ReasonUnhealthy, from+"failed.")
+		setCondition(obj, infrav1.ConditionInfrastructureHealthy, false, infrav1.ReasonUnhealthy, from+"failed.")
 	case runner.HealthPending:
-		setCondition(tc, infrav1.ConditionInfrastructureHealthy, unknown, infrav1.ReasonProvisioning, from+"pending; it is sampled again after 30 s, then less often, up to every 5 minutes.")
+		setCondition(obj, infrav1.ConditionInfrastructureHealthy, unknown, infrav1.ReasonProvisioning, from+"pending; it is sampled again after 30 s, then less often, up to every 5 minutes.")
 	default:
-		setCondition(tc, infrav1.ConditionInfrastructureHealthy, unknown, infrav1.ReasonHealthUnknown,
+		setCondition(obj, infrav1.ConditionInfrastructureHealthy, unknown, infrav1.ReasonHealthUnknown,
 			from+"unknown, or holds no known state word (running, pending, failed), or is sensitive.")
 	}
-	healthReady(tc)
+	healthReady(obj)
 }
 
 // healthReady makes Ready follow the health of provisioned infrastructure:
 // False while it is failed, back to True when it is no longer.
-func healthReady(tc *infrav1.TerraformCluster) {
-	if i := tc.Status.Initialization; i == nil || i.Provisioned == nil || !*i.Provisioned {
+func healthReady(obj Object) {
+	if i := obj.GetRunnerStatus().Initialization; i == nil || i.Provisioned == nil || !*i.Provisioned {
 		return
 	}
-	h, ready := condition(tc, infrav1.ConditionInfrastructureHealthy), condition(tc, infrav1.ConditionReady)
+	h, ready := condition(obj, infrav1.ConditionInfrastructureHealthy), condition(obj, infrav1.ConditionReady)
 	switch {
 	case h != nil && h.Status == metav1.ConditionFalse:
-		setCondition(tc, infrav1.ConditionReady, false, infrav1.ReasonUnhealthy, unhealthy)
+		setCondition(obj, infrav1.ConditionReady, false, infrav1.ReasonUnhealthy, unhealthy)
 	case ready != nil && ready.Reason == infrav1.ReasonUnhealthy:
-		setCondition(tc, infrav1.ConditionReady, true, ReasonProvisioned, "Provisioned, and the module's health output no longer says failed.")
+		setCondition(obj, infrav1.ConditionReady, true, ReasonProvisioned, "Provisioned, and the module's health output no longer says failed.")
 	}
 }

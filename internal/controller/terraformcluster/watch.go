@@ -25,16 +25,17 @@ import (
 // manager's own Secrets change several times per run.
 const indexReads = "captf.io/reads"
 
-// readsIndex is the index key of each variable source of a
-// TerraformCluster: "<kind>/<name>" for a valueFrom and for the Secret
+// readsIndex is the index key of each variable source of an object the
+// engine reconciles: "<kind>/<name>" for a valueFrom and for the Secret
 // spec.identityRef names, "<kind>/*" for a variablesFrom selector.
 func readsIndex(obj client.Object) []string {
-	tc, ok := obj.(*infrav1.TerraformCluster)
+	o, ok := obj.(Object)
 	if !ok {
 		return nil
 	}
+	spec := o.GetRunnerSpec()
 	keys := sets.New[string]()
-	for _, v := range tc.Spec.Variables {
+	for _, v := range spec.Variables {
 		switch {
 		case v.ValueFrom == nil:
 		case v.ValueFrom.SecretKeyRef != nil:
@@ -43,16 +44,16 @@ func readsIndex(obj client.Object) []string {
 			keys.Insert("ConfigMap/" + v.ValueFrom.ConfigMapKeyRef.Name)
 		}
 	}
-	for _, src := range tc.Spec.VariablesFrom {
+	for _, src := range spec.VariablesFrom {
 		keys.Insert(src.Kind + "/*")
 	}
-	if id := tc.Spec.IdentityRef; id != nil && id.Kind == infrav1.IdentityKindSecret {
+	if id := spec.IdentityRef; id != nil && id.Kind == infrav1.IdentityKindSecret {
 		keys.Insert("Secret/" + id.Name)
 	}
 	return sets.List(keys)
 }
 
-// sourcesOf maps a ConfigMap or Secret to the TerraformClusters of its
+// sourcesOf maps a ConfigMap or Secret to the objects of the kind in its
 // namespace that read variables from it, by name (valueFrom) or by label
 // (variablesFrom), so new inputs act at once instead of at the next
 // re-check.
@@ -61,15 +62,15 @@ func (r *Reconciler) sourcesOf(kind string) func(context.Context, client.Object)
 		seen := sets.New[client.ObjectKey]()
 		var reqs []reconcile.Request
 		for _, key := range []string{kind + "/" + obj.GetName(), kind + "/*"} {
-			var list infrav1.TerraformClusterList
 			// Read only: the cache's objects need no copy.
-			if err := r.Client.List(ctx, &list, client.InNamespace(obj.GetNamespace()), client.MatchingFields{indexReads: key}, client.UnsafeDisableDeepCopy); err != nil {
-				ctrl.LoggerFrom(ctx).Error(err, "List TerraformClusters for a variables source")
+			list, err := r.kind().ListReading(ctx, r.Client, obj.GetNamespace(), key)
+			if err != nil {
+				ctrl.LoggerFrom(ctx).Error(err, "List objects for a variables source", "kind", r.kind().Name())
 				return nil
 			}
-			for i := range list.Items {
-				k := client.ObjectKeyFromObject(&list.Items[i])
-				if !seen.Has(k) && readsFrom(&list.Items[i].Spec.RunnerSpec, kind, obj) {
+			for _, o := range list {
+				k := client.ObjectKeyFromObject(o)
+				if !seen.Has(k) && readsFrom(o.GetRunnerSpec(), kind, obj) {
 					seen.Insert(k)
 					reqs = append(reqs, reconcile.Request{NamespacedName: k})
 				}
@@ -126,15 +127,15 @@ func CacheOptions() cache.Options {
 	}}
 }
 
-// podOwner maps a runner pod that cannot pull its image to its
-// TerraformCluster: such a pod changes no Job, so only its own watch
+// podOwner maps a runner pod that cannot pull its image to its object,
+// if of the kind: such a pod changes no Job, so only its own watch
 // tells. Any other change of a pod (created, running, finished) is not
 // acted on: its Job's own events say what matters, and a reconcile per
 // pod event would cost a request each.
-func podOwner(_ context.Context, obj client.Object) []reconcile.Request {
+func (r *Reconciler) podOwner(_ context.Context, obj client.Object) []reconcile.Request {
 	// The label may hold a shortened name; the annotation holds it whole.
 	name := obj.GetAnnotations()[infrav1.LabelOwnerName]
-	if obj.GetLabels()[infrav1.LabelOwnerKind] != "TerraformCluster" || name == "" {
+	if obj.GetLabels()[infrav1.LabelOwnerKind] != r.kind().Name() || name == "" {
 		return nil
 	}
 	if pod, ok := obj.(*corev1.Pod); !ok || pullFailure([]corev1.Pod{*pod}) == "" {
