@@ -81,6 +81,7 @@ applies only when a fresh plan hashes to the approved value.
   captf apply DIR --expect-plan p2:...   plan again; apply only if it hashes the same
   captf preview plan                     plan a change across deploy tools (captf.yaml)
   captf preview apply --expect-digest cs1:...
+  captf lint [DIR] --role cluster        check a module against the manager's contract
   captf version                          print captf's version (also --version)
 
 ` + exitCodesHelp,
@@ -96,7 +97,7 @@ applies only when a fresh plan hashes to the approved value.
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error {
 		return fmt.Errorf("%w: %w", runner.ErrBadInput, err)
 	})
-	root.AddCommand(newPlan(stdout, stderr), newApply(stdout, stderr), newFingerprint(stdout), newVersion(stdout))
+	root.AddCommand(newPlan(stdout, stderr), newApply(stdout, stderr), newFingerprint(stdout), newLint(stdout), newVersion(stdout))
 	if registry != nil {
 		root.AddCommand(newPreview(stdout, stderr, registry))
 	} else {

@@ -59,7 +59,7 @@ func exitCode(err error) int {
 		return runner.ExitBadInput
 	case errors.Is(err, preview.ErrMoved):
 		return runner.ExitPlanChanged
-	case errors.Is(err, preview.ErrPlanFailed), errors.Is(err, preview.ErrApplyFailed):
+	case errors.Is(err, preview.ErrPlanFailed), errors.Is(err, preview.ErrApplyFailed), errors.Is(err, errLintFindings):
 		return runner.ExitFailure
 	case errors.Is(err, preview.ErrHeld):
 		return ExitHeld

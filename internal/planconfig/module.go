@@ -34,19 +34,19 @@ type module struct {
 	jsonFiles []string
 }
 
-// isOverride says whether a file is an override file, merged into the
+// IsOverride says whether a file is an override file, merged into the
 // blocks of the others.
-func isOverride(name string) bool {
+func IsOverride(name string) bool {
 	base := strings.TrimSuffix(strings.TrimSuffix(name, ".json"), filepath.Ext(strings.TrimSuffix(name, ".json")))
 	return base == "override" || strings.HasSuffix(base, "_override")
 }
 
-// configFiles lists the configuration files of dir as terraform and tofu
+// ConfigFiles lists the configuration files of dir as terraform and tofu
 // read them: .tf and .tf.json, and tofu's .tofu and .tofu.json, which
 // replace a .tf file of the same base name. Terraform ignores .tofu
 // files; binding them as well only binds more. Primary files come first,
 // then override files, each group sorted.
-func configFiles(dir string) ([]string, error) {
+func ConfigFiles(dir string) ([]string, error) {
 	entries, err := os.ReadDir(dir)
 	if err != nil {
 		return nil, err
@@ -71,7 +71,7 @@ func configFiles(dir string) ([]string, error) {
 		if !ok || strings.HasPrefix(name, ".") || strings.HasPrefix(name, "#") {
 			continue
 		}
-		if isOverride(name) {
+		if IsOverride(name) {
 			override = append(override, name)
 		} else {
 			primary = append(primary, name)
@@ -83,7 +83,7 @@ func configFiles(dir string) ([]string, error) {
 }
 
 func loadModule(key, dir string) (*module, error) {
-	files, err := configFiles(dir)
+	files, err := ConfigFiles(dir)
 	if err != nil {
 		return nil, fmt.Errorf("module %q: %w", key, err)
 	}

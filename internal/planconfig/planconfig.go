@@ -218,7 +218,7 @@ func (b *binder) change(c Change) error {
 	}
 	for _, r := range blocks {
 		prefix := ""
-		if isOverride(r.Range().Filename) {
+		if IsOverride(r.Range().Filename) {
 			prefix = r.Range().Filename + ": "
 		}
 		if err := b.provisioners(m, c.Address, prefix, r, create, destroy); err != nil {

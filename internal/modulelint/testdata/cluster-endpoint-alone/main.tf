@@ -1,0 +1,3 @@
+output "control_plane_endpoint_host" {
+  value = "api.example.com"
+}

@@ -1,0 +1,4 @@
+output "exports" {
+  value     = { network_id = "net-1" }
+  sensitive = true
+}

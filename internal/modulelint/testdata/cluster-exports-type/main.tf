@@ -1,0 +1,3 @@
+output "exports" {
+  value = "net-1"
+}

@@ -1,0 +1,5 @@
+output "failure_domains" {
+  value = {
+    a = { control_plane = "yes" }
+  }
+}

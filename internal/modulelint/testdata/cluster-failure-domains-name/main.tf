@@ -1,0 +1,3 @@
+output "failure_domains" {
+  value = [{ zone = "a" }]
+}

@@ -1,0 +1,3 @@
+output "health" {
+  value = { state = "healthy" }
+}

@@ -1,0 +1,7 @@
+output "control_plane_endpoint_host" {
+  value = "api.example.com"
+}
+
+output "control_plane_endpoint_port" {
+  value = "https"
+}

@@ -1,0 +1,8 @@
+variable "db_password" {
+  type = string
+}
+
+variable "client_secret" {
+  type      = string
+  sensitive = false
+}

@@ -1,0 +1,10 @@
+resource "terraform_data" "machine" {
+  input = {
+    name      = var.captf_machine_name
+    network   = var.captf_exports.network_id
+  }
+}
+
+output "provider_id" {
+  value = "example://${terraform_data.machine.id}"
+}

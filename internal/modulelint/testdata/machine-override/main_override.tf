@@ -1,0 +1,3 @@
+output "provider_id" {
+  sensitive = true
+}

@@ -1,0 +1,16 @@
+variable "captf_exports" {
+  type = list(string)
+}
+
+variable "captf_pool_name" {
+  type = string
+}
+
+variable "captf_replicas" {
+  type = number
+}
+
+variable "captf_bootstrap_data" {
+  type      = string
+  sensitive = true
+}

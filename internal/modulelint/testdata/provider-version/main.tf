@@ -1,0 +1,10 @@
+terraform {
+  required_providers {
+    aws = {
+      source = "hashicorp/aws"
+    }
+    builtin = {
+      source = "terraform.io/builtin/terraform"
+    }
+  }
+}

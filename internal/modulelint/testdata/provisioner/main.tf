@@ -1,0 +1,5 @@
+resource "terraform_data" "a" {
+  provisioner "local-exec" {
+    command = "echo created"
+  }
+}
