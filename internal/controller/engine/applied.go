@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"fmt"
-	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -134,14 +133,4 @@ func (r *Reconciler) appliedOrCurrent(ctx context.Context, obj Object, root *ren
 // identityRef is the identity reference an appliedRun records.
 func (a *appliedRun) identityRef() *infrav1.IdentityReference {
 	return parseIdentity(a.identity)
-}
-
-// parseIdentity reads an identity as identity() writes it, "Kind/Name";
-// nil for "".
-func parseIdentity(s string) *infrav1.IdentityReference {
-	kind, name, ok := strings.Cut(s, "/")
-	if !ok {
-		return nil
-	}
-	return &infrav1.IdentityReference{Kind: kind, Name: name}
 }

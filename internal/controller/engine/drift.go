@@ -26,10 +26,6 @@ import (
 // DefaultDriftInterval is the manager's default time between drift checks.
 const DefaultDriftInterval = 30 * time.Minute
 
-// driftJobTTL is how long a finished drift Job stays (its log with it)
-// before the Job controller deletes it.
-const driftJobTTL = time.Hour
-
 // driftInterval is the time between two drift checks of obj; 0: off.
 func (r *Reconciler) driftInterval(obj Object) time.Duration {
 	if s := obj.GetRunnerSpec().Drift.IntervalSeconds; s != nil {

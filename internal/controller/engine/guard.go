@@ -31,12 +31,6 @@ func WaitsDestructive(obj Object) bool {
 	return p != nil && p.Reason == infrav1.ReasonDestructive
 }
 
-// Interrupted reports whether obj's last apply ended without a report.
-func Interrupted(obj Object) bool {
-	_, ok := obj.GetAnnotations()[infrav1.AnnotationInterruptedApply]
-	return ok
-}
-
 // planReason is why a plan of obj waits for approval: the applyPolicy
 // Manual, or under Automatic the guard, for a plan that deletes or
 // replaces; "" for a plan under Automatic that need not wait.

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -124,4 +125,14 @@ func identityFailure(err error) (reason, msg string, ok bool) {
 		return e.reason, e.msg, true
 	}
 	return "", "", false
+}
+
+// parseIdentity reads an identity as identity() writes it, "Kind/Name";
+// nil for "".
+func parseIdentity(s string) *infrav1.IdentityReference {
+	kind, name, ok := strings.Cut(s, "/")
+	if !ok {
+		return nil
+	}
+	return &infrav1.IdentityReference{Kind: kind, Name: name}
 }

@@ -40,6 +40,3 @@ type Kind interface {
 	// another API whose changes concern it), where mgr serves them.
 	Watch(b *builder.Builder, mgr ctrl.Manager) *builder.Builder
 }
-
-// kind is the kind this reconciler serves.
-func (r *Reconciler) kind() Kind { return r.Kind }

@@ -40,58 +40,6 @@ import (
 //     phase is their label captf.io/plan-phase (rebuildPlans, reattach,
 //     syncPlans).
 
-// AnnotationBlockMove holds clusterctl move, once it paused the Cluster,
-// until the annotation is gone from every object it discovered
-// (clusterctlv1.BlockMoveAnnotation); clusterctl v1.14 gives up after a
-// few minutes of waiting (an exponential backoff of ten steps from 5 s).
-const AnnotationBlockMove = "clusterctl.cluster.x-k8s.io/block-move"
-
-// blockMove sets AnnotationBlockMove on obj before a Job of it is created:
-// a Job that runs must not be cut off by a move (the source deletes the
-// object, and garbage collection its Jobs), and its outcome must be
-// written before the objects are copied. The value names the object's UID,
-// so that a copy of the object made while the Job ran (clusterctl gave up
-// waiting, or the object was copied by other means) can tell that the
-// annotation came from elsewhere: a run there was cut short.
-func (r *Reconciler) blockMove(ctx context.Context, obj Object) error {
-	if v, ok := obj.GetAnnotations()[AnnotationBlockMove]; ok && v == blockMoveValue(obj) {
-		return nil
-	}
-	err := r.PatchObject(ctx, obj, func(obj Object) {
-		if foreignBlockMove(obj) {
-			// The evidence of the cut run stays when this one replaces it.
-			annotate(obj, infrav1.AnnotationMovedMidRun, "true")
-		}
-		annotate(obj, AnnotationBlockMove, blockMoveValue(obj))
-	})
-	if err != nil {
-		return fmt.Errorf("block-move annotation: %w", err)
-	}
-	return nil
-}
-
-// blockMoveValue is the value of AnnotationBlockMove this object sets.
-func blockMoveValue(obj Object) string {
-	return "a runner Job of " + string(obj.GetUID()) + " runs"
-}
-
-// foreignBlockMove reports whether obj carries AnnotationBlockMove that it
-// did not set itself: it was copied (by clusterctl move) while a Job of
-// the object it was copied from ran. That Job is gone with the source.
-func foreignBlockMove(obj Object) bool {
-	v, ok := obj.GetAnnotations()[AnnotationBlockMove]
-	return ok && v != blockMoveValue(obj)
-}
-
-// movedMidRun reports whether a run of obj was cut short by a move: it
-// arrived with another object's AnnotationBlockMove, which the manager
-// keeps as infrav1.AnnotationMovedMidRun once it removes the former. The
-// run may have created infrastructure whose state did not move.
-func movedMidRun(obj Object) bool {
-	_, marked := obj.GetAnnotations()[infrav1.AnnotationMovedMidRun]
-	return marked || foreignBlockMove(obj)
-}
-
 // releaseMove removes AnnotationBlockMove once no Job of obj is left
 // unprocessed: status names no active Job (a Job this manager started is
 // named there from its start, and one adopted when it is taken up) and the

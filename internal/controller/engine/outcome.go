@@ -1,7 +1,6 @@
 package engine
 
 import (
-	"context"
 	"fmt"
 	"strconv"
 
@@ -50,14 +49,6 @@ type outcome struct {
 	RestoreSerial int64
 }
 
-// Step is one consequence of an outcome, carried out by the reconcile.
-// Each is idempotent: done twice, it changes nothing the second time. A
-// kind adds its own (Kind.Applied) to publish what the contract wants
-// outside the status.
-type Step interface {
-	Apply(ctx context.Context, r *Reconciler, x *StepContext) error
-}
-
 // approvalStarted moves the approved apply's TerraformPlan to Approved
 // and announces PlanApproved, if its start did not get to it.
 type approvalStarted struct{}
@@ -96,14 +87,6 @@ type clearInterrupted struct{}
 
 // annotateJob sets an annotation on the finished Job.
 type annotateJob struct{ Key, Value string }
-
-// announce emits an event once: its name derives from Key, so emitting it
-// again finds it there.
-type announce struct {
-	Key, Type, Reason, Action, Note string
-	// Related names the Job the event is about, if any.
-	Related string
-}
 
 // decide is what a finished Job of obj implies: obj's new status and the
 // steps that make the outcome durable. It is pure; while the object is

@@ -131,15 +131,6 @@ func (r *Reconciler) plansOf(ctx context.Context, obj Object) ([]infrav1.Terrafo
 	return plans, nil
 }
 
-// clusterName is the Cluster API cluster obj belongs to, its own name when
-// it has no cluster-name label: the label its TerraformPlans carry.
-func clusterName(obj Object) string {
-	if c := obj.GetLabels()[infrav1.LabelClusterName]; c != "" {
-		return c
-	}
-	return obj.GetName()
-}
-
 // reattach finds the live plan status lost (a status write that failed,
 // a move): a plan of obj that is not finished, made for these inputs. Its
 // record in status.plan is rebuilt from the plan, so approving it works.

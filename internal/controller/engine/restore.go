@@ -3,9 +3,11 @@ package engine
 import (
 	"context"
 	"fmt"
+	"path"
 	"slices"
 	"strconv"
 
+	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
@@ -24,9 +26,6 @@ import (
 // clears the record) and set again. After a successful restore the manager
 // removes the annotation; what the restored state records then decides what
 // is due, as after any apply.
-
-// annotationRestoreSerial on a restore Job is the serial it pushes back.
-const annotationRestoreSerial = "captf.io/restore-serial"
 
 // restoreRequest is the serial captf.io/restore-state asks for; ok is false
 // when there is none to run (no annotation, or that serial ran already).
@@ -118,5 +117,32 @@ func decideRestore(obj Object, o outcome, now metav1.Time) (Object, []Step) {
 		// The push wrote the state Secrets anew, without the object's
 		// owner reference.
 		ownState{},
+	}
+}
+
+// withBackup adds the chunks of a state backup to a restore Job's inputs,
+// as backup/chunk-<n> beside the per-run files, and records its serial.
+func withBackup(job *batchv1.Job, b *backup) {
+	vols := job.Spec.Template.Spec.Volumes
+	for i := range vols {
+		if vols[i].Name != "inputs" || vols[i].Secret == nil {
+			continue
+		}
+		sources := []corev1.VolumeProjection{{Secret: &corev1.SecretProjection{LocalObjectReference: corev1.LocalObjectReference{Name: vols[i].Secret.SecretName}}}}
+		for n, s := range b.secrets() {
+			key := ChunkKey(n)
+			sources = append(sources, corev1.VolumeProjection{Secret: &corev1.SecretProjection{
+				LocalObjectReference: corev1.LocalObjectReference{Name: s.Name},
+				Items:                []corev1.KeyToPath{{Key: key, Path: path.Join(runner.BackupDir, key)}},
+			}})
+		}
+		vols[i].VolumeSource = corev1.VolumeSource{Projected: &corev1.ProjectedVolumeSource{Sources: sources}}
+	}
+	job.Annotations[annotationRestoreSerial] = strconv.FormatInt(b.serial(), 10)
+	if d := b.first.Annotations[annotationStateSum]; d != "" {
+		// The runner checks each chunk against its digest before it
+		// pushes anything, and names a chunk that differs.
+		c := &job.Spec.Template.Spec.Containers[0]
+		c.Command = append(c.Command, "--backup-digests="+d)
 	}
 }
