@@ -20,7 +20,7 @@ import (
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 
-	"github.com/captf/captf/internal/controller/terraformcluster"
+	"github.com/captf/captf/internal/controller/engine"
 	"github.com/captf/captf/internal/image"
 	"github.com/captf/captf/internal/version"
 )
@@ -124,7 +124,7 @@ func TestImagesPushedAndRun(t *testing.T) {
 		name, entry, line string
 	}{
 		{"captf-manager", "/manager", "manager version " + ver + "\n"},
-		{"captf-runner", terraformcluster.RunnerImagePath, "captf-runner version " + ver + "\n"},
+		{"captf-runner", engine.RunnerImagePath, "captf-runner version " + ver + "\n"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			ref, err := name.ParseReference(reg + "/" + tc.name + ":" + ver)

@@ -23,6 +23,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/webhook"
 
 	infrav1 "github.com/captf/captf/api/v1alpha1"
+	"github.com/captf/captf/internal/controller/engine"
 	"github.com/captf/captf/internal/controller/terraformcluster"
 	"github.com/captf/captf/internal/version"
 	planwebhook "github.com/captf/captf/internal/webhook/terraformplan"
@@ -41,16 +42,16 @@ func run(args []string, stdout io.Writer) error {
 	probes := fs.String("health-probe-bind-address", ":8081", "where /healthz and /readyz are served")
 	leaderElect := fs.Bool("leader-elect", false, "elect a leader, so only one replica reconciles")
 	leaderNS := fs.String("leader-election-namespace", "", "where the leader Lease lives (default: the pod's namespace)")
-	runnerImage := fs.String("runner-image", "", "the image that holds "+terraformcluster.RunnerImagePath+" (required)")
+	runnerImage := fs.String("runner-image", "", "the image that holds "+engine.RunnerImagePath+" (required)")
 	retry := fs.Duration("retry-base", 30*time.Second, "the first wait after a failed run; it doubles per failure in a row")
 	webhooks := fs.Bool("enable-webhooks", false, "serve the TerraformPlan admission webhook (config/default turns it on)")
 	webhookPort := fs.Int("webhook-port", 9443, "where the webhook server listens")
 	webhookCertDir := fs.String("webhook-cert-dir", "/tmp/k8s-webhook-server/serving-certs", "the folder holding the webhook server's tls.crt and tls.key")
 	managerUsername := fs.String("manager-username", "", "the username of this manager's own requests, system:serviceaccount:<namespace>:<name>; "+
 		"the webhook lets only it create plans in any phase and move their phase label (required with --enable-webhooks)")
-	recheck := fs.Duration("recheck-interval", terraformcluster.Recheck, "how long an idle or waiting TerraformCluster rests before it is looked at again")
-	drift := fs.Duration("drift-interval", terraformcluster.DefaultDriftInterval, "the time between drift checks of an object whose spec.drift.intervalSeconds is unset; 0 turns them off")
-	backups := fs.Int("state-backups", terraformcluster.DefaultStateBackups, "how many backups of its terraform state each object keeps, one per state serial; 0 keeps none")
+	recheck := fs.Duration("recheck-interval", engine.Recheck, "how long an idle or waiting TerraformCluster rests before it is looked at again")
+	drift := fs.Duration("drift-interval", engine.DefaultDriftInterval, "the time between drift checks of an object whose spec.drift.intervalSeconds is unset; 0 turns them off")
+	backups := fs.Int("state-backups", engine.DefaultStateBackups, "how many backups of its terraform state each object keeps, one per state serial; 0 keeps none")
 	qps := fs.Float64("kube-api-qps", 50, "requests per second to the API server, sustained; negative turns client-side limiting off")
 	burst := fs.Int("kube-api-burst", 100, "requests to the API server in a burst above --kube-api-qps")
 	workers := fs.Int("max-concurrent-reconciles", 4, "TerraformClusters reconciled at once")
@@ -111,7 +112,7 @@ func run(args []string, stdout io.Writer) error {
 	limit(cfg, *qps, *burst)
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
 		Scheme:                  scheme,
-		Cache:                   terraformcluster.CacheOptions(),
+		Cache:                   engine.CacheOptions(),
 		Metrics:                 metricsserver.Options{BindAddress: *metrics},
 		HealthProbeBindAddress:  *probes,
 		LeaderElection:          *leaderElect,
@@ -123,7 +124,8 @@ func run(args []string, stdout io.Writer) error {
 	if err != nil {
 		return fmt.Errorf("manager: %w", err)
 	}
-	r := &terraformcluster.Reconciler{
+	r := &engine.Reconciler{
+		Kind:        terraformcluster.Kind,
 		Client:      mgr.GetClient(),
 		Reader:      mgr.GetAPIReader(),
 		RunnerImage: *runnerImage,

@@ -20,7 +20,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	infrav1 "github.com/captf/captf/api/v1alpha1"
-	"github.com/captf/captf/internal/controller/terraformcluster"
+	"github.com/captf/captf/internal/controller/engine"
 	"github.com/captf/captf/internal/tfstate"
 )
 
@@ -510,7 +510,7 @@ func (r *run) checkRetained() []violation {
 			add("Secret %s of the released object stays", s.Name)
 		}
 	}
-	if n := r.events(terraformcluster.EventRetained); n != 1 {
+	if n := r.events(engine.EventRetained); n != 1 {
 		add("%d Retained events", n)
 	}
 	return out

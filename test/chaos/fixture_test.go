@@ -38,7 +38,7 @@ import (
 	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 
 	infrav1 "github.com/captf/captf/api/v1alpha1"
-	"github.com/captf/captf/internal/controller/terraformcluster"
+	"github.com/captf/captf/internal/controller/engine"
 	"github.com/captf/captf/internal/faultproxy"
 	"github.com/captf/captf/internal/managertest"
 	"github.com/captf/captf/internal/testenv"
@@ -127,7 +127,7 @@ func newFixture(t *testing.T, withProvider bool) *fixture {
 	}
 	f.images = map[string][]testnode.Image{
 		moduleImage: {{Path: infrav1.PathModule, Dir: module}, {Path: infrav1.PathRuntime, Dir: runtimeDir}},
-		runnerImage: {{Path: filepath.Dir(terraformcluster.RunnerImagePath), Dir: runnerDir}},
+		runnerImage: {{Path: filepath.Dir(engine.RunnerImagePath), Dir: runnerDir}},
 	}
 	// The manager's Jobs ask for the in-cluster config, which a local
 	// process has not: terraform's kubernetes backend reaches the API

@@ -33,7 +33,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	infrav1 "github.com/captf/captf/api/v1alpha1"
-	"github.com/captf/captf/internal/controller/terraformcluster"
+	"github.com/captf/captf/internal/controller/engine"
 	"github.com/captf/captf/internal/image"
 	"github.com/captf/captf/internal/managertest"
 	"github.com/captf/captf/internal/testenv"
@@ -131,7 +131,7 @@ func TestImagesRunACluster(t *testing.T) {
 				{Path: infrav1.PathModule, Dir: filepath.Join(moduleDir, infrav1.PathModule)},
 				{Path: infrav1.PathRuntime, Dir: filepath.Join(moduleDir, infrav1.PathRuntime)},
 			},
-			refs["runner"]: {{Path: filepath.Dir(terraformcluster.RunnerImagePath), Dir: filepath.Join(runnerDir, filepath.Dir(terraformcluster.RunnerImagePath))}},
+			refs["runner"]: {{Path: filepath.Dir(engine.RunnerImagePath), Dir: filepath.Join(runnerDir, filepath.Dir(engine.RunnerImagePath))}},
 		},
 		// The manager's Jobs ask for the in-cluster config, which a local
 		// process has not.

@@ -33,7 +33,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	infrav1 "github.com/captf/captf/api/v1alpha1"
-	"github.com/captf/captf/internal/controller/terraformcluster"
+	"github.com/captf/captf/internal/controller/engine"
 	"github.com/captf/captf/internal/managertest"
 	"github.com/captf/captf/internal/testenv"
 )
@@ -203,7 +203,7 @@ func TestScale(t *testing.T) {
 	}
 	idleRequests, idleReconciles := requests(idle0, idle1), reconciles(idle0, idle1)
 	perObjectRecheck := idleRequests / float64(s.n) / (s.idle.Minutes() / s.recheck.Minutes())
-	perHour := perObjectRecheck * (time.Hour.Minutes() / terraformcluster.Recheck.Minutes())
+	perHour := perObjectRecheck * (time.Hour.Minutes() / engine.Recheck.Minutes())
 	byMethod := func(a, b metrics) map[string]float64 {
 		out := map[string]float64{}
 		for k, v := range b.byLabel("rest_client_requests_total", "method") {
@@ -221,7 +221,7 @@ func TestScale(t *testing.T) {
 			s.n, ms(quantile(lat, 0.5)), ms(quantile(lat, 0.9)), ms(quantile(lat, 0.99)), ms(quantile(lat, 1))),
 		fmt.Sprintf("scale: N=%d idle %s at --recheck-interval=%s: %.0f requests (%s), %.0f reconciles; %.2f requests per object per re-check × %.0f re-checks an hour at %s = %.1f requests per object per hour",
 			s.n, s.idle, s.recheck, idleRequests, formatCounts(byMethod(idle0, idle1)), idleReconciles, perObjectRecheck,
-			time.Hour.Minutes()/terraformcluster.Recheck.Minutes(), terraformcluster.Recheck, perHour),
+			time.Hour.Minutes()/engine.Recheck.Minutes(), engine.Recheck, perHour),
 		fmt.Sprintf("scale: N=%d memory VmHWM=%.0f MB VmRSS=%.0f MB heap in use=%.0f MB",
 			s.n, mb(float64(hwm)), mb(float64(rss)), mb(idle1.sum("go_memstats_heap_inuse_bytes"))),
 		fmt.Sprintf("scale: N=%d phases (per object: requests, reconciles; manager CPU): create→Ready %s (%.1f, %.1f; %.1fs), new inputs→plan awaiting %s (%.1f, %.1f; %.1fs), approve→Ready %s (%.1f, %.1f; %.1fs), idle (%.1fs); conflicts (409) %.0f, reconcile errors %.0f",
@@ -384,8 +384,8 @@ func driftPhase(t *testing.T, c client.Client, s settings, mgr *manager, nd *nod
 	}
 	// The window's re-checks are in the figure too: an upper bound.
 	perCheck := requests(d0, d1) / checks
-	perHour := perCheck * (time.Hour.Minutes() / terraformcluster.DefaultDriftInterval.Minutes())
+	perHour := perCheck * (time.Hour.Minutes() / engine.DefaultDriftInterval.Minutes())
 	return []string{fmt.Sprintf("scale: N=%d drift checks every %s, idle %s: %.0f checks, %.0f requests (%s), manager CPU %.1fs; %.1f requests per check (re-checks in the window included) × %.0f checks an hour at the default %s = %.1f requests per object per hour for drift",
 		s.n, driftInterval, s.idle, checks, requests(d0, d1), formatCounts(byMethod(d0, d1)), cpu(d0, d1), perCheck,
-		time.Hour.Minutes()/terraformcluster.DefaultDriftInterval.Minutes(), terraformcluster.DefaultDriftInterval, perHour)}
+		time.Hour.Minutes()/engine.DefaultDriftInterval.Minutes(), engine.DefaultDriftInterval, perHour)}
 }

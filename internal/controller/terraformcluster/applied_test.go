@@ -16,6 +16,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	infrav1 "github.com/captf/captf/api/v1alpha1"
+	"github.com/captf/captf/internal/controller/engine"
 )
 
 // createRooted creates an object of testdata/provider-root keeping its
@@ -46,7 +47,7 @@ func (h *driftHarness) blockedAfterMove(tc *infrav1.TerraformCluster, moved stri
 	h.t.Helper()
 	h.setVar(tc, "root", `"`+moved+`"`)
 	h.wait(tc, "the guard stopped the new root", func(tc *infrav1.TerraformCluster) bool {
-		return waitsDestructive(tc) && tc.Status.ActiveJob == nil
+		return engine.WaitsDestructive(tc) && tc.Status.ActiveJob == nil
 	})
 	if !strings.Contains(string(h.durableInputs(tc).Data["terraform.tfvars.json"]), moved) {
 		h.t.Fatal("the durable inputs Secret does not hold the inputs the guard stopped")
@@ -73,7 +74,7 @@ func TestDestroyRunsAppliedInputs(t *testing.T) {
 	if !exists(t, filepath.Join(old, "a.txt")) {
 		t.Fatal("the first apply made no a.txt under the first root")
 	}
-	if s := h.durableInputs(tc); !bytes.Equal(s.Data[keyAppliedMain], s.Data["main.tf.json"]) || s.Annotations[infrav1.AnnotationAppliedImage] == "" {
+	if s := h.durableInputs(tc); !bytes.Equal(s.Data[engine.KeyAppliedMain], s.Data["main.tf.json"]) || s.Annotations[infrav1.AnnotationAppliedImage] == "" {
 		t.Fatalf("the durable inputs Secret does not keep what the first apply ran: keys %v, annotations %v", slices.Collect(maps.Keys(s.Data)), s.Annotations)
 	}
 	h.blockedAfterMove(tc, moved)
@@ -90,13 +91,13 @@ func TestDestroyRunsAppliedInputs(t *testing.T) {
 	tc = h.createRooted("unknown", old2)
 	h.wait(tc, "first apply", ready)
 	h.blockedAfterMove(tc, moved)
-	h.deleteSecret(inputsName("tfc", tc.Name))
+	h.deleteSecret(engine.InputsName("tfc", tc.Name))
 	if err := h.c.Delete(ctx, tc); err != nil {
 		t.Fatal(err)
 	}
 	refused := func(tc *infrav1.TerraformCluster) bool {
 		c := condition(tc, infrav1.ConditionReady)
-		return c != nil && c.Reason == ReasonDestroyInputsUnknown
+		return c != nil && c.Reason == engine.ReasonDestroyInputsUnknown
 	}
 	h.wait(tc, "the destroy refused", refused)
 	if c := condition(tc, infrav1.ConditionReady); !strings.Contains(c.Message, infrav1.AnnotationDestroyWithCurrentInputs) {
@@ -104,11 +105,11 @@ func TestDestroyRunsAppliedInputs(t *testing.T) {
 	}
 	time.Sleep(3 * time.Second)
 	h.wait(tc, "still refused", refused)
-	if n := count(h.events(tc), ReasonDestroyInputsUnknown); n != 1 {
-		t.Errorf("%d %s events, want 1", n, ReasonDestroyInputsUnknown)
+	if n := count(h.events(tc), engine.ReasonDestroyInputsUnknown); n != 1 {
+		t.Errorf("%d %s events, want 1", n, engine.ReasonDestroyInputsUnknown)
 	}
 	for _, j := range h.jobs(tc) {
-		if j.Labels[labelOperation] == string(infrav1.OperationDestroy) {
+		if j.Labels[engine.LabelOperation] == string(infrav1.OperationDestroy) {
 			t.Fatalf("destroy Job %s ran though its inputs are unknown", j.Name)
 		}
 	}

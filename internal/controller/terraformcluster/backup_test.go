@@ -2,14 +2,12 @@ package terraformcluster
 
 import (
 	"bytes"
-	"compress/gzip"
 	"context"
 	"crypto/rand"
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
 	"os"
-	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -22,7 +20,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	infrav1 "github.com/captf/captf/api/v1alpha1"
-	"github.com/captf/captf/internal/testenv"
+	"github.com/captf/captf/internal/controller/engine"
 	"github.com/captf/captf/internal/tfstate"
 	"github.com/captf/captf/internal/tftest"
 )
@@ -31,7 +29,7 @@ import (
 func (h *harness) stateSecrets(tc *infrav1.TerraformCluster) []corev1.Secret {
 	h.t.Helper()
 	var list corev1.SecretList
-	if err := h.c.List(context.Background(), &list, client.InNamespace(tc.Namespace), client.MatchingLabels{tfstate.LabelSuffix: stateSuffix("tfc", tc.Name)}); err != nil {
+	if err := h.c.List(context.Background(), &list, client.InNamespace(tc.Namespace), client.MatchingLabels{tfstate.LabelSuffix: engine.StateSuffix("tfc", tc.Name)}); err != nil {
 		h.t.Fatal(err)
 	}
 	return list.Items
@@ -44,7 +42,7 @@ func (h *harness) storedChunks(tc *infrav1.TerraformCluster) [][]byte {
 	for _, s := range h.stateSecrets(tc) {
 		secrets = append(secrets, tfstate.Secret{Name: s.Name, Labels: s.Labels, Annotations: s.Annotations, Data: s.Data})
 	}
-	chunks, err := tfstate.Chunks(stateSuffix("tfc", tc.Name), secrets)
+	chunks, err := tfstate.Chunks(engine.StateSuffix("tfc", tc.Name), secrets)
 	if err != nil {
 		h.t.Fatal(err)
 	}
@@ -56,7 +54,7 @@ func (h *harness) storedChunks(tc *infrav1.TerraformCluster) [][]byte {
 func (h *harness) backupChunks(tc *infrav1.TerraformCluster, serial int64) [][]byte {
 	h.t.Helper()
 	var list corev1.SecretList
-	sel := ownerLabels(cluster{}, tc)
+	sel := engine.OwnerLabels(Kind, tc)
 	sel[infrav1.LabelStateBackup] = strconv.FormatInt(serial, 10)
 	if err := h.c.List(context.Background(), &list, client.InNamespace(tc.Namespace), client.MatchingLabels(sel)); err != nil {
 		h.t.Fatal(err)
@@ -190,10 +188,10 @@ func TestStateBackupAndRestore(t *testing.T) {
 			// not tried again.
 			oldest := tc.Status.StateBackups[len(tc.Status.StateBackups)-1].Serial
 			var s corev1.Secret
-			if err := h.c.Get(ctx, client.ObjectKey{Namespace: tc.Namespace, Name: backupName("tfc", tc.Name, oldest)}, &s); err != nil {
+			if err := h.c.Get(ctx, client.ObjectKey{Namespace: tc.Namespace, Name: engine.BackupName("tfc", tc.Name, oldest)}, &s); err != nil {
 				t.Fatal(err)
 			}
-			s.Data[chunkKey(0)][len(s.Data[chunkKey(0)])/2] ^= 0xff
+			s.Data[engine.ChunkKey(0)][len(s.Data[engine.ChunkKey(0)])/2] ^= 0xff
 			if err := h.c.Update(ctx, &s); err != nil {
 				t.Fatal(err)
 			}
@@ -288,7 +286,7 @@ func TestChunkedStateBackup(t *testing.T) {
 	}
 
 	// A state past the size a backup holds is not backed up, and says so.
-	huge := make([]byte, MaxBackupBytes+(1<<20))
+	huge := make([]byte, engine.MaxBackupBytes+(1<<20))
 	if _, err := rand.Read(huge); err != nil {
 		t.Fatal(err)
 	}
@@ -333,10 +331,10 @@ func TestStaleStateLock(t *testing.T) {
 		info, _ := json.Marshal(map[string]string{"ID": id, "Operation": "OperationTypeApply",
 			"Info": "", "Who": who, "Version": "1.11.4", "Created": time.Now().UTC().Format(time.RFC3339Nano), "Path": ""})
 		var l coordinationv1.Lease
-		err := h.c.Get(ctx, client.ObjectKey{Namespace: "default", Name: lockName("tfc", tc.Name)}, &l)
+		err := h.c.Get(ctx, client.ObjectKey{Namespace: "default", Name: engine.LockName("tfc", tc.Name)}, &l)
 		if err != nil {
-			l = coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Name: lockName("tfc", tc.Name), Namespace: "default",
-				Labels: map[string]string{"tfstate": "true", tfstate.LabelSuffix: stateSuffix("tfc", tc.Name), "tfstateWorkspace": "default", "app.kubernetes.io/managed-by": "terraform"}}}
+			l = coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Name: engine.LockName("tfc", tc.Name), Namespace: "default",
+				Labels: map[string]string{"tfstate": "true", tfstate.LabelSuffix: engine.StateSuffix("tfc", tc.Name), "tfstateWorkspace": "default", "app.kubernetes.io/managed-by": "terraform"}}}
 		}
 		if l.Annotations == nil {
 			l.Annotations = map[string]string{}
@@ -375,7 +373,7 @@ func TestStaleStateLock(t *testing.T) {
 		t.Fatalf("%d Jobs started while someone else held the lock", n-jobs)
 	}
 	var l coordinationv1.Lease
-	if err := h.c.Get(ctx, client.ObjectKey{Namespace: "default", Name: lockName("tfc", tc.Name)}, &l); err != nil {
+	if err := h.c.Get(ctx, client.ObjectKey{Namespace: "default", Name: engine.LockName("tfc", tc.Name)}, &l); err != nil {
 		t.Fatal(err)
 	}
 	if l.Spec.HolderIdentity == nil {
@@ -389,104 +387,4 @@ func TestStaleStateLock(t *testing.T) {
 	h.wait(tc, "the apply after the lock was released", func(tc *infrav1.TerraformCluster) bool {
 		return ready(tc) && tc.Status.LastRun != nil && tc.Status.LastRun.Succeeded && tc.Status.ActiveJob == nil && condition(tc, infrav1.ConditionApplyJobSucceeded).Reason != infrav1.ReasonStateLocked
 	})
-}
-
-// TestBackupPruneAndReplace: the newest serials are kept, as many as the
-// manager's setting says, newest first in status; a serial whose content
-// changed (after a restore) is backed up again under its name, and the
-// parts a shorter state no longer needs go.
-func TestBackupPruneAndReplace(t *testing.T) {
-	env := testenv.Start(t, "../../..")
-	ctx := context.Background()
-	tc := &infrav1.TerraformCluster{
-		ObjectMeta: metav1.ObjectMeta{Name: "pruned", Namespace: "default"},
-		Spec:       infrav1.TerraformClusterSpec{RunnerSpec: infrav1.RunnerSpec{Image: moduleImage}},
-	}
-	if err := env.Client.Create(ctx, tc); err != nil {
-		t.Fatal(err)
-	}
-	r := &Reconciler{Client: env.Client, Reader: env.Client, StateBackups: 3}
-	// write stores a state of serial in parts Secrets, as terraform would,
-	// and backs it up as a reconcile does.
-	write := func(serial int64, lineage string, parts int) {
-		t.Helper()
-		var buf bytes.Buffer
-		zw := gzip.NewWriter(&buf)
-		fmt.Fprintf(zw, `{"version":4,"serial":%d,"lineage":%q,"outputs":{},"resources":[]}`, serial, lineage)
-		zw.Close()
-		z := buf.Bytes()
-		if err := env.Client.DeleteAllOf(ctx, &corev1.Secret{}, client.InNamespace("default"), client.MatchingLabels(tfstate.Selector(stateSuffix("tfc", tc.Name)))); err != nil {
-			t.Fatal(err)
-		}
-		for n := range parts {
-			name := stateSecretName("tfc", tc.Name)
-			if n > 0 {
-				name = tfstate.PartName(stateSuffix("tfc", tc.Name), n)
-			}
-			chunk := z[n*len(z)/parts : (n+1)*len(z)/parts]
-			s := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "default", Labels: tfstate.Selector(stateSuffix("tfc", tc.Name))},
-				Data: map[string][]byte{tfstate.DataKey: chunk}}
-			if err := env.Client.Create(ctx, s); err != nil {
-				t.Fatal(err)
-			}
-		}
-		st, err := r.readState(ctx, env.Client, tc)
-		if err != nil || st == nil || st.Serial != serial {
-			t.Fatalf("read state %d: %+v, %v", serial, st, err)
-		}
-		if err := r.syncBackups(ctx, tc, st); err != nil {
-			t.Fatal(err)
-		}
-	}
-	kept := func() []string {
-		t.Helper()
-		var list corev1.SecretList
-		if err := env.Client.List(ctx, &list, client.InNamespace("default"), client.HasLabels{infrav1.LabelStateBackup}); err != nil {
-			t.Fatal(err)
-		}
-		var names []string
-		for _, s := range list.Items {
-			names = append(names, s.Name)
-		}
-		slices.Sort(names)
-		return names
-	}
-	for serial := int64(1); serial <= 5; serial++ {
-		write(serial, "one", 2)
-	}
-	name := func(serial int64) string { return backupName("tfc", tc.Name, serial) }
-	part := func(serial int64, n int) string { return backupPartName("tfc", tc.Name, serial, n) }
-	want := []string{name(3), part(3, 1), name(4), part(4, 1), name(5), part(5, 1)}
-	if got := kept(); !slices.Equal(got, want) {
-		t.Fatalf("backups kept %v, want %v", got, want)
-	}
-	if got := tc.Status.StateBackups; len(got) != 3 || got[0].Serial != 5 || got[2].Serial != 3 {
-		t.Fatalf("status.stateBackups %+v", got)
-	}
-	// A restore of serial 3 pushed it back as 4: the same number, other
-	// content, in one Secret.
-	tc.Status.StateSerial = nil
-	write(4, "two", 1)
-	want = []string{name(3), part(3, 1), name(4), name(5), part(5, 1)}
-	if got := kept(); !slices.Equal(got, want) {
-		t.Fatalf("backups after serial 4 changed %v, want %v", got, want)
-	}
-	var first corev1.Secret
-	if err := env.Client.Get(ctx, client.ObjectKey{Namespace: "default", Name: name(4)}, &first); err != nil {
-		t.Fatal(err)
-	}
-	if first.Annotations[annotationStateChunks] != "1" || len(first.Data[chunkKey(0)]) == 0 {
-		t.Fatalf("serial 4 backed up again as %v", first.Annotations)
-	}
-	// Status lost (a move): the serial is checked against its backup once,
-	// and the same content is not written again.
-	rv := first.ResourceVersion
-	tc.Status.StateSerial, tc.Status.StateBackups = nil, nil
-	write(4, "two", 1)
-	if got := tc.Status.StateBackups; len(got) != 3 || got[0].Serial != 5 {
-		t.Fatalf("status.stateBackups rebuilt as %+v", got)
-	}
-	if err := env.Client.Get(ctx, client.ObjectKey{Namespace: "default", Name: name(4)}, &first); err != nil || first.ResourceVersion != rv {
-		t.Fatalf("an unchanged serial was written again: %v", err)
-	}
 }

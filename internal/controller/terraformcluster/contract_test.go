@@ -21,6 +21,7 @@ import (
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	infrav1 "github.com/captf/captf/api/v1alpha1"
+	"github.com/captf/captf/internal/controller/engine"
 )
 
 // The Cluster API infrastructure contract against Cluster API's own CRDs.
@@ -46,7 +47,7 @@ func (h *harness) cluster(name string, paused bool) *unstructured.Unstructured {
 // pausedWith waits for the Paused condition to say status.
 func pausedWith(status metav1.ConditionStatus) func(*infrav1.TerraformCluster) bool {
 	return func(tc *infrav1.TerraformCluster) bool {
-		c := condition(tc, ConditionPaused)
+		c := condition(tc, engine.ConditionPaused)
 		return c != nil && c.Status == status && c.ObservedGeneration == tc.Generation
 	}
 }
@@ -80,7 +81,7 @@ func TestPaused(t *testing.T) {
 
 	// The annotation, with an empty value: its presence pauses.
 	before := tc.DeepCopy()
-	tc.Annotations = map[string]string{annotationPaused: ""}
+	tc.Annotations = map[string]string{engine.AnnotationPaused: ""}
 	if err := h.c.Patch(ctx, tc, client.MergeFrom(before)); err != nil {
 		t.Fatal(err)
 	}
@@ -91,7 +92,7 @@ func TestPaused(t *testing.T) {
 		t.Fatalf("%d Jobs; a change while paused started one", len(jobs))
 	}
 	before = tc.DeepCopy()
-	delete(tc.Annotations, annotationPaused)
+	delete(tc.Annotations, engine.AnnotationPaused)
 	if err := h.c.Patch(ctx, tc, client.MergeFrom(before)); err != nil {
 		t.Fatal(err)
 	}

@@ -18,6 +18,7 @@ import (
 	eventsv1 "k8s.io/api/events/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -26,6 +27,8 @@ import (
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	infrav1 "github.com/captf/captf/api/v1alpha1"
+	"github.com/captf/captf/internal/controller/engine"
+	"github.com/captf/captf/internal/render"
 	"github.com/captf/captf/internal/testenv"
 	"github.com/captf/captf/internal/testnode"
 	"github.com/captf/captf/internal/tftest"
@@ -114,7 +117,7 @@ func startEnv(t *testing.T, env *testenv.Env, cfg *rest.Config, more ...func(*te
 			moduleImage:  {{Path: infrav1.PathModule, Dir: module}, {Path: infrav1.PathRuntime, Dir: runtimeDir}},
 			moduleImage2: {{Path: infrav1.PathModule, Dir: module}, {Path: infrav1.PathRuntime, Dir: runtimeDir}},
 			movedImage:   {{Path: infrav1.PathModule, Dir: moved}, {Path: infrav1.PathRuntime, Dir: runtimeDir}},
-			runnerImage:  {{Path: filepath.Dir(RunnerImagePath), Dir: runnerDir}},
+			runnerImage:  {{Path: filepath.Dir(engine.RunnerImagePath), Dir: runnerDir}},
 		},
 		Env: []string{"KUBE_CONFIG_PATH=" + env.Kubeconfig(t)},
 	}
@@ -123,11 +126,11 @@ func startEnv(t *testing.T, env *testenv.Env, cfg *rest.Config, more ...func(*te
 	}
 	node.Start(t)
 
-	mgr, err := ctrl.NewManager(cfg, ctrl.Options{Scheme: env.Client.Scheme(), Cache: CacheOptions(), Metrics: metricsserver.Options{BindAddress: "0"}})
+	mgr, err := ctrl.NewManager(cfg, ctrl.Options{Scheme: env.Client.Scheme(), Cache: engine.CacheOptions(), Metrics: metricsserver.Options{BindAddress: "0"}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	r := &Reconciler{Client: mgr.GetClient(), Reader: mgr.GetAPIReader(), RunnerImage: runnerImage, RetryBase: time.Second}
+	r := &engine.Reconciler{Kind: Kind, Client: mgr.GetClient(), Reader: mgr.GetAPIReader(), RunnerImage: runnerImage, RetryBase: time.Second}
 	skip := true // one controller per test, all in one process
 	if err := r.SetupWithManager(mgr, controller.Options{SkipNameValidation: &skip}); err != nil {
 		t.Fatal(err)
@@ -270,7 +273,7 @@ func (h *harness) gone(tc *infrav1.TerraformCluster, what string) {
 		}
 		if time.Now().After(deadline) {
 			for _, j := range h.jobs(tc) {
-				h.t.Logf("Job %s: processed %v, active %d, succeeded %d, failed %d", j.Name, processed(&j), j.Status.Active, j.Status.Succeeded, j.Status.Failed)
+				h.t.Logf("Job %s: processed %v, active %d, succeeded %d, failed %d", j.Name, engine.Processed(&j), j.Status.Active, j.Status.Succeeded, j.Status.Failed)
 			}
 			h.t.Logf("metadata: %+v", now.ObjectMeta)
 			b, _ := json.MarshalIndent(now.Status, "", "  ")
@@ -332,7 +335,7 @@ func planKeyMount(j *batchv1.Job) (mounted bool, mode int32) {
 	for _, v := range j.Spec.Template.Spec.Volumes {
 		// The label may hold a shortened name; the pods' annotation holds
 		// it whole.
-		if v.Secret != nil && v.Secret.SecretName == planKeyName("tfc", j.Spec.Template.Annotations[infrav1.LabelOwnerName]) {
+		if v.Secret != nil && v.Secret.SecretName == engine.PlanKeyName("tfc", j.Spec.Template.Annotations[infrav1.LabelOwnerName]) {
 			for _, m := range j.Spec.Template.Spec.Containers[0].VolumeMounts {
 				if m.Name == v.Name && m.MountPath == filepath.Dir(infrav1.PathPlanKey) && m.ReadOnly {
 					return true, *v.Secret.DefaultMode
@@ -374,10 +377,10 @@ func count(evs []eventsv1.Event, reason string) int {
 }
 
 // jobs lists the Jobs labelled with tc's name, which a name past 63
-// characters has as a prefix and a hash (nameLabel).
+// characters has as a prefix and a hash (engine.NameLabel).
 func (h *harness) jobs(tc *infrav1.TerraformCluster) []batchv1.Job {
 	var list batchv1.JobList
-	if err := h.c.List(context.Background(), &list, client.InNamespace(tc.Namespace), client.MatchingLabels{infrav1.LabelOwnerName: nameLabel(tc.Name)}); err != nil {
+	if err := h.c.List(context.Background(), &list, client.InNamespace(tc.Namespace), client.MatchingLabels{infrav1.LabelOwnerName: engine.NameLabel(tc.Name)}); err != nil {
 		h.t.Fatal(err)
 	}
 	return list.Items
@@ -403,7 +406,7 @@ func TestAutomatic(t *testing.T) {
 			t.Errorf("Job %s runs %s under Automatic", j.Name, j.Labels["captf.io/operation"])
 		}
 		var s corev1.Secret
-		if err := h.c.Get(context.Background(), client.ObjectKey{Namespace: "default", Name: runName(j.Name)}, &s); err == nil {
+		if err := h.c.Get(context.Background(), client.ObjectKey{Namespace: "default", Name: engine.RunName(j.Name)}, &s); err == nil {
 			t.Errorf("per-run Secret of finished Job %s still exists", j.Name)
 		}
 	}
@@ -417,7 +420,7 @@ func TestManualApproval(t *testing.T) {
 	// The first apply of a new object is not gated.
 	h.wait(tc, "first apply", ready)
 	var key corev1.Secret
-	if err := h.c.Get(ctx, client.ObjectKey{Namespace: "default", Name: planKeyName("tfc", "manual")}, &key); err != nil || len(key.Data["key"]) != 32 {
+	if err := h.c.Get(ctx, client.ObjectKey{Namespace: "default", Name: engine.PlanKeyName("tfc", "manual")}, &key); err != nil || len(key.Data["key"]) != 32 {
 		t.Fatalf("plan key Secret: %v %d bytes", err, len(key.Data["key"]))
 	}
 
@@ -654,7 +657,7 @@ func TestFailedApplyKeepsApproval(t *testing.T) {
 	failed := objects.first(h, "the failed apply", func(o *infrav1.TerraformCluster) bool {
 		return o.Name == tc.Name && o.Status.Failures == 1
 	})
-	if c := condition(failed, infrav1.ConditionApplyJobSucceeded); c == nil || c.Status != metav1.ConditionFalse || c.Reason != ReasonApplyFailed {
+	if c := condition(failed, infrav1.ConditionApplyJobSucceeded); c == nil || c.Status != metav1.ConditionFalse || c.Reason != engine.ReasonApplyFailed {
 		t.Errorf("condition when the failure was counted: %+v", c)
 	}
 	if failed.Annotations[infrav1.AnnotationApprovePlan] != p.PlanHash {
@@ -752,12 +755,14 @@ func TestLeftoverApproval(t *testing.T) {
 
 func (h *harness) stateHash(tc *infrav1.TerraformCluster) string {
 	h.t.Helper()
-	r := &Reconciler{Client: h.c}
-	st, err := r.readState(context.Background(), h.c, tc)
+	if len(h.stateSecrets(tc)) == 0 {
+		return ""
+	}
+	hash, err := render.StateInputsHash(h.storedChunks(tc)...)
 	if err != nil {
 		h.t.Fatal(err)
 	}
-	return st.InputsHash()
+	return hash
 }
 
 // TestDeletionDestroys deletes an applied object: a destroy Job (no plan
@@ -768,7 +773,7 @@ func TestDeletionDestroys(t *testing.T) {
 	ctx := context.Background()
 	tc := h.create("doomed", infrav1.ApplyManual, "small")
 	h.wait(tc, "first apply", ready)
-	if !slices.Contains(tc.Finalizers, Finalizer) {
+	if !slices.Contains(tc.Finalizers, engine.Finalizer) {
 		t.Fatalf("finalizers %v", tc.Finalizers)
 	}
 	if err := h.c.Delete(ctx, tc); err != nil {
@@ -787,7 +792,7 @@ func TestDeletionDestroys(t *testing.T) {
 	if mounted, _ := planKeyMount(destroy); mounted {
 		t.Error("the destroy Job mounts the plan key")
 	}
-	for _, name := range []string{planKeyName("tfc", "doomed"), inputsName("tfc", "doomed"), stateSecretName("tfc", "doomed")} {
+	for _, name := range []string{engine.PlanKeyName("tfc", "doomed"), engine.InputsName("tfc", "doomed"), engine.StateSecretName("tfc", "doomed")} {
 		var s corev1.Secret
 		if err := h.c.Get(ctx, client.ObjectKey{Namespace: "default", Name: name}, &s); !apierrors.IsNotFound(err) {
 			t.Errorf("Secret %s survived the cleanup: %v", name, err)
@@ -802,7 +807,7 @@ func TestInvalidInputs(t *testing.T) {
 	})
 	h.wait(tc, "invalid inputs", func(tc *infrav1.TerraformCluster) bool {
 		c := condition(tc, infrav1.ConditionApplyJobSucceeded)
-		return c != nil && c.Reason == ReasonInvalidInputs
+		return c != nil && c.Reason == engine.ReasonInvalidInputs
 	})
 	if c := condition(tc, infrav1.ConditionApplyJobSucceeded); c.Status != metav1.ConditionFalse || !strings.Contains(c.Message, "variable token: Secret missing") {
 		t.Errorf("condition %+v", c)
@@ -829,7 +834,7 @@ func TestInputsDoNotFitTheModule(t *testing.T) {
 	})
 	h.wait(tc, "inputs refused by the module", func(tc *infrav1.TerraformCluster) bool {
 		c := condition(tc, infrav1.ConditionApplyJobSucceeded)
-		return c != nil && c.Reason == ReasonInvalidInputs
+		return c != nil && c.Reason == engine.ReasonInvalidInputs
 	})
 	c := condition(tc, infrav1.ConditionApplyJobSucceeded)
 	if !strings.Contains(c.Message, "(bad-input): ") || !strings.Contains(c.Message, "the inputs do not fit the module: Invalid value for input variable (moving)") {
@@ -888,7 +893,7 @@ func TestBadImageReference(t *testing.T) {
 	})
 	h.wait(tc, "invalid image", func(tc *infrav1.TerraformCluster) bool {
 		c := condition(tc, infrav1.ConditionApplyJobSucceeded)
-		return c != nil && c.Reason == ReasonInvalidInputs
+		return c != nil && c.Reason == engine.ReasonInvalidInputs
 	})
 	if c := condition(tc, infrav1.ConditionApplyJobSucceeded); !strings.Contains(c.Message, `image "example.test/Module::1": invalid reference format`) {
 		t.Errorf("condition message %q does not explain the reference", c.Message)
@@ -906,7 +911,7 @@ func TestImagePullAndPin(t *testing.T) {
 	})
 	h.wait(tc, "an image that cannot be pulled", func(tc *infrav1.TerraformCluster) bool {
 		c := condition(tc, infrav1.ConditionApplyJobSucceeded)
-		return c != nil && c.Reason == ReasonImagePullFailed
+		return c != nil && c.Reason == engine.ReasonImagePullFailed
 	})
 	stuck := tc.Status.ActiveJob.Name
 	if c := condition(tc, infrav1.ConditionApplyJobSucceeded); c.Status != metav1.ConditionFalse ||
@@ -957,7 +962,7 @@ func TestImagePullAndPin(t *testing.T) {
 func (h *harness) durableInputs(tc *infrav1.TerraformCluster) *corev1.Secret {
 	h.t.Helper()
 	var s corev1.Secret
-	if err := h.c.Get(context.Background(), client.ObjectKey{Namespace: tc.Namespace, Name: inputsName("tfc", tc.Name)}, &s); err != nil {
+	if err := h.c.Get(context.Background(), client.ObjectKey{Namespace: tc.Namespace, Name: engine.InputsName("tfc", tc.Name)}, &s); err != nil {
 		h.t.Fatal(err)
 	}
 	return &s
@@ -972,5 +977,18 @@ func (h *harness) lastJobImage(tc *infrav1.TerraformCluster) string {
 	if err := h.c.Get(context.Background(), client.ObjectKey{Namespace: tc.Namespace, Name: tc.Status.LastRun.Job}, &job); err != nil {
 		return ""
 	}
-	return jobContainer(&job).Image
+	return engine.JobContainer(&job).Image
+}
+
+// condition is the condition typ of tc's status, nil when it has none.
+func condition(tc *infrav1.TerraformCluster, typ string) *metav1.Condition {
+	return meta.FindStatusCondition(tc.Status.Conditions, typ)
+}
+
+// annotate sets an annotation of tc, making the map when it has none.
+func annotate(tc *infrav1.TerraformCluster, key, value string) {
+	if tc.Annotations == nil {
+		tc.Annotations = map[string]string{}
+	}
+	tc.Annotations[key] = value
 }

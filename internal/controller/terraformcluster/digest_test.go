@@ -12,6 +12,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	infrav1 "github.com/captf/captf/api/v1alpha1"
+	"github.com/captf/captf/internal/controller/engine"
 )
 
 // movingImage is a tag the digest tests move under the test node.
@@ -85,7 +86,7 @@ func TestApproveRunsPlannedDigest(t *testing.T) {
 	// The apply Job named the tag at A, its pod ran A, and it applied.
 	applyJob := tc.Status.LastRun.Job
 	job := h.job(applyJob)
-	if got, want := jobContainer(job).Image, movingImage+"@"+a; got != want {
+	if got, want := engine.JobContainer(job).Image, movingImage+"@"+a; got != want {
 		t.Errorf("approved apply Job image %s, want %s", got, want)
 	}
 	if job.Annotations[infrav1.AnnotationApprovedPlan] != p.PlanHash || job.Annotations[infrav1.AnnotationImageDigest] != a {
@@ -182,7 +183,7 @@ func TestOldPlanHashReplanned(t *testing.T) {
 	}
 	applies := 0
 	for _, j := range h.jobs(tc) {
-		if j.Labels[labelOperation] == string(infrav1.OperationApply) {
+		if j.Labels[engine.LabelOperation] == string(infrav1.OperationApply) {
 			applies++
 		}
 		if got := j.Annotations[infrav1.AnnotationApprovedPlan]; got != "" {
@@ -215,13 +216,13 @@ func TestOldPlanHashReplanned(t *testing.T) {
 // jobImage is the runner container image of the Job called name.
 func (h *harness) jobImage(name string) string {
 	h.t.Helper()
-	return jobContainer(h.job(name)).Image
+	return engine.JobContainer(h.job(name)).Image
 }
 
 // jobOperation is what the Job called name does.
 func (h *harness) jobOperation(name string) infrav1.Operation {
 	h.t.Helper()
-	return infrav1.Operation(h.job(name).Labels[labelOperation])
+	return infrav1.Operation(h.job(name).Labels[engine.LabelOperation])
 }
 
 func (h *harness) job(name string) *batchv1.Job {
@@ -238,12 +239,12 @@ func (h *harness) job(name string) *batchv1.Job {
 func (h *harness) podImageID(job string) string {
 	h.t.Helper()
 	var pods corev1.PodList
-	if err := h.c.List(context.Background(), &pods, client.InNamespace("default"), client.MatchingLabels{jobNameLabel: job}); err != nil {
+	if err := h.c.List(context.Background(), &pods, client.InNamespace("default"), client.MatchingLabels{engine.JobNameLabel: job}); err != nil {
 		h.t.Fatal(err)
 	}
 	for _, p := range pods.Items {
 		for _, st := range p.Status.ContainerStatuses {
-			if st.Name == containerName {
+			if st.Name == infrav1.RunnerContainer {
 				return st.ImageID
 			}
 		}

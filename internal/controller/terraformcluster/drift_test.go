@@ -22,6 +22,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
 	infrav1 "github.com/captf/captf/api/v1alpha1"
+	"github.com/captf/captf/internal/controller/engine"
 	"github.com/captf/captf/internal/testenv"
 	"github.com/captf/captf/internal/testnode"
 	"github.com/captf/captf/internal/tftest"
@@ -158,7 +159,7 @@ func (h *driftHarness) driftIs(tc *infrav1.TerraformCluster, reason string) {
 func (h *driftHarness) jobNames(tc *infrav1.TerraformCluster, op infrav1.Operation) []string {
 	var names []string
 	for _, j := range h.jobs(tc) {
-		if j.Labels[labelOperation] == string(op) {
+		if j.Labels[engine.LabelOperation] == string(op) {
 			names = append(names, j.Name)
 		}
 	}
@@ -210,7 +211,7 @@ func TestDriftReport(t *testing.T) {
 		}
 		// No plan key on a drift Job.
 		for _, j := range h.jobs(tc) {
-			if mounted, _ := planKeyMount(&j); mounted && j.Labels[labelOperation] == string(infrav1.OperationDrift) {
+			if mounted, _ := planKeyMount(&j); mounted && j.Labels[engine.LabelOperation] == string(infrav1.OperationDrift) {
 				t.Errorf("drift Job %s mounts the plan key", j.Name)
 			}
 		}

@@ -12,10 +12,10 @@ import (
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	infrav1 "github.com/captf/captf/api/v1alpha1"
+	"github.com/captf/captf/internal/controller/engine"
 	"github.com/captf/captf/internal/testenv"
 	"github.com/captf/captf/internal/testnode"
 )
@@ -38,7 +38,7 @@ func expects(j *batchv1.Job) string {
 func (h *harness) ungatedApplies(tc *infrav1.TerraformCluster, except ...string) []string {
 	var out []string
 	for _, j := range h.jobs(tc) {
-		if j.Labels[labelOperation] == string(infrav1.OperationApply) && expects(&j) == "" && !slices.Contains(except, j.Name) {
+		if j.Labels[engine.LabelOperation] == string(infrav1.OperationApply) && expects(&j) == "" && !slices.Contains(except, j.Name) {
 			out = append(out, j.Name)
 		}
 	}
@@ -65,11 +65,11 @@ func TestAcceptEmptyStateKeepsTheGate(t *testing.T) {
 	tc := h.create("accepted", infrav1.ApplyManual, "small")
 	h.wait(tc, "first apply, backed up", func(tc *infrav1.TerraformCluster) bool { return ready(tc) && len(tc.Status.StateBackups) > 0 })
 	first := h.jobs(tc)[0].Name
-	h.deleteSecret(stateSecretName("tfc", tc.Name))
-	h.deleteSecret(inputsName("tfc", tc.Name))
+	h.deleteSecret(engine.StateSecretName("tfc", tc.Name))
+	h.deleteSecret(engine.InputsName("tfc", tc.Name))
 	h.setSize(tc, "large")
 	h.wait(tc, "the lost state guarded", stateLostWith)
-	if c := condition(tc, infrav1.ConditionApplyJobSucceeded); !strings.Contains(c.Message, backupName("tfc", tc.Name, tc.Status.StateBackups[0].Serial)) {
+	if c := condition(tc, infrav1.ConditionApplyJobSucceeded); !strings.Contains(c.Message, engine.BackupName("tfc", tc.Name, tc.Status.StateBackups[0].Serial)) {
 		t.Errorf("the StateLost message does not name the backup it found: %s", c.Message)
 	}
 
@@ -114,7 +114,7 @@ func TestMovedMidFirstApply(t *testing.T) {
 	ctx := context.Background()
 	tc := src.create("moving-first", infrav1.ApplyAutomatic, "small", func(tc *infrav1.TerraformCluster) { tc.Spec.Image = heldImage })
 	src.wait(tc, "the first apply runs", func(tc *infrav1.TerraformCluster) bool {
-		_, blocking := tc.Annotations[annotationBlockMove]
+		_, blocking := tc.Annotations[engine.AnnotationBlockMove]
 		return tc.Status.ActiveJob != nil && blocking
 	})
 
@@ -129,7 +129,7 @@ func TestMovedMidFirstApply(t *testing.T) {
 		if jobs := dst.jobs(tc); len(jobs) > 0 {
 			t.Fatalf("the copy started Job %s, want none", jobs[0].Name)
 		}
-		_, blocking := tc.Annotations[annotationBlockMove]
+		_, blocking := tc.Annotations[engine.AnnotationBlockMove]
 		return stateLostWith(tc) && !blocking && tc.Annotations[infrav1.AnnotationMovedMidRun] == "true"
 	})
 	if c := condition(copied, infrav1.ConditionApplyJobSucceeded); !strings.Contains(c.Message, infrav1.AnnotationAcceptEmptyState) {
@@ -141,54 +141,6 @@ func TestMovedMidFirstApply(t *testing.T) {
 	dst.wait(copied, "still at StateLost", stateLostWith)
 	if jobs := dst.jobs(copied); len(jobs) > 0 {
 		t.Fatalf("the copy started %d Jobs, want none: %s", len(jobs), jobs[0].Name)
-	}
-}
-
-// laggingCache is the manager's cache before it has seen a Job that was
-// just created: it lists no Job.
-type laggingCache struct{ client.Client }
-
-func (c laggingCache) List(ctx context.Context, list client.ObjectList, opts ...client.ListOption) error {
-	if _, jobs := list.(*batchv1.JobList); jobs {
-		return nil
-	}
-	return c.Client.List(ctx, list, opts...)
-}
-
-// TestDeleteWaitsForUnrecordedJob: a first apply's Job was created and its
-// start never recorded (the status write failed), and the object is
-// deleted before the cache shows the Job. The delete asks the API server:
-// the object is not released (which would let garbage collection kill the
-// apply halfway) and the Job is taken up once the cache shows it. (Before,
-// the missing state Secret read as "nothing was ever applied" and the
-// finalizer went at once.)
-func TestDeleteWaitsForUnrecordedJob(t *testing.T) {
-	env := testenv.Start(t, "../../..")
-	ctx := context.Background()
-	tc := &infrav1.TerraformCluster{
-		ObjectMeta: metav1.ObjectMeta{Name: "unrecorded", Namespace: "default", Finalizers: []string{Finalizer}},
-		Spec:       infrav1.TerraformClusterSpec{RunnerSpec: infrav1.RunnerSpec{Image: moduleImage}},
-	}
-	if err := env.Client.Create(ctx, tc); err != nil {
-		t.Fatal(err)
-	}
-	r := &Reconciler{Client: laggingCache{env.Client}, Reader: env.Client, RunnerImage: runnerImage, RetryBase: time.Second}
-	job := r.buildJob(tc, moduleImage, nil, infrav1.OperationApply, "", false)
-	if err := env.Client.Create(ctx, job); err != nil {
-		t.Fatal(err)
-	}
-	if err := env.Client.Delete(ctx, tc); err != nil {
-		t.Fatal(err)
-	}
-	res, err := r.Reconcile(ctx, ctrl.Request{NamespacedName: client.ObjectKeyFromObject(tc)})
-	if err != nil || res.RequeueAfter <= 0 {
-		t.Errorf("reconcile: %+v, %v; want a requeue to take the Job up", res, err)
-	}
-	if err := env.Client.Get(ctx, client.ObjectKeyFromObject(tc), tc); err != nil {
-		t.Fatalf("the object was released while Job %s was unprocessed: %v", job.Name, err)
-	}
-	if !slices.Contains(tc.Finalizers, Finalizer) {
-		t.Fatalf("finalizers %v", tc.Finalizers)
 	}
 }
 
@@ -206,19 +158,19 @@ func TestDeleteLostState(t *testing.T) {
 	accepted := h.create("lost-accepted", infrav1.ApplyAutomatic, "small")
 	for _, tc := range []*infrav1.TerraformCluster{restored, accepted} {
 		h.wait(tc, "first apply, backed up", func(tc *infrav1.TerraformCluster) bool { return ready(tc) && backedUpSerial(tc) >= 0 })
-		h.deleteSecret(stateSecretName("tfc", tc.Name))
+		h.deleteSecret(engine.StateSecretName("tfc", tc.Name))
 		if err := h.c.Delete(ctx, tc); err != nil {
 			t.Fatal(err)
 		}
 		h.wait(tc, "the deletion stopped at StateLost", stateLostWith)
-		if n := count(h.events(tc), ReasonStateLost); n != 1 {
+		if n := count(h.events(tc), engine.ReasonStateLost); n != 1 {
 			t.Errorf("%s: %d StateLost events, want 1", tc.Name, n)
 		}
 	}
 	time.Sleep(3 * time.Second)
 	for _, tc := range []*infrav1.TerraformCluster{restored, accepted} {
 		h.wait(tc, "still held", func(tc *infrav1.TerraformCluster) bool {
-			return slices.Contains(tc.Finalizers, Finalizer) && stateLostWith(tc)
+			return slices.Contains(tc.Finalizers, engine.Finalizer) && stateLostWith(tc)
 		})
 	}
 
@@ -227,7 +179,7 @@ func TestDeleteLostState(t *testing.T) {
 	h.gone(restored, "restored, then destroyed")
 	var ops []string
 	for _, j := range h.jobs(restored) {
-		ops = append(ops, j.Labels[labelOperation])
+		ops = append(ops, j.Labels[engine.LabelOperation])
 	}
 	if !slices.Contains(ops, string(infrav1.OperationRestore)) || !slices.Contains(ops, string(infrav1.OperationDestroy)) {
 		t.Errorf("Jobs of the restored object: %v, want a restore and a destroy", ops)
@@ -236,7 +188,7 @@ func TestDeleteLostState(t *testing.T) {
 	h.annotate(accepted, infrav1.AnnotationAcceptEmptyState, "true")
 	h.gone(accepted, "released without destroy")
 	for _, j := range h.jobs(accepted) {
-		if j.Labels[labelOperation] == string(infrav1.OperationDestroy) {
+		if j.Labels[engine.LabelOperation] == string(infrav1.OperationDestroy) {
 			t.Errorf("a destroy Job ran for the object released without destroy: %s", j.Name)
 		}
 	}
@@ -263,7 +215,7 @@ func TestPolicySwitchDropsUnstartedJob(t *testing.T) {
 	}
 	h.wait(tc, "the guarded apply stuck on its image", func(tc *infrav1.TerraformCluster) bool {
 		c := condition(tc, infrav1.ConditionApplyJobSucceeded)
-		return c != nil && c.Reason == ReasonImagePullFailed
+		return c != nil && c.Reason == engine.ReasonImagePullFailed
 	})
 	stuck := tc.Status.ActiveJob.Name
 

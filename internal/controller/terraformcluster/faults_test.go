@@ -12,13 +12,12 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/validation"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	infrav1 "github.com/captf/captf/api/v1alpha1"
-	"github.com/captf/captf/internal/testenv"
+	"github.com/captf/captf/internal/controller/engine"
 )
 
 // Faults and edges of the manager's flow against the real API server:
@@ -53,7 +52,7 @@ func TestNamesAtTheLimits(t *testing.T) {
 		if h.stateHash(tc) == "" {
 			t.Errorf("%.20s: the state records no inputs hash", name)
 		}
-		for what, sname := range map[string]string{"plan key": planKeyName("tfc", name), "durable inputs": inputsName("tfc", name), "state": stateSecretName("tfc", name)} {
+		for what, sname := range map[string]string{"plan key": engine.PlanKeyName("tfc", name), "durable inputs": engine.InputsName("tfc", name), "state": engine.StateSecretName("tfc", name)} {
 			var s corev1.Secret
 			if err := h.c.Get(ctx, client.ObjectKey{Namespace: "default", Name: sname}, &s); err != nil {
 				t.Errorf("%.20s: %s Secret %s: %v", name, what, sname, err)
@@ -63,11 +62,11 @@ func TestNamesAtTheLimits(t *testing.T) {
 				t.Errorf("%.20s: %s Secret name %q: %v", name, what, sname, errs)
 			}
 			if what == "state" {
-				if got := s.Labels["tfstateSecretSuffix"]; got != stateSuffix("tfc", name) {
-					t.Errorf("%.20s: state labelled tfstateSecretSuffix=%q, want %q", name, got, stateSuffix("tfc", name))
+				if got := s.Labels["tfstateSecretSuffix"]; got != engine.StateSuffix("tfc", name) {
+					t.Errorf("%.20s: state labelled tfstateSecretSuffix=%q, want %q", name, got, engine.StateSuffix("tfc", name))
 				}
-			} else if got := s.Labels[infrav1.LabelOwnerName]; got != nameLabel(name) {
-				t.Errorf("%.20s: %s Secret labelled %s=%q, want %q", name, what, infrav1.LabelOwnerName, got, nameLabel(name))
+			} else if got := s.Labels[infrav1.LabelOwnerName]; got != engine.NameLabel(name) {
+				t.Errorf("%.20s: %s Secret labelled %s=%q, want %q", name, what, infrav1.LabelOwnerName, got, engine.NameLabel(name))
 			}
 		}
 		if got := h.durableInputs(tc).Annotations[infrav1.AnnotationApplied]; got != "true" {
@@ -92,7 +91,7 @@ func TestNamesAtTheLimits(t *testing.T) {
 		tc := tcs[name]
 		before := h.stateHash(tc)
 		plan := h.livePlanOf(tc)
-		if len(plan.Name) > maxName || plan.Spec.TargetRef.Name != name || plan.Labels[infrav1.LabelClusterName] != nameLabel(name) {
+		if len(plan.Name) > engine.MaxName || plan.Spec.TargetRef.Name != name || plan.Labels[infrav1.LabelClusterName] != engine.NameLabel(name) {
 			t.Errorf("%.20s: TerraformPlan %q targets %.20q, labelled %s=%q", name, plan.Name, plan.Spec.TargetRef.Name,
 				infrav1.LabelClusterName, plan.Labels[infrav1.LabelClusterName])
 		}
@@ -116,9 +115,9 @@ func TestNamesAtTheLimits(t *testing.T) {
 		ops := map[string]int{}
 		for i := range jobs {
 			checkJobNames(t, tc, &jobs[i])
-			ops[jobs[i].Labels[labelOperation]]++
+			ops[jobs[i].Labels[engine.LabelOperation]]++
 			mounted, _ := planKeyMount(&jobs[i])
-			if want := jobs[i].Labels[labelOperation] == "plan" || jobs[i].Annotations[infrav1.AnnotationApprovedPlan] != ""; mounted != want {
+			if want := jobs[i].Labels[engine.LabelOperation] == "plan" || jobs[i].Annotations[infrav1.AnnotationApprovedPlan] != ""; mounted != want {
 				t.Errorf("%.20s: Job %s mounts the plan key: %v, want %v", name, jobs[i].Name, mounted, want)
 			}
 		}
@@ -133,8 +132,8 @@ func TestNamesAtTheLimits(t *testing.T) {
 // the pod annotation the pods' watch reads.
 func checkJobNames(t *testing.T, tc *infrav1.TerraformCluster, job *batchv1.Job) {
 	t.Helper()
-	if len(job.Name) > maxLabel {
-		t.Errorf("Job %s: %d characters, more than %d", job.Name, len(job.Name), maxLabel)
+	if len(job.Name) > engine.MaxLabel {
+		t.Errorf("Job %s: %d characters, more than %d", job.Name, len(job.Name), engine.MaxLabel)
 	}
 	for _, ls := range []map[string]string{job.Labels, job.Spec.Template.Labels} {
 		for k, v := range ls {
@@ -142,8 +141,8 @@ func checkJobNames(t *testing.T, tc *infrav1.TerraformCluster, job *batchv1.Job)
 				t.Errorf("Job %s: label %s=%q: %v", job.Name, k, v, errs)
 			}
 		}
-		if ls[infrav1.LabelOwnerName] != nameLabel(tc.Name) {
-			t.Errorf("Job %s: label %s=%q, want %q", job.Name, infrav1.LabelOwnerName, ls[infrav1.LabelOwnerName], nameLabel(tc.Name))
+		if ls[infrav1.LabelOwnerName] != engine.NameLabel(tc.Name) {
+			t.Errorf("Job %s: label %s=%q, want %q", job.Name, infrav1.LabelOwnerName, ls[infrav1.LabelOwnerName], engine.NameLabel(tc.Name))
 		}
 	}
 	if got := job.Spec.Template.Annotations[infrav1.LabelOwnerName]; got != tc.Name {
@@ -170,7 +169,7 @@ func onceApprovedApplied(t *testing.T, h *harness, tc *infrav1.TerraformCluster)
 func finishedJobs(jobs []batchv1.Job, succeeded bool) []string {
 	var out []string
 	for i := range jobs {
-		if done, ok := jobFinished(&jobs[i]); done && ok == succeeded {
+		if done, ok := engine.JobFinished(&jobs[i]); done && ok == succeeded {
 			out = append(out, jobs[i].Name)
 		}
 	}
@@ -190,9 +189,9 @@ func (h *harness) waitJobs(tc *infrav1.TerraformCluster, what string, cond func(
 		if time.Now().After(deadline) {
 			var b strings.Builder
 			for i := range jobs {
-				done, ok := jobFinished(&jobs[i])
-				fmt.Fprintf(&b, "\n  %s %s created=%s finished=%v succeeded=%v processed=%v", jobs[i].Name, jobs[i].Labels[labelOperation],
-					jobs[i].CreationTimestamp.UTC().Format(time.RFC3339), done, ok, processed(&jobs[i]))
+				done, ok := engine.JobFinished(&jobs[i])
+				fmt.Fprintf(&b, "\n  %s %s created=%s finished=%v succeeded=%v processed=%v", jobs[i].Name, jobs[i].Labels[engine.LabelOperation],
+					jobs[i].CreationTimestamp.UTC().Format(time.RFC3339), done, ok, engine.Processed(&jobs[i]))
 			}
 			h.t.Fatalf("%s: not within 2 minutes; Jobs:%s", what, b.String())
 		}
@@ -260,7 +259,7 @@ func TestJobHistory(t *testing.T) {
 	h.waitJobs(tc, "the plan Job processed", func(jobs []batchv1.Job) bool {
 		for i := range jobs {
 			if jobs[i].Name == planJob {
-				return processed(&jobs[i])
+				return engine.Processed(&jobs[i])
 			}
 		}
 		return false
@@ -330,7 +329,7 @@ func TestLostDurableInputs(t *testing.T) {
 	p := tc.Status.Plan
 	applies := 0
 	for _, j := range h.jobs(tc) {
-		if j.Labels[labelOperation] == "apply" {
+		if j.Labels[engine.LabelOperation] == "apply" {
 			applies++
 		}
 	}
@@ -396,80 +395,5 @@ func TestLostPendingPlanRef(t *testing.T) {
 		t.Fatal(err)
 	} else if err == nil && job.Annotations[infrav1.AnnotationPlan] != plan.Name {
 		t.Errorf("the apply Job names plan %q, want %s", job.Annotations[infrav1.AnnotationPlan], plan.Name)
-	}
-}
-
-// TestPruneNewestWithinASecond calls pruneJobs directly against the real
-// API server. Creation timestamps have a resolution of one second, and a
-// runner Job can take less: of two finished Jobs created within the same
-// second, the one created later is the newer, whatever their random name
-// suffixes, and it is the one a limit of 1 keeps. Ordering such Jobs by
-// name deletes the newest Job half the time.
-func TestPruneNewestWithinASecond(t *testing.T) {
-	env := testenv.Start(t, "../../..")
-	ctx := context.Background()
-	c := env.Client
-	r := &Reconciler{Client: c, Reader: c, RunnerImage: runnerImage}
-	one := int32(1)
-	tc := &infrav1.TerraformCluster{
-		ObjectMeta: metav1.ObjectMeta{Name: "quick", Namespace: "default"},
-		Spec: infrav1.TerraformClusterSpec{RunnerSpec: infrav1.RunnerSpec{Image: moduleImage,
-			Jobs: infrav1.JobSettings{SuccessfulJobsHistoryLimit: &one}}},
-	}
-	if err := c.Create(ctx, tc); err != nil {
-		t.Fatal(err)
-	}
-	// The newer Job gets the name that sorts first. Both must fall in one
-	// second of the API server's clock; try again where they straddle two.
-	var older, newer *batchv1.Job
-	for attempt := 0; ; attempt++ {
-		older = r.buildJob(tc, moduleImage, nil, infrav1.OperationApply, "", false)
-		older.Name = fmt.Sprintf("quick-apply-%d-z", attempt)
-		newer = r.buildJob(tc, moduleImage, nil, infrav1.OperationApply, "", false)
-		newer.Name = fmt.Sprintf("quick-apply-%d-a", attempt)
-		for _, job := range []*batchv1.Job{older, newer} {
-			if err := c.Create(ctx, job); err != nil {
-				t.Fatal(err)
-			}
-		}
-		if older.CreationTimestamp.Equal(&newer.CreationTimestamp) {
-			break
-		}
-		if attempt == 4 {
-			t.Fatal("no two Jobs created within one second in 5 attempts")
-		}
-		for _, job := range []*batchv1.Job{older, newer} {
-			if err := c.Delete(ctx, job); err != nil {
-				t.Fatal(err)
-			}
-		}
-	}
-	for _, job := range []*batchv1.Job{older, newer} {
-		now := metav1.Now()
-		job.Status.StartTime, job.Status.CompletionTime, job.Status.Succeeded = &now, &now, 1
-		job.Status.Conditions = []batchv1.JobCondition{
-			{Type: batchv1.JobSuccessCriteriaMet, Status: corev1.ConditionTrue, LastTransitionTime: now, LastProbeTime: now},
-			{Type: batchv1.JobComplete, Status: corev1.ConditionTrue, LastTransitionTime: now, LastProbeTime: now},
-		}
-		if err := c.Status().Update(ctx, job); err != nil {
-			t.Fatal(err)
-		}
-		if err := r.annotateJob(ctx, job, infrav1.AnnotationProcessed, "true"); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if err := r.pruneJobs(ctx, tc); err != nil {
-		t.Fatal(err)
-	}
-	jobs, err := r.jobsOf(ctx, c, tc)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var left []string
-	for i := range jobs {
-		left = append(left, jobs[i].Name)
-	}
-	if !slices.Equal(left, []string{newer.Name}) {
-		t.Errorf("Jobs left %v, want the newer %s", left, newer.Name)
 	}
 }

@@ -14,6 +14,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	infrav1 "github.com/captf/captf/api/v1alpha1"
+	"github.com/captf/captf/internal/controller/engine"
 )
 
 // guarded reports whether a Job runs with --guard.
@@ -26,8 +27,8 @@ func (h *driftHarness) newestApply(tc *infrav1.TerraformCluster) *batchv1.Job {
 	h.t.Helper()
 	var newest *batchv1.Job
 	for _, j := range h.jobs(tc) {
-		if j.Labels[labelOperation] == string(infrav1.OperationApply) {
-			if newest == nil || newest.Annotations[annotationCreatedAt] < j.Annotations[annotationCreatedAt] {
+		if j.Labels[engine.LabelOperation] == string(infrav1.OperationApply) {
+			if newest == nil || newest.Annotations[engine.AnnotationCreatedAt] < j.Annotations[engine.AnnotationCreatedAt] {
 				newest = j.DeepCopy()
 			}
 		}
@@ -147,7 +148,7 @@ func TestDestructiveGuard(t *testing.T) {
 	h.setVar(tc, "kmode", `"0600"`)
 	h.wait(tc, "prevent_destroy to fail the run", func(tc *infrav1.TerraformCluster) bool {
 		c := condition(tc, infrav1.ConditionApplyJobSucceeded)
-		return c != nil && c.Status == metav1.ConditionFalse && c.Reason == ReasonApplyFailed
+		return c != nil && c.Status == metav1.ConditionFalse && c.Reason == engine.ReasonApplyFailed
 	})
 	if m := h.mode(tc, "k.txt"); m != 0o644 {
 		t.Fatalf("k.txt replaced despite prevent_destroy: %o", m)
@@ -191,10 +192,10 @@ func TestInterruptedApply(t *testing.T) {
 		client.PropagationPolicy(metav1.DeletePropagationBackground)); err != nil {
 		t.Fatal(err)
 	}
-	h.wait(tc, "the interrupted mark", func(tc *infrav1.TerraformCluster) bool { return interrupted(tc) })
+	h.wait(tc, "the interrupted mark", func(tc *infrav1.TerraformCluster) bool { return engine.Interrupted(tc) })
 	h.wait(tc, "the next apply", func(tc *infrav1.TerraformCluster) bool {
 		for _, j := range h.jobs(tc) {
-			if j.Labels[labelOperation] == string(infrav1.OperationApply) && j.Name != first {
+			if j.Labels[engine.LabelOperation] == string(infrav1.OperationApply) && j.Name != first {
 				return true
 			}
 		}
@@ -207,10 +208,10 @@ func TestInterruptedApply(t *testing.T) {
 	// provisioner stopped), which the guarded apply replaces: that waits
 	// for an approval, given here.
 	h.wait(tc, "applied, the mark gone", func(tc *infrav1.TerraformCluster) bool {
-		if waitsDestructive(tc) && tc.Annotations[infrav1.AnnotationApproveDestructivePlan] != tc.Status.Plan.PlanHash {
+		if engine.WaitsDestructive(tc) && tc.Annotations[infrav1.AnnotationApproveDestructivePlan] != tc.Status.Plan.PlanHash {
 			h.annotate(tc, infrav1.AnnotationApproveDestructivePlan, tc.Status.Plan.PlanHash)
 		}
-		return ready(tc) && !interrupted(tc)
+		return ready(tc) && !engine.Interrupted(tc)
 	})
 }
 

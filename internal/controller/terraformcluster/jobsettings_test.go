@@ -17,6 +17,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	infrav1 "github.com/captf/captf/api/v1alpha1"
+	"github.com/captf/captf/internal/controller/engine"
 	"github.com/captf/captf/internal/testnode"
 )
 
@@ -32,7 +33,7 @@ func (h *harness) lastJob(tc *infrav1.TerraformCluster) batchv1.Job {
 		h.t.Fatal("no Job")
 	}
 	slices.SortFunc(jobs, func(a, b batchv1.Job) int {
-		return strings.Compare(a.Annotations[annotationCreatedAt], b.Annotations[annotationCreatedAt])
+		return strings.Compare(a.Annotations[engine.AnnotationCreatedAt], b.Annotations[engine.AnnotationCreatedAt])
 	})
 	return jobs[len(jobs)-1]
 }
@@ -40,7 +41,7 @@ func (h *harness) lastJob(tc *infrav1.TerraformCluster) batchv1.Job {
 // given is the environment the test node gave the runner container of job.
 func (h *harness) given(job *batchv1.Job) map[string]string {
 	env := map[string]string{}
-	for _, kv := range h.node.Given(testnode.PodFor(job).Name, containerName) {
+	for _, kv := range h.node.Given(testnode.PodFor(job).Name, infrav1.RunnerContainer) {
 		k, v, _ := strings.Cut(kv, "=")
 		env[k] = v
 	}
@@ -83,8 +84,8 @@ func TestJobSettings(t *testing.T) {
 		t.Errorf("pod spec lacks spec.jobs: %+v", pod)
 	}
 	psc := pod.SecurityContext
-	if psc == nil || !ptr.Deref(psc.RunAsNonRoot, false) || ptr.Deref(psc.RunAsUser, 0) != 1000 || ptr.Deref(psc.RunAsGroup, 0) != nonRoot ||
-		ptr.Deref(psc.FSGroup, 0) != nonRoot || psc.SeccompProfile == nil || psc.SeccompProfile.Type != corev1.SeccompProfileTypeRuntimeDefault {
+	if psc == nil || !ptr.Deref(psc.RunAsNonRoot, false) || ptr.Deref(psc.RunAsUser, 0) != 1000 || ptr.Deref(psc.RunAsGroup, 0) != engine.NonRoot ||
+		ptr.Deref(psc.FSGroup, 0) != engine.NonRoot || psc.SeccompProfile == nil || psc.SeccompProfile.Type != corev1.SeccompProfileTypeRuntimeDefault {
 		t.Errorf("pod security context %+v", psc)
 	}
 	for _, c := range append(slices.Clone(pod.InitContainers), pod.Containers...) {
@@ -95,8 +96,8 @@ func TestJobSettings(t *testing.T) {
 		}
 	}
 	// The runner image is scratch: its binary installs itself, no cp.
-	if len(pod.InitContainers) != 1 || !slices.Equal(pod.InitContainers[0].Command, []string{RunnerImagePath, "install", runnerPath}) {
-		t.Errorf("init containers %+v, want one running %s install %s", pod.InitContainers, RunnerImagePath, runnerPath)
+	if len(pod.InitContainers) != 1 || !slices.Equal(pod.InitContainers[0].Command, []string{engine.RunnerImagePath, "install", engine.RunnerPath}) {
+		t.Errorf("init containers %+v, want one running %s install %s", pod.InitContainers, engine.RunnerImagePath, engine.RunnerPath)
 	}
 	runner := pod.Containers[0]
 	if got := runner.Resources.Requests[corev1.ResourceMemory]; got.Cmp(resource.MustParse("512Mi")) != 0 {
@@ -162,16 +163,16 @@ func TestIdentity(t *testing.T) {
 	}
 	credsVolume := false
 	for _, v := range job.Spec.Template.Spec.Volumes {
-		if v.Secret != nil && v.Secret.SecretName == credentialsName(job.Name) {
+		if v.Secret != nil && v.Secret.SecretName == engine.CredentialsName(job.Name) {
 			for _, m := range job.Spec.Template.Spec.Containers[0].VolumeMounts {
-				credsVolume = credsVolume || m.Name == v.Name && m.MountPath == CredentialsPath && m.ReadOnly && ptr.Deref(v.Secret.DefaultMode, 0) == 0o440
+				credsVolume = credsVolume || m.Name == v.Name && m.MountPath == engine.CredentialsPath && m.ReadOnly && ptr.Deref(v.Secret.DefaultMode, 0) == 0o440
 			}
 		}
 	}
 	if !credsVolume {
-		t.Errorf("no read-only credentials volume of mode 0440 at %s: %+v", CredentialsPath, job.Spec.Template.Spec.Volumes)
+		t.Errorf("no read-only credentials volume of mode 0440 at %s: %+v", engine.CredentialsPath, job.Spec.Template.Spec.Volumes)
 	}
-	if err := h.c.Get(ctx, client.ObjectKey{Namespace: "default", Name: credentialsName(job.Name)}, &corev1.Secret{}); !apierrors.IsNotFound(err) {
+	if err := h.c.Get(ctx, client.ObjectKey{Namespace: "default", Name: engine.CredentialsName(job.Name)}, &corev1.Secret{}); !apierrors.IsNotFound(err) {
 		t.Errorf("the per-run credentials outlived the run: %v", err)
 	}
 	// A plan of the next change runs with them too; its TerraformPlan and
@@ -202,7 +203,7 @@ func TestIdentity(t *testing.T) {
 	})
 	h.wait(shared, "IdentityNotAllowed", func(tc *infrav1.TerraformCluster) bool {
 		c := condition(tc, infrav1.ConditionApplyJobSucceeded)
-		return c != nil && c.Status == metav1.ConditionFalse && c.Reason == ReasonIdentityNotAllowed
+		return c != nil && c.Status == metav1.ConditionFalse && c.Reason == engine.ReasonIdentityNotAllowed
 	})
 	time.Sleep(2 * time.Second)
 	if jobs := h.jobs(shared); len(jobs) != 0 {
@@ -278,7 +279,7 @@ func TestDeletionRetain(t *testing.T) {
 	// references), also after terraform wrote the state again.
 	owned := func() bool {
 		var s corev1.Secret
-		if err := h.c.Get(ctx, client.ObjectKey{Namespace: "default", Name: stateSecretName("tfc", "kept")}, &s); err != nil {
+		if err := h.c.Get(ctx, client.ObjectKey{Namespace: "default", Name: engine.StateSecretName("tfc", "kept")}, &s); err != nil {
 			t.Fatal(err)
 		}
 		return slices.ContainsFunc(s.OwnerReferences, func(o metav1.OwnerReference) bool { return o.UID == tc.UID && o.Kind == "TerraformCluster" })
@@ -300,11 +301,11 @@ func TestDeletionRetain(t *testing.T) {
 	}
 	h.gone(tc, "deleted under Retain")
 	for _, j := range h.jobs(tc) {
-		if j.Labels[labelOperation] == string(infrav1.OperationDestroy) {
+		if j.Labels[engine.LabelOperation] == string(infrav1.OperationDestroy) {
 			t.Errorf("a destroy Job ran under Retain: %s", j.Name)
 		}
 	}
-	if err := h.c.Get(ctx, client.ObjectKey{Namespace: "default", Name: stateSecretName("tfc", "kept")}, &corev1.Secret{}); err != nil {
+	if err := h.c.Get(ctx, client.ObjectKey{Namespace: "default", Name: engine.StateSecretName("tfc", "kept")}, &corev1.Secret{}); err != nil {
 		t.Errorf("the state Secret is gone under Retain: %v", err)
 	}
 	// No garbage collector runs here: that it would keep the state shows
@@ -312,14 +313,14 @@ func TestDeletionRetain(t *testing.T) {
 	if owned() {
 		t.Error("the released object still owns its state Secret: garbage collection would delete the state")
 	}
-	for _, name := range []string{planKeyName("tfc", "kept"), inputsName("tfc", "kept")} {
+	for _, name := range []string{engine.PlanKeyName("tfc", "kept"), engine.InputsName("tfc", "kept")} {
 		if err := h.c.Get(ctx, client.ObjectKey{Namespace: "default", Name: name}, &corev1.Secret{}); !apierrors.IsNotFound(err) {
 			t.Errorf("Secret %s survived: %v", name, err)
 		}
 	}
 	retained := false
 	for _, e := range h.events(tc) {
-		retained = retained || e.Reason == EventRetained
+		retained = retained || e.Reason == engine.EventRetained
 	}
 	if !retained {
 		t.Error("no Retained event")

@@ -1,96 +1,134 @@
+// Package terraformcluster is the TerraformCluster kind of the run engine
+// (internal/controller/engine): what is a cluster's alone — the control
+// plane endpoint and failure domains its module publishes, the Clusters it
+// watches — and its registration with the manager.
 package terraformcluster
 
 import (
 	"context"
 	"fmt"
 
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/utils/ptr"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	infrav1 "github.com/captf/captf/api/v1alpha1"
+	"github.com/captf/captf/internal/controller/engine"
 	"github.com/captf/captf/internal/runner"
 )
 
-// Kind is what the run engine asks of a kind it reconciles (ARCHITECTURE.md,
-// "One engine, many kinds"): the engine names no kind; a kind is this
-// small adapter.
-type Kind interface {
-	// Name is the kind's name: in a TerraformPlan's targetRef, the
-	// captf.io/owner-kind label, owner references and events.
-	Name() string
-	// Short is the kind's short name in the names of its Secrets
-	// (captf-inputs-<short>-<name>) and its state (captf-<short>-<name>).
-	Short() string
-	// New is an empty object of the kind.
-	New() Object
-	// ListReading lists the objects of the kind in namespace whose
-	// variable sources the field index indexReads has under key.
-	ListReading(ctx context.Context, c client.Reader, namespace, key string) ([]Object, error)
-	// CopyStatus makes dst's status, the kind's own fields too, a deep
-	// copy of src's.
-	CopyStatus(dst, src Object)
-	// Applied writes into view's status what a successful apply reported
-	// that the kind publishes there, and returns the steps that publish
-	// the rest (a spec field of the contract).
-	Applied(view Object, msg *runner.Message) []step
-	// Signs are the signs of a past apply the kind's object itself
-	// carries (a published field an apply wrote).
-	Signs(obj Object) []string
-}
+// +kubebuilder:rbac:groups=infrastructure.cluster.x-k8s.io,resources=terraformclusters,verbs=get;list;watch;update;patch
+// +kubebuilder:rbac:groups=infrastructure.cluster.x-k8s.io,resources=terraformclusters/status,verbs=get;update;patch
 
-// kind is the kind this reconciler serves.
-func (r *Reconciler) kind() Kind { return cluster{} }
+// Kind is the TerraformCluster kind: an engine.Reconciler with it
+// reconciles TerraformClusters.
+var Kind engine.Kind = cluster{}
 
 // cluster is the TerraformCluster kind.
 type cluster struct{}
 
-var _ Kind = cluster{}
+func (cluster) Name() string       { return "TerraformCluster" }
+func (cluster) Short() string      { return "tfc" }
+func (cluster) New() engine.Object { return &infrav1.TerraformCluster{} }
 
-func (cluster) Name() string  { return "TerraformCluster" }
-func (cluster) Short() string { return "tfc" }
-func (cluster) New() Object   { return &infrav1.TerraformCluster{} }
-
-func (cluster) ListReading(ctx context.Context, c client.Reader, namespace, key string) ([]Object, error) {
+func (cluster) ListReading(ctx context.Context, c client.Reader, namespace, key string) ([]engine.Object, error) {
 	var list infrav1.TerraformClusterList
-	if err := c.List(ctx, &list, client.InNamespace(namespace), client.MatchingFields{indexReads: key}, client.UnsafeDisableDeepCopy); err != nil {
+	if err := c.List(ctx, &list, client.InNamespace(namespace), client.MatchingFields{engine.IndexReads: key}, client.UnsafeDisableDeepCopy); err != nil {
 		return nil, err
 	}
-	objs := make([]Object, len(list.Items))
+	objs := make([]engine.Object, len(list.Items))
 	for i := range list.Items {
 		objs[i] = &list.Items[i]
 	}
 	return objs, nil
 }
 
-func (cluster) CopyStatus(dst, src Object) {
+func (cluster) CopyStatus(dst, src engine.Object) {
 	dst.(*infrav1.TerraformCluster).Status = *src.(*infrav1.TerraformCluster).Status.DeepCopy()
 }
 
 // Applied: the failure domains reach status.failureDomains, and the
 // control plane endpoint spec.controlPlaneEndpoint.
-func (cluster) Applied(view Object, msg *runner.Message) []step {
+func (cluster) Applied(view engine.Object, msg *runner.Message) []engine.Step {
 	view.(*infrav1.TerraformCluster).Status.FailureDomains = failureDomains(msg.FailureDomains)
 	if e := msg.Endpoint; e != nil {
-		return []step{publishEndpoint{Host: e.Host, Port: e.Port}}
+		return []engine.Step{publishEndpoint{Host: e.Host, Port: e.Port}}
 	}
 	return nil
 }
 
-func (cluster) Signs(obj Object) []string {
+func (cluster) Signs(obj engine.Object) []string {
 	if e := obj.(*infrav1.TerraformCluster).Spec.ControlPlaneEndpoint; e.Host != "" || e.Port != 0 {
 		return []string{"spec.controlPlaneEndpoint, which an apply published"}
 	}
 	return nil
 }
 
-// setEndpoint publishes the module's control plane endpoint in
-// spec.controlPlaneEndpoint, the Cluster API contract's field, in a patch
-// of its own (the status is written at the end of the reconcile).
-func (r *Reconciler) setEndpoint(ctx context.Context, obj Object, e infrav1.APIEndpoint) error {
-	if obj.(*infrav1.TerraformCluster).Spec.ControlPlaneEndpoint == e {
+// Watch: where Cluster API is installed, its Clusters are watched, so
+// lifting a Cluster's pause acts at once. Without it the manager runs
+// alone.
+func (cluster) Watch(b *builder.Builder, mgr ctrl.Manager) *builder.Builder {
+	m, err := mgr.GetRESTMapper().RESTMapping(engine.ClusterGroupKind)
+	if err != nil {
+		return b
+	}
+	c := &unstructured.Unstructured{}
+	c.SetGroupVersionKind(m.GroupVersionKind)
+	return b.Watches(c, handler.EnqueueRequestsFromMapFunc(infrastructureOf))
+}
+
+// publishEndpoint writes spec.controlPlaneEndpoint, the Cluster API
+// contract's field, in a patch of its own (the status is written at the
+// end of the reconcile).
+type publishEndpoint struct {
+	Host string
+	Port int32
+}
+
+func (s publishEndpoint) Apply(ctx context.Context, r *engine.Reconciler, x *engine.StepContext) error {
+	e := infrav1.APIEndpoint{Host: s.Host, Port: s.Port}
+	if x.Obj.(*infrav1.TerraformCluster).Spec.ControlPlaneEndpoint == e {
 		return nil
 	}
-	if err := r.patchObject(ctx, obj, func(obj Object) { obj.(*infrav1.TerraformCluster).Spec.ControlPlaneEndpoint = e }); err != nil {
+	if err := r.PatchObject(ctx, x.Obj, func(obj engine.Object) { obj.(*infrav1.TerraformCluster).Spec.ControlPlaneEndpoint = e }); err != nil {
 		return fmt.Errorf("control plane endpoint: %w", err)
 	}
 	return nil
+}
+
+// failureDomains are the module's failure domains as the contract's
+// status.failureDomains: what the last successful apply reported, nothing
+// when the module declares none (or a sensitive one).
+func failureDomains(in []runner.FailureDomain) []infrav1.FailureDomain {
+	if len(in) == 0 {
+		return nil
+	}
+	out := make([]infrav1.FailureDomain, len(in))
+	for i, d := range in {
+		out[i] = infrav1.FailureDomain{Name: d.Name, ControlPlane: ptr.To(d.ControlPlane), Attributes: d.Attributes}
+	}
+	return out
+}
+
+// infrastructureOf maps a Cluster to the TerraformCluster its
+// spec.infrastructureRef names (apiGroup in v1beta2, apiVersion before).
+func infrastructureOf(_ context.Context, obj client.Object) []reconcile.Request {
+	u, ok := obj.(*unstructured.Unstructured)
+	if !ok {
+		return nil
+	}
+	ref, _, _ := unstructured.NestedStringMap(u.Object, "spec", "infrastructureRef")
+	group := ref["apiGroup"]
+	if gv, err := schema.ParseGroupVersion(ref["apiVersion"]); group == "" && err == nil {
+		group = gv.Group
+	}
+	if ref["kind"] != "TerraformCluster" || group != infrav1.GroupVersion.Group || ref["name"] == "" {
+		return nil
+	}
+	return []reconcile.Request{{NamespacedName: client.ObjectKey{Namespace: u.GetNamespace(), Name: ref["name"]}}}
 }

@@ -22,6 +22,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	infrav1 "github.com/captf/captf/api/v1alpha1"
+	"github.com/captf/captf/internal/controller/engine"
 	"github.com/captf/captf/internal/testenv"
 	planwebhook "github.com/captf/captf/internal/webhook/terraformplan"
 )
@@ -157,7 +158,7 @@ func move(t *testing.T, src, dst *moveEnv) {
 func (h *harness) stateIDs(tc *infrav1.TerraformCluster) map[string]string {
 	h.t.Helper()
 	var s corev1.Secret
-	if err := h.c.Get(context.Background(), client.ObjectKey{Namespace: tc.Namespace, Name: stateSecretName("tfc", tc.Name)}, &s); err != nil {
+	if err := h.c.Get(context.Background(), client.ObjectKey{Namespace: tc.Namespace, Name: engine.StateSecretName("tfc", tc.Name)}, &s); err != nil {
 		h.t.Fatal(err)
 	}
 	zr, err := gzip.NewReader(bytes.NewReader(s.Data["tfstate"]))
@@ -207,17 +208,17 @@ func (h *harness) provisioned(name string) *unstructured.Unstructured {
 }
 
 // blockedWhileRunning waits for tc to settle, checking at every look that
-// a Job named in status.activeJob goes with annotationBlockMove, and that
+// a Job named in status.activeJob goes with engine.AnnotationBlockMove, and that
 // the annotation is gone once nothing runs.
 func (h *harness) blockedWhileRunning(tc *infrav1.TerraformCluster, what string, settled func(*infrav1.TerraformCluster) bool) {
 	h.t.Helper()
 	seen := false
 	h.wait(tc, what, func(tc *infrav1.TerraformCluster) bool {
-		_, blocking := tc.Annotations[annotationBlockMove]
+		_, blocking := tc.Annotations[engine.AnnotationBlockMove]
 		if tc.Status.ActiveJob != nil {
 			seen = true
 			if !blocking {
-				h.t.Errorf("Job %s runs and the object has no %s", tc.Status.ActiveJob.Name, annotationBlockMove)
+				h.t.Errorf("Job %s runs and the object has no %s", tc.Status.ActiveJob.Name, engine.AnnotationBlockMove)
 			}
 		}
 		return settled(tc) && !blocking
@@ -267,10 +268,10 @@ func TestMove(t *testing.T) {
 
 	// The state Secret moves: the object owns it and it has the label.
 	var state corev1.Secret
-	if err := src.c.Get(ctx, client.ObjectKey{Namespace: "default", Name: stateSecretName("tfc", tc.Name)}, &state); err != nil {
+	if err := src.c.Get(ctx, client.ObjectKey{Namespace: "default", Name: engine.StateSecretName("tfc", tc.Name)}, &state); err != nil {
 		t.Fatal(err)
 	}
-	if !movesWith(&state, tc) {
+	if !engine.MovesWith(&state, tc) {
 		t.Fatalf("state Secret labels %v, owners %v", state.Labels, state.OwnerReferences)
 	}
 
@@ -302,7 +303,7 @@ func TestMove(t *testing.T) {
 		t.Errorf("%d Jobs on the target before the approval: a moved object is not a first apply", n)
 	}
 	var durable corev1.Secret
-	if err := dst.c.Get(ctx, client.ObjectKey{Namespace: "default", Name: inputsName("tfc", "moving")}, &durable); err != nil || durable.Annotations[infrav1.AnnotationApplied] != "true" {
+	if err := dst.c.Get(ctx, client.ObjectKey{Namespace: "default", Name: engine.InputsName("tfc", "moving")}, &durable); err != nil || durable.Annotations[infrav1.AnnotationApplied] != "true" {
 		t.Errorf("durable inputs on the target: %v, annotations %v", err, durable.Annotations)
 	}
 
@@ -323,9 +324,9 @@ func TestMove(t *testing.T) {
 	if after["terraform_data.node"] != ids["terraform_data.node"] || after["terraform_data.clock"] != ids["terraform_data.clock"] {
 		t.Errorf("resource ids changed across the move: before %v, after %v", ids, after)
 	}
-	if !movesWith(func() *corev1.Secret {
+	if !engine.MovesWith(func() *corev1.Secret {
 		var s corev1.Secret
-		if err := dst.c.Get(ctx, client.ObjectKey{Namespace: "default", Name: stateSecretName("tfc", "moving")}, &s); err != nil {
+		if err := dst.c.Get(ctx, client.ObjectKey{Namespace: "default", Name: engine.StateSecretName("tfc", "moving")}, &s); err != nil {
 			t.Fatal(err)
 		}
 		return &s
@@ -387,46 +388,46 @@ func TestMovePausedRecordsOutcome(t *testing.T) {
 	tc := h.create("paused-run", infrav1.ApplyManual, "small")
 	// Pause as soon as the first apply's Job is recorded as running.
 	h.wait(tc, "the first apply runs", func(tc *infrav1.TerraformCluster) bool { return tc.Status.ActiveJob != nil })
-	if _, ok := tc.Annotations[annotationBlockMove]; !ok {
-		t.Fatalf("Job %s runs without %s", tc.Status.ActiveJob.Name, annotationBlockMove)
+	if _, ok := tc.Annotations[engine.AnnotationBlockMove]; !ok {
+		t.Fatalf("Job %s runs without %s", tc.Status.ActiveJob.Name, engine.AnnotationBlockMove)
 	}
 	before := tc.DeepCopy()
 	if tc.Annotations == nil {
 		tc.Annotations = map[string]string{}
 	}
-	tc.Annotations[annotationPaused] = ""
+	tc.Annotations[engine.AnnotationPaused] = ""
 	if err := h.c.Patch(context.Background(), tc, client.MergeFrom(before)); err != nil {
 		t.Fatal(err)
 	}
 	h.wait(tc, "the outcome recorded while paused", func(tc *infrav1.TerraformCluster) bool {
-		_, blocking := tc.Annotations[annotationBlockMove]
+		_, blocking := tc.Annotations[engine.AnnotationBlockMove]
 		return tc.Status.LastRun != nil && tc.Status.ActiveJob == nil && !blocking
 	})
-	if !tc.Status.LastRun.Succeeded || len(h.jobs(tc)) != 1 || !processed(&h.jobs(tc)[0]) {
+	if !tc.Status.LastRun.Succeeded || len(h.jobs(tc)) != 1 || !engine.Processed(&h.jobs(tc)[0]) {
 		t.Fatalf("last run %+v, jobs %d", tc.Status.LastRun, len(h.jobs(tc)))
 	}
-	if c := condition(tc, ConditionPaused); c == nil || c.Status != metav1.ConditionTrue {
+	if c := condition(tc, engine.ConditionPaused); c == nil || c.Status != metav1.ConditionTrue {
 		t.Errorf("Paused = %+v", c)
 	}
 	var durable corev1.Secret
-	if err := h.c.Get(context.Background(), client.ObjectKey{Namespace: "default", Name: inputsName("tfc", tc.Name)}, &durable); err != nil || durable.Annotations[infrav1.AnnotationApplied] != "true" {
+	if err := h.c.Get(context.Background(), client.ObjectKey{Namespace: "default", Name: engine.InputsName("tfc", tc.Name)}, &durable); err != nil || durable.Annotations[infrav1.AnnotationApplied] != "true" {
 		t.Errorf("applied marker while paused: %v %v", err, durable.Annotations)
 	}
 	var state corev1.Secret
-	if err := h.c.Get(context.Background(), client.ObjectKey{Namespace: "default", Name: stateSecretName("tfc", tc.Name)}, &state); err != nil {
+	if err := h.c.Get(context.Background(), client.ObjectKey{Namespace: "default", Name: engine.StateSecretName("tfc", tc.Name)}, &state); err != nil {
 		t.Fatal(err)
 	}
-	if movesWith(&state, tc) {
+	if engine.MovesWith(&state, tc) {
 		t.Error("the state Secret was made the object's while paused")
 	}
 	// Lifting the pause owns it.
 	before = tc.DeepCopy()
-	delete(tc.Annotations, annotationPaused)
+	delete(tc.Annotations, engine.AnnotationPaused)
 	if err := h.c.Patch(context.Background(), tc, client.MergeFrom(before)); err != nil {
 		t.Fatal(err)
 	}
 	deadline := time.Now().Add(time.Minute)
-	for !movesWith(&state, tc) {
+	for !engine.MovesWith(&state, tc) {
 		if time.Now().After(deadline) {
 			t.Fatalf("state Secret labels %v, owners %v after the pause", state.Labels, state.OwnerReferences)
 		}
@@ -451,7 +452,7 @@ func (h *harness) pausedWithPlan(name string) (*infrav1.TerraformCluster, map[st
 	ids := h.stateIDs(tc)
 	h.setSize(tc, "large")
 	plan := h.livePlanOf(tc)
-	h.annotate(tc, annotationPaused, "")
+	h.annotate(tc, engine.AnnotationPaused, "")
 	h.wait(tc, "paused", pausedWith(metav1.ConditionTrue))
 	return tc, ids, plan
 }
@@ -463,7 +464,7 @@ func (h *harness) resumeMoved(name string) *infrav1.TerraformCluster {
 	moved := &infrav1.TerraformCluster{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "default"}}
 	h.wait(moved, "moved, still paused by its annotation", pausedWith(metav1.ConditionTrue))
 	before := moved.DeepCopy()
-	delete(moved.Annotations, annotationPaused)
+	delete(moved.Annotations, engine.AnnotationPaused)
 	if err := h.c.Patch(context.Background(), moved, client.MergeFrom(before)); err != nil {
 		h.t.Fatal(err)
 	}

@@ -13,6 +13,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/captf/captf/internal/controller/engine"
 	"github.com/captf/captf/internal/render"
 	"github.com/captf/captf/internal/testenv"
 	"github.com/captf/captf/internal/tfexec"
@@ -79,15 +80,15 @@ func TestStateSuffixBackendAccepts(t *testing.T) {
 		for _, tf := range bins {
 			t.Run(tf.Name+"/"+name[:min(len(name), 30)], func(t *testing.T) {
 				t.Parallel()
-				suffix := stateSuffix("tfc", name)
+				suffix := engine.StateSuffix("tfc", name)
 				root, log, err := apply(t, tf, suffix)
 				if err != nil {
 					t.Fatalf("suffix %q: %v\n%s", suffix, err, log)
 				}
 				ctx := context.Background()
 				var state corev1.Secret
-				if err := env.Client.Get(ctx, client.ObjectKey{Namespace: tf.Name, Name: stateSecretName("tfc", name)}, &state); err != nil {
-					t.Fatalf("state Secret %s: %v", stateSecretName("tfc", name), err)
+				if err := env.Client.Get(ctx, client.ObjectKey{Namespace: tf.Name, Name: engine.StateSecretName("tfc", name)}, &state); err != nil {
+					t.Fatalf("state Secret %s: %v", engine.StateSecretName("tfc", name), err)
 				}
 				if got, err := render.StateInputsHash(state.Data["tfstate"]); err != nil || got != root.InputsHash {
 					t.Errorf("state of %q records %q (%v), want %q", suffix, got, err, root.InputsHash)
@@ -96,7 +97,7 @@ func TestStateSuffixBackendAccepts(t *testing.T) {
 					t.Errorf("state Secret labelled tfstateSecretSuffix=%q, want %q", got, suffix)
 				}
 				var lease coordinationv1.Lease
-				if err := env.Client.Get(ctx, client.ObjectKey{Namespace: tf.Name, Name: "lock-" + stateSecretName("tfc", name)}, &lease); err != nil {
+				if err := env.Client.Get(ctx, client.ObjectKey{Namespace: tf.Name, Name: "lock-" + engine.StateSecretName("tfc", name)}, &lease); err != nil {
 					t.Errorf("lock Lease: %v", err)
 				}
 			})

@@ -7,6 +7,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	infrav1 "github.com/captf/captf/api/v1alpha1"
+	"github.com/captf/captf/internal/controller/engine"
 	"github.com/captf/captf/internal/testnode"
 )
 
@@ -29,7 +30,7 @@ func TestInputsOnlyChangeAppliesWithoutApproval(t *testing.T) {
 		t.Fatal(err)
 	}
 	h.wait(tc, "applied without approval", func(tc *infrav1.TerraformCluster) bool {
-		return ready(tc) && h.lastJobImage(tc) == pin(moduleImage2, testnode.Digest(moduleImage2)) && tc.Status.LastRun != nil && tc.Status.LastRun.Operation == infrav1.OperationApply
+		return ready(tc) && h.lastJobImage(tc) == engine.Pin(moduleImage2, testnode.Digest(moduleImage2)) && tc.Status.LastRun != nil && tc.Status.LastRun.Operation == infrav1.OperationApply
 	})
 	if got := h.stateHash(tc); got == stateBefore || got == "" {
 		t.Errorf("the state records %q after the apply, as before (%q)", got, stateBefore)

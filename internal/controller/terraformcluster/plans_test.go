@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -15,8 +14,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	infrav1 "github.com/captf/captf/api/v1alpha1"
+	"github.com/captf/captf/internal/controller/engine"
 	"github.com/captf/captf/internal/kubectlcaptf"
-	"github.com/captf/captf/internal/testenv"
 )
 
 // plans lists the TerraformPlans of tc.
@@ -84,7 +83,7 @@ func TestTerraformPlanLifecycle(t *testing.T) {
 	h.setSize(tc, "medium")
 	a := h.livePlanOf(tc)
 	p := tc.Status.Plan
-	if a.Name != planName(tc.Name, p.Job, p.PlanHash) || a.Spec.PlanHash != p.PlanHash || a.Spec.InputsHash != p.InputsHash {
+	if a.Name != engine.PlanName(tc.Name, p.Job, p.PlanHash) || a.Spec.PlanHash != p.PlanHash || a.Spec.InputsHash != p.InputsHash {
 		t.Errorf("plan %s %+v for status.plan %+v", a.Name, a.Spec, p)
 	}
 	wantLabels := map[string]string{infrav1.LabelClusterName: "demo", infrav1.LabelDestructive: "false",
@@ -186,7 +185,7 @@ func TestTerraformPlanLifecycle(t *testing.T) {
 				live++
 			}
 		}
-		return finished == keepFinished && live == 1
+		return finished == engine.KeepFinished && live == 1
 	})
 	if _, ok := h.plans(tc)[a.Name]; ok {
 		for _, plan := range h.plans(tc) {
@@ -256,64 +255,4 @@ func TestApproveWithKubectlCaptf(t *testing.T) {
 		t.Errorf("approvedBy %q", applied.Spec.ApprovedBy)
 	}
 	h.wait(tc, "applied", func(tc *infrav1.TerraformCluster) bool { return ready(tc) && tc.Status.PendingPlanRef == nil })
-}
-
-// TestPruneHoldsWhilePausedOrDeleting calls syncPlans directly against the
-// real API server (its field selector on spec.targetRef.name stands in for
-// the cache's index): with 12 finished plans it prunes nothing while the
-// target is paused or being deleted, and keeps the 10 newest otherwise.
-func TestPruneHoldsWhilePausedOrDeleting(t *testing.T) {
-	env := testenv.Start(t, "../../..")
-	ctx := context.Background()
-	c := env.Client
-	r := &Reconciler{Client: c, Reader: c}
-	tc := &infrav1.TerraformCluster{
-		ObjectMeta: metav1.ObjectMeta{Name: "held", Namespace: "default", Finalizers: []string{Finalizer},
-			Annotations: map[string]string{annotationPaused: "true"}},
-		Spec: infrav1.TerraformClusterSpec{RunnerSpec: infrav1.RunnerSpec{Image: moduleImage}},
-	}
-	if err := c.Create(ctx, tc); err != nil {
-		t.Fatal(err)
-	}
-	for i := range 12 {
-		plan := &infrav1.TerraformPlan{
-			ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("held-%02d", i), Namespace: "default",
-				Labels: map[string]string{infrav1.LabelPlanPhase: string(infrav1.PlanSuperseded)}},
-			Spec: infrav1.TerraformPlanSpec{
-				TargetRef: infrav1.PlanTargetReference{Kind: "TerraformCluster", Name: tc.Name},
-				PlanHash:  "p2:" + strings.Repeat("a", 64), InputsHash: "h2:" + strings.Repeat("b", 64),
-				Reason: infrav1.ReasonManual, Summary: infrav1.PlanSummary{Update: 1},
-			},
-		}
-		if err := c.Create(ctx, plan); err != nil {
-			t.Fatal(err)
-		}
-	}
-	count := func() int {
-		var list infrav1.TerraformPlanList
-		if err := c.List(ctx, &list, client.InNamespace("default")); err != nil {
-			t.Fatal(err)
-		}
-		return len(list.Items)
-	}
-	if err := r.syncPlans(ctx, tc); err != nil || count() != 12 {
-		t.Fatalf("paused: %v, %d plans left, want 12", err, count())
-	}
-	delete(tc.Annotations, annotationPaused)
-	if err := c.Update(ctx, tc); err != nil {
-		t.Fatal(err)
-	}
-	if err := c.Delete(ctx, tc); err != nil {
-		t.Fatal(err)
-	}
-	if err := c.Get(ctx, client.ObjectKeyFromObject(tc), tc); err != nil || tc.DeletionTimestamp.IsZero() {
-		t.Fatalf("not deleting: %v", err)
-	}
-	if err := r.syncPlans(ctx, tc); err != nil || count() != 12 {
-		t.Fatalf("deleting: %v, %d plans left, want 12", err, count())
-	}
-	tc.DeletionTimestamp = nil
-	if err := r.syncPlans(ctx, tc); err != nil || count() != keepFinished {
-		t.Fatalf("neither: %v, %d plans left, want %d", err, count(), keepFinished)
-	}
 }

@@ -11,13 +11,13 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	infrav1 "github.com/captf/captf/api/v1alpha1"
-	"github.com/captf/captf/internal/testenv"
+	"github.com/captf/captf/internal/controller/engine"
 )
 
 // stateLostWith waits for ApplyJobSucceeded to say StateLost.
 func stateLostWith(tc *infrav1.TerraformCluster) bool {
 	c := condition(tc, infrav1.ConditionApplyJobSucceeded)
-	return c != nil && c.Status == metav1.ConditionFalse && c.Reason == ReasonStateLost
+	return c != nil && c.Status == metav1.ConditionFalse && c.Reason == engine.ReasonStateLost
 }
 
 // TestStateLost: an object that applied and whose state Secret is gone
@@ -33,7 +33,7 @@ func TestStateLost(t *testing.T) {
 			name := "lost-" + strings.ToLower(string(policy))
 			tc := h.create(name, policy, "small")
 			h.wait(tc, "first apply", ready)
-			if err := h.c.Delete(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: stateSecretName("tfc", name)}}); err != nil {
+			if err := h.c.Delete(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: engine.StateSecretName("tfc", name)}}); err != nil {
 				t.Fatal(err)
 			}
 			h.setSize(tc, "large")
@@ -44,7 +44,7 @@ func TestStateLost(t *testing.T) {
 			}
 			warned := 0
 			for _, e := range h.events(tc) {
-				if e.Reason == ReasonStateLost && e.Type == corev1.EventTypeWarning {
+				if e.Reason == engine.ReasonStateLost && e.Type == corev1.EventTypeWarning {
 					warned++
 				}
 			}
@@ -67,40 +67,9 @@ func TestStateLost(t *testing.T) {
 				_, accepted := tc.Annotations[infrav1.AnnotationAcceptEmptyState]
 				return ready(tc) && !accepted
 			})
-			if err := h.c.Get(ctx, client.ObjectKey{Namespace: "default", Name: stateSecretName("tfc", name)}, &corev1.Secret{}); err != nil {
+			if err := h.c.Get(ctx, client.ObjectKey{Namespace: "default", Name: engine.StateSecretName("tfc", name)}, &corev1.Secret{}); err != nil {
 				t.Errorf("no state after the apply from an empty state: %v", err)
 			}
 		})
-	}
-}
-
-// TestRemoveAnnotationKeepsOthers: removing the last annotation the
-// manager read leaves one written since (an approval) in place; a patch
-// made by diffing would clear the whole field.
-func TestRemoveAnnotationKeepsOthers(t *testing.T) {
-	env := testenv.Start(t, "../../..")
-	ctx := context.Background()
-	tc := &infrav1.TerraformCluster{
-		ObjectMeta: metav1.ObjectMeta{Name: "annotated", Namespace: "default", Annotations: map[string]string{annotationBlockMove: "a runner Job runs"}},
-		Spec:       infrav1.TerraformClusterSpec{RunnerSpec: infrav1.RunnerSpec{Image: moduleImage}},
-	}
-	if err := env.Client.Create(ctx, tc); err != nil {
-		t.Fatal(err)
-	}
-	read := tc.DeepCopy()
-	before := tc.DeepCopy()
-	tc.Annotations[infrav1.AnnotationApprovePlan] = "p2:approved"
-	if err := env.Client.Patch(ctx, tc, client.MergeFrom(before)); err != nil {
-		t.Fatal(err)
-	}
-	r := &Reconciler{Client: env.Client}
-	if err := r.removeAnnotation(ctx, read, annotationBlockMove); err != nil {
-		t.Fatal(err)
-	}
-	if err := env.Client.Get(ctx, client.ObjectKeyFromObject(tc), tc); err != nil {
-		t.Fatal(err)
-	}
-	if _, ok := tc.Annotations[annotationBlockMove]; ok || tc.Annotations[infrav1.AnnotationApprovePlan] != "p2:approved" {
-		t.Fatalf("annotations after the removal: %v", tc.Annotations)
 	}
 }

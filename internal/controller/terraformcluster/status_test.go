@@ -14,6 +14,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
 	infrav1 "github.com/captf/captf/api/v1alpha1"
+	"github.com/captf/captf/internal/controller/engine"
 	"github.com/captf/captf/internal/testenv"
 )
 
@@ -38,7 +39,7 @@ func TestStatusWrittenOnlyWhenChanged(t *testing.T) {
 			return c.SubResource(sub).Patch(ctx, obj, patch, opts...)
 		},
 	})
-	r := &Reconciler{Client: c, Reader: direct, RunnerImage: runnerImage}
+	r := &engine.Reconciler{Kind: Kind, Client: c, Reader: direct, RunnerImage: runnerImage}
 
 	// Inputs that cannot be rendered yet: the Secret is missing.
 	tc := &infrav1.TerraformCluster{
@@ -70,8 +71,8 @@ func TestStatusWrittenOnlyWhenChanged(t *testing.T) {
 	if err := direct.Get(ctx, req.NamespacedName, tc); err != nil {
 		t.Fatal(err)
 	}
-	if c := condition(tc, infrav1.ConditionApplyJobSucceeded); c == nil || c.Reason != ReasonInvalidInputs {
-		t.Fatalf("condition %+v, want reason %s", c, ReasonInvalidInputs)
+	if c := condition(tc, infrav1.ConditionApplyJobSucceeded); c == nil || c.Reason != engine.ReasonInvalidInputs {
+		t.Fatalf("condition %+v, want reason %s", c, engine.ReasonInvalidInputs)
 	}
 	rv := tc.ResourceVersion
 	reconcile(1, "re-check with nothing new")

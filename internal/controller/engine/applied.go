@@ -1,0 +1,136 @@
+package engine
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	infrav1 "github.com/captf/captf/api/v1alpha1"
+	"github.com/captf/captf/internal/render"
+)
+
+// What the last successful apply ran. The durable inputs Secret is
+// rewritten whenever an apply starts, also one the destructive-plan guard
+// stops, one whose plan moved and one that fails; destroy and drift checks
+// must undo or check what was applied, never what an apply only tried.
+// So after each successful apply its files go to two more keys of that
+// Secret, and its image (pinned to the digest it ran) and identity to two
+// more annotations. A state records the inputs hash it was applied with:
+// a run reads these only when they hash to it.
+
+// Keys of the durable inputs Secret that hold the files of the last
+// successful apply.
+const (
+	KeyAppliedMain = "applied.main.tf.json"
+	keyAppliedVars = "applied.terraform.tfvars.json"
+)
+
+// appliedRun is what the last successful apply ran.
+type appliedRun struct {
+	root *render.Root
+	// image is the reference as written, pinned to the digest the apply
+	// ran when it is known.
+	image string
+	// identity is spec.identityRef as the durable Secret records it
+	// ("Kind/Name"), "" for none.
+	identity string
+}
+
+// keepApplied records, after a successful apply, the files, image and
+// identity it ran beside the durable inputs.
+type keepApplied struct{ Digest string }
+
+func (s keepApplied) Apply(ctx context.Context, r *Reconciler, x *StepContext) error {
+	var sec corev1.Secret
+	err := r.Client.Get(ctx, client.ObjectKey{Namespace: x.Obj.GetNamespace(), Name: InputsName(r.kind().Short(), x.Obj.GetName())}, &sec)
+	if apierrors.IsNotFound(err) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("durable inputs: %w", err)
+	}
+	main := sec.Data["main.tf.json"]
+	if h, err := render.RootInputsHash(main); err != nil || h != x.Job.Annotations[annotationInputsHash] {
+		// Written by a later apply's start: with one Job at a time, only
+		// after this one was processed, so this is a retry that came too
+		// late and the later apply keeps its own when it succeeds.
+		return nil
+	}
+	digest := s.Digest
+	if digest == "" {
+		digest = sec.Annotations[infrav1.AnnotationImageDigest]
+	}
+	image := Pin(sec.Annotations[infrav1.AnnotationImage], digest)
+	identity := sec.Annotations[infrav1.AnnotationIdentity]
+	if bytes.Equal(sec.Data[KeyAppliedMain], main) && bytes.Equal(sec.Data[keyAppliedVars], sec.Data["terraform.tfvars.json"]) &&
+		sec.Annotations[infrav1.AnnotationAppliedImage] == image && sec.Annotations[infrav1.AnnotationAppliedIdentity] == identity {
+		return nil
+	}
+	patch := client.MergeFrom(sec.DeepCopy())
+	sec.Data[KeyAppliedMain] = main
+	sec.Data[keyAppliedVars] = sec.Data["terraform.tfvars.json"]
+	sec.Annotations[infrav1.AnnotationAppliedImage] = image
+	sec.Annotations[infrav1.AnnotationAppliedIdentity] = identity
+	if err := r.Client.Patch(ctx, &sec, patch); err != nil {
+		return fmt.Errorf("keep the applied inputs: %w", err)
+	}
+	return nil
+}
+
+// appliedInputs is what the last successful apply ran, from the durable
+// inputs Secret read through reader (the cache, or the API server before a
+// decision that cannot wait for it), when its files hash to stateHash (the
+// inputs hash the state records); nil when they do not, or there is no
+// such Secret. A Secret written before the applied keys existed is read by
+// its current files, which count only when they hash to the state's too.
+func (r *Reconciler) appliedInputs(ctx context.Context, reader client.Reader, obj Object, stateHash string) (*appliedRun, error) {
+	if stateHash == "" {
+		return nil, nil
+	}
+	var s corev1.Secret
+	err := reader.Get(ctx, client.ObjectKey{Namespace: obj.GetNamespace(), Name: InputsName(r.kind().Short(), obj.GetName())}, &s)
+	if apierrors.IsNotFound(err) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("durable inputs: %w", err)
+	}
+	candidates := []appliedRun{
+		{root: &render.Root{MainTF: s.Data[KeyAppliedMain], Vars: s.Data[keyAppliedVars]},
+			image: s.Annotations[infrav1.AnnotationAppliedImage], identity: s.Annotations[infrav1.AnnotationAppliedIdentity]},
+		{root: &render.Root{MainTF: s.Data["main.tf.json"], Vars: s.Data["terraform.tfvars.json"]},
+			image:    Pin(s.Annotations[infrav1.AnnotationImage], s.Annotations[infrav1.AnnotationImageDigest]),
+			identity: s.Annotations[infrav1.AnnotationIdentity]},
+	}
+	for _, c := range candidates {
+		if h, err := render.RootInputsHash(c.root.MainTF); err == nil && h == stateHash && c.image != "" {
+			c.root.InputsHash = stateHash
+			return &c, nil
+		}
+	}
+	return nil, nil
+}
+
+// appliedOrCurrent is what the last successful apply ran, for an object
+// whose state records the inputs hash of root: the current inputs, image
+// and identity when the durable Secret does not say (it was lost).
+func (r *Reconciler) appliedOrCurrent(ctx context.Context, obj Object, root *render.Root) (*appliedRun, error) {
+	run, err := r.appliedInputs(ctx, r.Client, obj, root.InputsHash)
+	if err != nil || run != nil {
+		return run, err
+	}
+	image, err := r.jobImage(ctx, obj, infrav1.OperationApply)
+	if err != nil {
+		return nil, err
+	}
+	return &appliedRun{root: root, image: image, identity: identity(obj)}, nil
+}
+
+// identityRef is the identity reference an appliedRun records.
+func (a *appliedRun) identityRef() *infrav1.IdentityReference {
+	return parseIdentity(a.identity)
+}

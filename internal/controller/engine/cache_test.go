@@ -1,0 +1,207 @@
+package engine
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
+
+	infrav1 "github.com/captf/captf/api/v1alpha1"
+	"github.com/captf/captf/internal/testenv"
+)
+
+// TestRunningJobReadFromCache calls Reconcile directly against the real API
+// server, with the manager's cache, and records what it reads from the API
+// server itself: while the Job runs, only the object (the scale benchmark
+// measured a GET of the Job and a LIST of its pods on every event of a
+// running Job before); a pod that cannot pull its image, and a finished
+// Job, are read from the API server before the reconcile acts on them.
+func TestRunningJobReadFromCache(t *testing.T) {
+	env := testenv.Start(t, "../../..")
+	ctx, cancel := context.WithCancel(context.Background())
+	opts := CacheOptions()
+	opts.Scheme = env.Client.Scheme()
+	cch, err := cache.New(env.Config, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := IndexPlans(ctx, cch); err != nil {
+		t.Fatal(err)
+	}
+	stopped := make(chan error, 1)
+	go func() { stopped <- cch.Start(ctx) }()
+	// Stop the cache before the API server stops.
+	t.Cleanup(func() {
+		cancel()
+		if err := <-stopped; err != nil {
+			t.Errorf("cache: %v", err)
+		}
+	})
+	c, err := client.New(env.Config, client.Options{Scheme: env.Client.Scheme(), Cache: &client.CacheOptions{Reader: cch}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	direct, err := client.NewWithWatch(env.Config, client.Options{Scheme: env.Client.Scheme()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var mu sync.Mutex
+	var reads []string
+	record := func(verb string, obj any) {
+		mu.Lock()
+		defer mu.Unlock()
+		reads = append(reads, fmt.Sprintf("%s %T", verb, obj))
+	}
+	taken := func() []string {
+		mu.Lock()
+		defer mu.Unlock()
+		r := reads
+		reads = nil
+		return r
+	}
+	reader := interceptor.NewClient(direct, interceptor.Funcs{
+		Get: func(ctx context.Context, c client.WithWatch, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
+			record("get", obj)
+			return c.Get(ctx, key, obj, opts...)
+		},
+		List: func(ctx context.Context, c client.WithWatch, list client.ObjectList, opts ...client.ListOption) error {
+			record("list", list)
+			return c.List(ctx, list, opts...)
+		},
+	})
+	r := &Reconciler{Kind: testKind{}, Client: c, Reader: reader, RunnerImage: runnerImage}
+
+	tc := &infrav1.TerraformCluster{
+		ObjectMeta: metav1.ObjectMeta{Name: "cached", Namespace: "default"},
+		Spec: infrav1.TerraformClusterSpec{RunnerSpec: infrav1.RunnerSpec{
+			Image:     moduleImage,
+			Variables: []infrav1.Variable{{Name: "size", Value: &apiextensionsv1.JSON{Raw: []byte(`"small"`)}}},
+		}},
+	}
+	if err := direct.Create(ctx, tc); err != nil {
+		t.Fatal(err)
+	}
+	req := ctrl.Request{NamespacedName: client.ObjectKeyFromObject(tc)}
+	reconcile := func() {
+		t.Helper()
+		if _, err := r.Reconcile(ctx, req); err != nil {
+			t.Fatalf("reconcile: %v", err)
+		}
+	}
+	current := func() *infrav1.TerraformCluster {
+		t.Helper()
+		got := &infrav1.TerraformCluster{}
+		if err := direct.Get(ctx, req.NamespacedName, got); err != nil {
+			t.Fatal(err)
+		}
+		return got
+	}
+	// cached waits until the cache holds what ok looks for.
+	cached := func(what string, ok func() bool) {
+		t.Helper()
+		deadline := time.Now().Add(30 * time.Second)
+		for !ok() {
+			if time.Now().After(deadline) {
+				t.Fatalf("the cache does not show %s within 30s", what)
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+	}
+	const (
+		getObject = "get *v1alpha1.TerraformCluster"
+		getJob    = "get *v1.Job"
+		listPods  = "list *v1.PodList"
+	)
+
+	// Unknown, the first apply: a Job starts.
+	reconcile()
+	active := current().Status.ActiveJob
+	if active == nil {
+		t.Fatal("no Job started")
+	}
+	jobKey := client.ObjectKey{Namespace: "default", Name: active.Name}
+	job := &batchv1.Job{}
+	cached("the Job", func() bool { return c.Get(ctx, jobKey, job) == nil })
+
+	// The Job runs: the object is the only read of the API server.
+	taken()
+	reconcile()
+	if diff := cmp.Diff([]string{getObject}, taken()); diff != "" {
+		t.Errorf("reads of the API server while the Job runs (-want +got):\n%s", diff)
+	}
+
+	// Its pod cannot pull an image: confirmed by the API server, then
+	// reported.
+	pod := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: job.Name + "-node", Namespace: "default", Labels: map[string]string{JobNameLabel: job.Name}},
+		Spec:       job.Spec.Template.Spec,
+	}
+	for k, v := range job.Spec.Template.Labels {
+		pod.Labels[k] = v
+	}
+	if err := direct.Create(ctx, pod); err != nil {
+		t.Fatal(err)
+	}
+	pod.Status.Phase = corev1.PodPending
+	pod.Status.ContainerStatuses = []corev1.ContainerStatus{{Name: containerName, Image: moduleImage, State: corev1.ContainerState{
+		Waiting: &corev1.ContainerStateWaiting{Reason: "ErrImagePull"},
+	}}}
+	if err := direct.Status().Update(ctx, pod); err != nil {
+		t.Fatal(err)
+	}
+	cached("the pod's pull failure", func() bool {
+		var pods corev1.PodList
+		return c.List(ctx, &pods, client.MatchingLabels{JobNameLabel: job.Name}) == nil && pullFailure(pods.Items) != ""
+	})
+	taken()
+	reconcile()
+	if diff := cmp.Diff([]string{getObject, getJob, listPods}, taken()); diff != "" {
+		t.Errorf("reads of the API server for a pod that cannot pull (-want +got):\n%s", diff)
+	}
+	if cond := condition(current(), infrav1.ConditionApplyJobSucceeded); cond == nil || cond.Reason != ReasonImagePullFailed {
+		t.Errorf("condition %+v, want reason %s", cond, ReasonImagePullFailed)
+	}
+
+	// The Job ends (without a report): collected from the API server.
+	if err := direct.Get(ctx, jobKey, job); err != nil {
+		t.Fatal(err)
+	}
+	now := metav1.Now()
+	job.Status.StartTime = &now
+	job.Status.Failed = 1
+	job.Status.Conditions = []batchv1.JobCondition{
+		{Type: batchv1.JobFailureTarget, Status: corev1.ConditionTrue, Reason: "BackoffLimitExceeded", LastTransitionTime: now, LastProbeTime: now},
+		{Type: batchv1.JobFailed, Status: corev1.ConditionTrue, Reason: "BackoffLimitExceeded", LastTransitionTime: now, LastProbeTime: now},
+	}
+	if err := direct.Status().Update(ctx, job); err != nil {
+		t.Fatal(err)
+	}
+	cached("the finished Job", func() bool {
+		var j batchv1.Job
+		finished := false
+		if c.Get(ctx, jobKey, &j) == nil {
+			finished, _ = JobFinished(&j)
+		}
+		return finished
+	})
+	taken()
+	reconcile()
+	if diff := cmp.Diff([]string{getObject, getJob, listPods}, taken()); diff != "" {
+		t.Errorf("reads of the API server for a finished Job (-want +got):\n%s", diff)
+	}
+	got := current()
+	if got.Status.ActiveJob != nil || got.Status.LastRun == nil || got.Status.LastRun.Job != job.Name || got.Status.LastRun.Succeeded {
+		t.Errorf("active Job %+v, last run %+v: want the Job collected as a failed run", got.Status.ActiveJob, got.Status.LastRun)
+	}
+}

@@ -1,0 +1,138 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+
+	infrav1 "github.com/captf/captf/api/v1alpha1"
+)
+
+// The credentials of spec.identityRef reach a runner Job through a per-run
+// Secret the manager copies them into (a Job cannot mount a Secret of
+// another namespace): as environment variables (envFrom) and as files of
+// mode 0440 under CredentialsPath. The copy is owned by the Job and
+// deleted with its per-run inputs. The manager never logs, records or
+// announces a credential; the inputs hash binds the reference, not the
+// values, so rotating a key applies nothing.
+
+// CredentialsPath is where a runner Job finds its credentials as files.
+const CredentialsPath = "/var/run/captf/credentials"
+
+// Reasons of ApplyJobSucceeded=False when the identity cannot be used.
+const (
+	ReasonIdentityNotAllowed = "IdentityNotAllowed"
+	ReasonIdentityNotFound   = "IdentityNotFound"
+)
+
+// errIdentity marks an identity the object cannot use; its reason is the
+// condition's.
+type errIdentity struct {
+	reason, msg string
+}
+
+func (e *errIdentity) Error() string { return e.msg }
+
+// credentials reads the Secret the identity ref names (obj's identityRef,
+// or the one a destroy or drift check runs with) and checks that obj may use
+// it. It returns nil for no identity, and an *errIdentity when the identity
+// is missing or does not allow obj's namespace.
+func (r *Reconciler) credentials(ctx context.Context, obj Object, ref *infrav1.IdentityReference) (map[string][]byte, error) {
+	if ref == nil {
+		return nil, nil
+	}
+	key := client.ObjectKey{Namespace: obj.GetNamespace(), Name: ref.Name}
+	if ref.Kind == infrav1.IdentityKindTerraformClusterIdentity {
+		var id infrav1.TerraformClusterIdentity
+		if err := r.Reader.Get(ctx, client.ObjectKey{Name: ref.Name}, &id); apierrors.IsNotFound(err) {
+			return nil, &errIdentity{ReasonIdentityNotFound, fmt.Sprintf("TerraformClusterIdentity %s does not exist; no Job runs until it does.", ref.Name)}
+		} else if err != nil {
+			return nil, fmt.Errorf("identity %s: %w", ref.Name, err)
+		}
+		allowed, err := r.allows(ctx, id.Spec.AllowedNamespaces, obj.GetNamespace())
+		if err != nil {
+			return nil, err
+		}
+		if !allowed {
+			return nil, &errIdentity{ReasonIdentityNotAllowed, fmt.Sprintf("TerraformClusterIdentity %s does not allow namespace %s (spec.allowedNamespaces); no Job runs.", ref.Name, obj.GetNamespace())}
+		}
+		key = client.ObjectKey{Namespace: id.Spec.SecretRef.Namespace, Name: id.Spec.SecretRef.Name}
+	}
+	var s corev1.Secret
+	if err := r.Reader.Get(ctx, key, &s); apierrors.IsNotFound(err) {
+		return nil, &errIdentity{ReasonIdentityNotFound, fmt.Sprintf("the credentials Secret %s/%s of identity %s %s does not exist; no Job runs until it does.", key.Namespace, key.Name, ref.Kind, ref.Name)}
+	} else if err != nil {
+		return nil, fmt.Errorf("credentials of identity %s %s: %w", ref.Kind, ref.Name, err)
+	}
+	return s.Data, nil
+}
+
+// allows reports whether namespace ns may use an identity: nil allows
+// none, an empty one every namespace, else those listed and those whose
+// labels the selector matches.
+func (r *Reconciler) allows(ctx context.Context, a *infrav1.AllowedNamespaces, ns string) (bool, error) {
+	switch {
+	case a == nil:
+		return false, nil
+	case a.List == nil && a.Selector == nil:
+		return true, nil
+	case slices.Contains(a.List, ns):
+		return true, nil
+	case a.Selector == nil:
+		return false, nil
+	}
+	sel, err := metav1.LabelSelectorAsSelector(a.Selector)
+	if err != nil {
+		return false, nil // an invalid selector selects nothing
+	}
+	var n corev1.Namespace
+	if err := r.Reader.Get(ctx, client.ObjectKey{Name: ns}, &n); err != nil {
+		return false, fmt.Errorf("namespace %s: %w", ns, err)
+	}
+	return sel.Matches(labels.Set(n.Labels)), nil
+}
+
+// createCredentials writes the per-run copy of the credentials of job,
+// owned by the Job.
+func (r *Reconciler) createCredentials(ctx context.Context, job *batchv1.Job, data map[string][]byte) error {
+	s := &corev1.Secret{
+		ObjectMeta: metav1.ObjectMeta{Name: CredentialsName(job.Name), Namespace: job.Namespace, Labels: map[string]string{infrav1.LabelManaged: "true"}},
+		Data:       data,
+	}
+	if err := controllerutil.SetOwnerReference(job, s, r.Client.Scheme()); err != nil {
+		return err
+	}
+	if err := r.Client.Create(ctx, s); err != nil && !apierrors.IsAlreadyExists(err) {
+		return fmt.Errorf("per-run credentials: %w", err)
+	}
+	return nil
+}
+
+// identityFailure is the condition an identity error sets, if err is one.
+func identityFailure(err error) (reason, msg string, ok bool) {
+	var e *errIdentity
+	if errors.As(err, &e) {
+		return e.reason, e.msg, true
+	}
+	return "", "", false
+}
+
+// parseIdentity reads an identity as identity() writes it, "Kind/Name";
+// nil for "".
+func parseIdentity(s string) *infrav1.IdentityReference {
+	kind, name, ok := strings.Cut(s, "/")
+	if !ok {
+		return nil
+	}
+	return &infrav1.IdentityReference{Kind: kind, Name: name}
+}

@@ -1,0 +1,42 @@
+package engine
+
+import (
+	"context"
+
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/captf/captf/internal/runner"
+)
+
+// Kind is what the run engine asks of a kind it reconciles (ARCHITECTURE.md,
+// "One engine, many kinds"): the engine names no kind; a kind is this
+// small adapter.
+type Kind interface {
+	// Name is the kind's name: in a TerraformPlan's targetRef, the
+	// captf.io/owner-kind label, owner references and events.
+	Name() string
+	// Short is the kind's short name in the names of its Secrets
+	// (captf-inputs-<short>-<name>) and its state (captf-<short>-<name>).
+	Short() string
+	// New is an empty object of the kind.
+	New() Object
+	// ListReading lists the objects of the kind in namespace whose
+	// variable sources the field index IndexReads has under key. The
+	// objects are the cache's own: read only.
+	ListReading(ctx context.Context, c client.Reader, namespace, key string) ([]Object, error)
+	// CopyStatus makes dst's status, the kind's own fields too, a deep
+	// copy of src's.
+	CopyStatus(dst, src Object)
+	// Applied writes into view's status what a successful apply reported
+	// that the kind publishes there, and returns the steps that publish
+	// the rest (a spec field of the contract).
+	Applied(view Object, msg *runner.Message) []Step
+	// Signs are the signs of a past apply the kind's object itself
+	// carries (a published field an apply wrote).
+	Signs(obj Object) []string
+	// Watch adds the kind's own watches to the engine's (the objects of
+	// another API whose changes concern it), where mgr serves them.
+	Watch(b *builder.Builder, mgr ctrl.Manager) *builder.Builder
+}

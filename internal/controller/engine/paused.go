@@ -1,0 +1,70 @@
+package engine
+
+import (
+	"context"
+	"fmt"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+)
+
+// Cluster API's pause, as its infrastructure contract asks: while the
+// object carries the annotation cluster.x-k8s.io/paused (its presence,
+// whatever its value) or its owning Cluster has spec.paused, the manager
+// starts no Job and changes nothing but the object's status, where the
+// Paused condition says why. A Job that already runs finishes; its outcome
+// is recorded once the pause is lifted (the finished Job is the record).
+
+// AnnotationPaused is Cluster API's pause marker.
+const AnnotationPaused = "cluster.x-k8s.io/paused"
+
+// ClusterGroupKind is Cluster API's Cluster.
+var ClusterGroupKind = schema.GroupKind{Group: "cluster.x-k8s.io", Kind: "Cluster"}
+
+// The Paused condition of the contract and its reasons.
+const (
+	ConditionPaused = "Paused"
+	ReasonPaused    = "Paused"
+	ReasonNotPaused = "NotPaused"
+)
+
+// paused says why obj is paused, or "" when it is not.
+func (r *Reconciler) paused(ctx context.Context, obj Object) (string, error) {
+	if _, ok := obj.GetAnnotations()[AnnotationPaused]; ok {
+		return "the object has the annotation " + AnnotationPaused, nil
+	}
+	ref := ownerCluster(obj)
+	if ref == nil {
+		return "", nil
+	}
+	u := &unstructured.Unstructured{}
+	u.SetAPIVersion(ref.APIVersion)
+	u.SetKind(ref.Kind)
+	err := r.Client.Get(ctx, client.ObjectKey{Namespace: obj.GetNamespace(), Name: ref.Name}, u)
+	if apierrors.IsNotFound(err) || meta.IsNoMatchError(err) {
+		return "", nil
+	}
+	if err != nil {
+		return "", fmt.Errorf("owner Cluster %s: %w", ref.Name, err)
+	}
+	if p, _, _ := unstructured.NestedBool(u.Object, "spec", "paused"); p {
+		return "its Cluster " + ref.Name + " has spec.paused", nil
+	}
+	return "", nil
+}
+
+// ownerCluster is obj's owner reference to a Cluster API Cluster, if any.
+func ownerCluster(obj Object) *metav1.OwnerReference {
+	refs := obj.GetOwnerReferences()
+	for i, ref := range refs {
+		gv, err := schema.ParseGroupVersion(ref.APIVersion)
+		if err == nil && gv.Group == ClusterGroupKind.Group && ref.Kind == ClusterGroupKind.Kind {
+			return &refs[i]
+		}
+	}
+	return nil
+}

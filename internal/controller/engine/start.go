@@ -1,0 +1,246 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	infrav1 "github.com/captf/captf/api/v1alpha1"
+	"github.com/captf/captf/internal/render"
+)
+
+// errAdopt says a Job of the object exists that the reconcile did not know
+// of (the cache had not seen it, or status lost it): it is taken up on the
+// next pass instead of starting a second Job on the same state.
+var errAdopt = errors.New("an unprocessed Job of the object exists")
+
+// jobRequest is a Job to start: what it does, what it expects, and which
+// plan it carries out.
+type jobRequest struct {
+	op infrav1.Operation
+	// expect is the hash the apply expects (--expect-plan); "" for an
+	// ungated apply.
+	expect string
+	// approved marks an apply of an approved plan; plan names its
+	// TerraformPlan.
+	approved bool
+	plan     string
+	// digest pins the module image to what the plan Job ran.
+	digest string
+	// guard has an ungated apply plan first and apply nothing that
+	// deletes or replaces a resource (the destructive-plan guard).
+	guard bool
+	// backup is the state backup a restore Job pushes back.
+	backup *backup
+	// applied: the Job runs what the last successful apply ran (its
+	// inputs are root), with its image and identity; a destroy or a drift
+	// check.
+	applied *appliedRun
+}
+
+// startJob creates a runner Job and its per-run inputs Secret and records
+// it as the active Job. Before it creates one, it asks the API server
+// itself for an unprocessed Job of the object: there is at most one.
+func (r *Reconciler) startJob(ctx context.Context, obj Object, root *render.Root, req jobRequest) error {
+	if err := r.noUnprocessedJob(ctx, obj); err != nil {
+		return err
+	}
+	if err := r.checkLock(ctx, obj); err != nil {
+		return err
+	}
+	identity := obj.GetRunnerSpec().IdentityRef
+	if req.applied != nil {
+		identity = req.applied.identityRef()
+	}
+	// An identity the object may not use starts nothing.
+	if _, err := r.credentials(ctx, obj, identity); err != nil {
+		return err
+	}
+	if req.op == infrav1.OperationApply {
+		if err := r.writeDurableInputs(ctx, obj, root); err != nil {
+			return err
+		}
+	}
+	image, err := r.jobImage(ctx, obj, req.op)
+	if err != nil {
+		return err
+	}
+	if req.digest != "" {
+		image = Pin(obj.GetRunnerSpec().Image, req.digest)
+	}
+	if req.applied != nil {
+		image = req.applied.image
+	}
+	job := r.buildJob(obj, image, identity, req.op, req.expect, req.expect != "" || req.op == infrav1.OperationPlan)
+	if req.op == infrav1.OperationDrift {
+		// Drift Jobs are not kept in the object's history (they would
+		// push out the apply Jobs' logs): the Job controller deletes
+		// each an hour after it finished.
+		job.Spec.TTLSecondsAfterFinished = ptr.To(int32(driftJobTTL.Seconds()))
+	}
+	if req.guard && req.expect == "" {
+		// The guard's run does not mount the plan key: the plan that
+		// waits for approval, if any, is made by a plan Job.
+		c := &job.Spec.Template.Spec.Containers[0]
+		c.Command = append(c.Command, "--guard")
+	}
+	if req.backup != nil {
+		withBackup(job, req.backup)
+	}
+	job.Annotations[annotationInputsHash] = root.InputsHash
+	if req.op == infrav1.OperationApply {
+		job.Annotations[annotationApplyPolicy] = string(policy(obj))
+	}
+	if req.approved {
+		job.Annotations[infrav1.AnnotationApprovedPlan] = req.expect
+	}
+	if req.plan != "" {
+		job.Annotations[infrav1.AnnotationPlan] = req.plan
+	}
+	if req.digest != "" {
+		job.Annotations[infrav1.AnnotationImageDigest] = req.digest
+	}
+	if err := r.blockMove(ctx, obj); err != nil {
+		return err
+	}
+	if err := r.Client.Create(ctx, job); err != nil {
+		return fmt.Errorf("create %s Job: %w", req.op, err)
+	}
+	// A new Job has no per-run Secret yet: no need to ask.
+	if err := r.createRun(ctx, obj, job, root); err != nil {
+		return fmt.Errorf("per-run inputs of Job %s: %w", job.Name, err)
+	}
+	return r.activate(ctx, obj, job)
+}
+
+// noUnprocessedJob asks the API server itself, not the cache, for a Job of
+// obj whose outcome is not recorded yet: errAdopt when there is one, which
+// the next pass takes up.
+func (r *Reconciler) noUnprocessedJob(ctx context.Context, obj Object) error {
+	jobs, err := r.jobsOf(ctx, r.Reader, obj)
+	if err != nil {
+		return err
+	}
+	for i := range jobs {
+		if !Processed(&jobs[i]) {
+			return fmt.Errorf("%w: %s", errAdopt, jobs[i].Name)
+		}
+	}
+	return nil
+}
+
+// resume makes a Job that runs the active one: its per-run inputs Secret
+// exists, an approved apply has moved its plan to Approved and announced
+// it, and status.activeJob names it. startJob calls it for a new Job; a
+// reconcile calls it for a running Job that status does not name (its
+// start was cut short). Every step is idempotent.
+func (r *Reconciler) resume(ctx context.Context, obj Object, root *render.Root, job *batchv1.Job) error {
+	var run corev1.Secret
+	err := r.Reader.Get(ctx, client.ObjectKey{Namespace: job.Namespace, Name: RunName(job.Name)}, &run)
+	if apierrors.IsNotFound(err) {
+		if root == nil || root.InputsHash != job.Annotations[annotationInputsHash] {
+			// Its inputs were never written and can no longer be: the pod
+			// waits for the volume and never ran. Delete it; what is due
+			// starts anew.
+			return r.dropJob(ctx, obj, job)
+		}
+		err = r.createRun(ctx, obj, job, root)
+	}
+	if err != nil {
+		return fmt.Errorf("per-run inputs of Job %s: %w", job.Name, err)
+	}
+	return r.activate(ctx, obj, job)
+}
+
+// activate records a Job whose per-run Secret exists as the active one:
+// an approved apply moves its plan to Approved and announces it, and
+// status.activeJob names it.
+func (r *Reconciler) activate(ctx context.Context, obj Object, job *batchv1.Job) error {
+	op := infrav1.Operation(job.Labels[LabelOperation])
+	// Set before the Job was created; again for a Job taken up whose start
+	// was cut short.
+	if err := r.blockMove(ctx, obj); err != nil {
+		return err
+	}
+	if err := r.approvalStarted(ctx, obj, job); err != nil {
+		return err
+	}
+	obj.GetRunnerStatus().ActiveJob = &infrav1.ActiveJob{Name: job.Name, Operation: op}
+	switch {
+	case op == infrav1.OperationPlan:
+		setCondition(obj, infrav1.ConditionApplyJobSucceeded, unknown, ReasonPlanning, "A plan Job runs; its plan will wait for approval.")
+	case op == infrav1.OperationDestroy:
+		setCondition(obj, infrav1.ConditionReady, false, ReasonDestroying, "A destroy Job runs.")
+	case op == infrav1.OperationRestore:
+		setCondition(obj, infrav1.ConditionStateRestored, unknown, infrav1.ReasonRestoring, "Restore "+job.Name+" of state serial "+job.Annotations[annotationRestoreSerial]+" runs.")
+	case op == infrav1.OperationDrift:
+		setCondition(obj, infrav1.ConditionDriftJobSucceeded, unknown, ReasonDriftChecking, "Drift check "+job.Name+" runs.")
+	case job.Annotations[infrav1.AnnotationApprovedPlan] != "":
+		setCondition(obj, infrav1.ConditionApplyJobSucceeded, unknown, ReasonApplying, "The approved plan is being applied.")
+	case slices.Contains(job.Spec.Template.Spec.Containers[0].Command, "--guard"):
+		setCondition(obj, infrav1.ConditionApplyJobSucceeded, unknown, ReasonApplying, "An apply Job runs; it plans first and applies nothing that deletes or replaces a resource.")
+	default:
+		setCondition(obj, infrav1.ConditionApplyJobSucceeded, unknown, ReasonApplying, "An apply Job runs.")
+	}
+	return nil
+}
+
+// approvalStarted records that an approved apply Job started: its
+// TerraformPlan moves to Approved and PlanApproved is announced, once. A
+// reconcile does it when it starts or adopts the Job, and again when it
+// handles the finished Job, for a Job that finished before its start was
+// recorded (the manager killed, a write failed).
+func (r *Reconciler) approvalStarted(ctx context.Context, obj Object, job *batchv1.Job) error {
+	hash := job.Annotations[infrav1.AnnotationApprovedPlan]
+	if hash == "" {
+		return nil
+	}
+	plan := job.Annotations[infrav1.AnnotationPlan]
+	by, err := r.approvedBy(ctx, obj, hash)
+	if err != nil {
+		return err
+	}
+	if by == "" {
+		by = "an approval that has since been consumed"
+	}
+	if err := r.approvePlan(ctx, plan, obj.GetNamespace(), by); err != nil {
+		return err
+	}
+	key := plan
+	if key == "" {
+		key = job.Name
+	}
+	return r.announce(ctx, obj, announce{Key: key, Type: corev1.EventTypeNormal, Reason: infrav1.EventPlanApproved, Action: "Apply", Related: job.Name,
+		Note: fmt.Sprintf("Plan %s approved by %s; an apply Job runs with --expect-plan.", hash, by)})
+}
+
+// blockMove sets AnnotationBlockMove on obj before a Job of it is created:
+// a Job that runs must not be cut off by a move (the source deletes the
+// object, and garbage collection its Jobs), and its outcome must be
+// written before the objects are copied. The value names the object's UID,
+// so that a copy of the object made while the Job ran (clusterctl gave up
+// waiting, or the object was copied by other means) can tell that the
+// annotation came from elsewhere: a run there was cut short.
+func (r *Reconciler) blockMove(ctx context.Context, obj Object) error {
+	if v, ok := obj.GetAnnotations()[AnnotationBlockMove]; ok && v == blockMoveValue(obj) {
+		return nil
+	}
+	err := r.PatchObject(ctx, obj, func(obj Object) {
+		if foreignBlockMove(obj) {
+			// The evidence of the cut run stays when this one replaces it.
+			annotate(obj, infrav1.AnnotationMovedMidRun, "true")
+		}
+		annotate(obj, AnnotationBlockMove, blockMoveValue(obj))
+	})
+	if err != nil {
+		return fmt.Errorf("block-move annotation: %w", err)
+	}
+	return nil
+}

@@ -1,0 +1,237 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	infrav1 "github.com/captf/captf/api/v1alpha1"
+	"github.com/captf/captf/internal/render"
+	"github.com/captf/captf/internal/tfstate"
+)
+
+// ReasonStateLost (ApplyJobSucceeded=False, and a Warning event): the
+// object applied before, and its terraform state Secret is gone. Nothing
+// runs: an apply would create everything a second time beside what
+// exists.
+const ReasonStateLost = "StateLost"
+
+// history is what the API server says of obj's past, read right before a
+// Job would start while the state records no inputs hash: its signs of a
+// past (any one means the object may have applied before) and whether its
+// state Secret exists. The check that stops an object (lost) and the one
+// that exempts its first apply from the gate (first) read the same signs.
+type history struct {
+	// signs names each sign of a past found, for the messages: the applied
+	// marker, a pinned image digest, a state backup, a set control plane
+	// endpoint, a TerraformPlan of the object, a run cut short by a move.
+	signs []string
+	state bool
+	// backup is the newest backed-up serial, -1 when there is none.
+	backup int64
+}
+
+// past reports whether any sign says the object may have applied before.
+func (h history) past() bool { return len(h.signs) > 0 }
+
+// first reports whether an apply would be the object's first, which is not
+// gated. It fails closed: only when there is no sign of a past and no
+// state Secret at all. A state without captf's inputs hash, or a sign of
+// a past without a state, needs an approval like any other change.
+func (h history) first() bool { return !h.past() && !h.state }
+
+// lost reports whether the object may have applied before and its state
+// Secret is gone.
+func (h history) lost() bool { return h.past() && !h.state }
+
+// readHistory reads obj's history from the API server itself.
+func (r *Reconciler) readHistory(ctx context.Context, obj Object) (history, error) {
+	h := history{backup: -1}
+	var s corev1.Secret
+	err := r.Reader.Get(ctx, client.ObjectKey{Namespace: obj.GetNamespace(), Name: InputsName(r.kind().Short(), obj.GetName())}, &s)
+	switch {
+	case err == nil:
+		if s.Annotations[infrav1.AnnotationApplied] == "true" {
+			h.signs = append(h.signs, "the applied marker on Secret "+s.Name)
+		}
+		if s.Annotations[infrav1.AnnotationImageDigest] != "" {
+			h.signs = append(h.signs, "an image digest pinned on Secret "+s.Name)
+		}
+	case !apierrors.IsNotFound(err):
+		return h, fmt.Errorf("durable inputs: %w", err)
+	}
+	err = r.Reader.Get(ctx, client.ObjectKey{Namespace: obj.GetNamespace(), Name: StateSecretName(r.kind().Short(), obj.GetName())}, &corev1.Secret{})
+	switch {
+	case err == nil:
+		h.state = true
+	case !apierrors.IsNotFound(err):
+		return h, fmt.Errorf("state: %w", err)
+	}
+	list, _, err := r.backups(ctx, obj)
+	if err != nil {
+		return h, err
+	}
+	if len(list) > 0 {
+		h.backup = list[0].serial()
+		h.signs = append(h.signs, "state backup "+list[0].first.Name)
+	}
+	h.signs = append(h.signs, r.kind().Signs(obj)...)
+	if movedMidRun(obj) {
+		h.signs = append(h.signs, "a runner Job cut short by clusterctl move (annotation "+infrav1.AnnotationMovedMidRun+" or "+AnnotationBlockMove+" set on another management cluster)")
+	}
+	var plans infrav1.TerraformPlanList
+	if err := r.Reader.List(ctx, &plans, client.InNamespace(obj.GetNamespace()), client.MatchingLabels{infrav1.LabelClusterName: NameLabel(clusterName(obj))}); err != nil {
+		return h, fmt.Errorf("list TerraformPlans: %w", err)
+	}
+	for _, p := range plans.Items {
+		if p.Spec.TargetRef.Kind == r.kind().Name() && p.Spec.TargetRef.Name == obj.GetName() {
+			h.signs = append(h.signs, "TerraformPlan "+p.Name)
+			break
+		}
+	}
+	return h, nil
+}
+
+// guardLostState stops obj when its history says its state is lost and
+// nobody accepted starting from an empty one: it says so in
+// ApplyJobSucceeded and in one Warning event, and reports true.
+func (r *Reconciler) guardLostState(ctx context.Context, obj Object, past history) (bool, error) {
+	if !past.lost() || obj.GetAnnotations()[infrav1.AnnotationAcceptEmptyState] == "true" {
+		return false, nil
+	}
+	restore := "Restore the state Secret"
+	if past.backup >= 0 {
+		restore = fmt.Sprintf("Restore a backup (annotate the object %s=%d for the newest; status.stateBackups lists them all)", infrav1.AnnotationRestoreState, past.backup)
+	}
+	key, msg := "state-lost", fmt.Sprintf("The object applied before (%s) and its terraform state Secret %s is gone; nothing runs, since an apply would create everything a second time. %s, or annotate the object %s=true to start again from an empty state (under applyPolicy Manual its apply still waits for an approval).",
+		strings.Join(past.signs, ", "), StateSecretName(r.kind().Short(), obj.GetName()), restore, infrav1.AnnotationAcceptEmptyState)
+	if !obj.GetDeletionTimestamp().IsZero() {
+		key, msg = "state-lost-delete", fmt.Sprintf("The object is deleted; it applied before (%s) and its terraform state Secret %s is gone, so no destroy can find what it made. Nothing is destroyed and the object is kept. %s to destroy it, or annotate the object %s=true to release it without a destroy (what it made stays).",
+			strings.Join(past.signs, ", "), StateSecretName(r.kind().Short(), obj.GetName()), restore, infrav1.AnnotationAcceptEmptyState)
+	}
+	setCondition(obj, infrav1.ConditionApplyJobSucceeded, false, ReasonStateLost, msg)
+	obj.GetRunnerStatus().Plan = nil
+	return true, r.announce(ctx, obj, announce{Key: key, Type: corev1.EventTypeWarning, Reason: ReasonStateLost, Action: "Guard", Note: msg})
+}
+
+// acceptedEmptyState removes captf.io/accept-empty-state after the apply
+// it allowed succeeded, so that a later loss is guarded again, and the
+// mark of a run cut short by a move, which the new state replaces as the
+// sign of a past.
+type acceptedEmptyState struct{}
+
+func (acceptedEmptyState) Apply(ctx context.Context, r *Reconciler, x *StepContext) error {
+	if err := r.removeAnnotation(ctx, x.Obj, infrav1.AnnotationAcceptEmptyState); err != nil {
+		return err
+	}
+	return r.removeAnnotation(ctx, x.Obj, infrav1.AnnotationMovedMidRun)
+}
+
+// stateRead is what the manager reads of a terraform state: its chunks as
+// the backend stores them, its serial and lineage, and the inputs hash it
+// records. No other value is decoded.
+type stateRead struct {
+	chunks [][]byte
+	tfstate.Meta
+	inputsHash string
+}
+
+// InputsHash is the inputs hash the state records, "" for no state.
+func (s *stateRead) InputsHash() string {
+	if s == nil {
+		return ""
+	}
+	return s.inputsHash
+}
+
+// readState reads obj's terraform state through reader (the cache, or the
+// API server before acting): every Secret of its suffix, chunks included.
+// It is nil when there is none.
+func (r *Reconciler) readState(ctx context.Context, reader client.Reader, obj Object) (*stateRead, error) {
+	suffix := StateSuffix(r.kind().Short(), obj.GetName())
+	var list corev1.SecretList
+	if err := reader.List(ctx, &list, client.InNamespace(obj.GetNamespace()), client.MatchingLabels(tfstate.Selector(suffix))); err != nil {
+		return nil, fmt.Errorf("state Secrets: %w", err)
+	}
+	secrets := make([]tfstate.Secret, 0, len(list.Items))
+	for _, s := range list.Items {
+		secrets = append(secrets, tfstate.Secret{Name: s.Name, Data: s.Data})
+	}
+	chunks, err := tfstate.Chunks(suffix, secrets)
+	if errors.Is(err, tfstate.ErrNoState) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("state: %w", err)
+	}
+	st := &stateRead{chunks: chunks}
+	state, err := tfstate.Open(chunks)
+	if err == nil {
+		st.Meta, err = tfstate.ReadMeta(state)
+	}
+	if err == nil {
+		st.inputsHash, err = render.StateInputsHash(chunks...)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("state: %w", err)
+	}
+	return st, nil
+}
+
+// ownState makes obj an owner of the Secrets that hold its state, after a
+// successful apply, so that clusterctl move carries them with it. The
+// backend writes the state again on every apply; this finds out whether
+// it kept the reference each time.
+type ownState struct{}
+
+func (ownState) Apply(ctx context.Context, r *Reconciler, x *StepContext) error {
+	if x.Paused {
+		// Deferred until the pause is lifted (ownStateForMove): see
+		// reconcilePaused.
+		return nil
+	}
+	return r.setStateOwner(ctx, x.Obj, true)
+}
+
+// setStateOwner adds obj as an owner of its state Secrets (own), or takes
+// it away (before the object is released under deletionPolicy Retain, so
+// that garbage collection keeps the state). The reference is not the
+// controller's and blocks no deletion: terraform's backend writes these
+// Secrets, the manager only marks them.
+func (r *Reconciler) setStateOwner(ctx context.Context, obj Object, own bool) error {
+	var list corev1.SecretList
+	if err := r.Reader.List(ctx, &list, client.InNamespace(obj.GetNamespace()), client.MatchingLabels{tfstate.LabelSuffix: StateSuffix(r.kind().Short(), obj.GetName())}); err != nil {
+		return fmt.Errorf("state Secrets: %w", err)
+	}
+	for i := range list.Items {
+		s := &list.Items[i]
+		at := slices.IndexFunc(s.OwnerReferences, func(o metav1.OwnerReference) bool { return o.UID == obj.GetUID() })
+		_, labelled := s.Labels[infrav1.LabelMove]
+		if (at >= 0) == own && (!own || labelled) {
+			continue
+		}
+		patch := client.MergeFrom(s.DeepCopy())
+		if own {
+			if at < 0 {
+				s.OwnerReferences = append(s.OwnerReferences, metav1.OwnerReference{
+					APIVersion: infrav1.GroupVersion.String(), Kind: r.kind().Name(), Name: obj.GetName(), UID: obj.GetUID(),
+				})
+			}
+			// clusterctl move carries it with the object (move.go).
+			s.Labels[infrav1.LabelMove] = ""
+		} else {
+			s.OwnerReferences = slices.Delete(s.OwnerReferences, at, at+1)
+		}
+		if err := r.Client.Patch(ctx, s, patch); err != nil && !apierrors.IsNotFound(err) {
+			return fmt.Errorf("owner of state Secret %s: %w", s.Name, err)
+		}
+	}
+	return nil
+}
