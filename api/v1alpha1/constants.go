@@ -258,3 +258,30 @@ const (
 	PathPlanKey = "/captf/plan-key/key"
 	PathInputs  = "/captf/inputs"
 )
+
+// A cluster's exports: what its module publishes to its machines and pools.
+const (
+	// ConditionExportsPublished says whether status.exports holds the
+	// exports output of the module's state, and why not.
+	ConditionExportsPublished = "ExportsPublished"
+	// ReasonExportsPublished (True): status.exports holds the exports.
+	ReasonExportsPublished = "ExportsPublished"
+	// ReasonNoExports (True): the module declares no exports output;
+	// machines and pools get an empty object.
+	ReasonNoExports = "NoExports"
+	// ReasonExportsSensitive (False): the exports output is sensitive, so
+	// it is never published; its value is never shown.
+	ReasonExportsSensitive = "ExportsSensitive"
+	// ReasonExportsNotAnObject (False): the exports output is not an
+	// object.
+	ReasonExportsNotAnObject = "ExportsNotAnObject"
+	// ReasonExportsTooLarge (False): the exports take more than
+	// MaxExportsBytes as canonical JSON.
+	ReasonExportsTooLarge = "ExportsTooLarge"
+	// ReasonExportsUnreadable (False): the state could not be read.
+	ReasonExportsUnreadable = "ExportsUnreadable"
+
+	// MaxExportsBytes bounds status.exports (canonical JSON: keys sorted,
+	// no spaces), so that a TerraformCluster stays a small object.
+	MaxExportsBytes = 32 * 1024
+)

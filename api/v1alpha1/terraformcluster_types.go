@@ -1,6 +1,7 @@
 package v1alpha1
 
 import (
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
@@ -66,6 +67,14 @@ type TerraformClusterStatus struct {
 	// +kubebuilder:validation:MaxItems=100
 	// +optional
 	FailureDomains []FailureDomain `json:"failureDomains,omitempty"`
+	// Exports is the module's exports output as the state holds it after
+	// the last apply (an object, canonical JSON), what the cluster's
+	// machines and pools read; unset when the module declares none or it
+	// cannot be published (the condition ExportsPublished says why).
+	// +kubebuilder:validation:Type=object
+	// +kubebuilder:pruning:PreserveUnknownFields
+	// +optional
+	Exports *apiextensionsv1.JSON `json:"exports,omitempty"`
 }
 
 // StateBackup is one backup of the terraform state, kept in the Secret

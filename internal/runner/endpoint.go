@@ -30,11 +30,16 @@ const (
 	OutputEndpointHost   = "control_plane_endpoint_host"
 	OutputEndpointPort   = "control_plane_endpoint_port"
 	OutputFailureDomains = "failure_domains"
+	// OutputExports is what a cluster's module publishes to its machines
+	// and pools: forwarded to the root, so the state holds it, and read
+	// by the manager from the state, never reported by the runner (it may
+	// be larger than a report).
+	OutputExports = "exports"
 )
 
 // contractOutputs are the outputs the runner forwards, in order: the
-// contract's, and the module's health (health.go).
-var contractOutputs = []string{OutputEndpointHost, OutputEndpointPort, OutputFailureDomains, OutputHealth}
+// contract's, the exports, and the module's health (health.go).
+var contractOutputs = []string{OutputEndpointHost, OutputEndpointPort, OutputFailureDomains, OutputExports, OutputHealth}
 
 // endpointFile is the root file that forwards the module's outputs.
 const endpointFile = "captf_endpoint.tf.json"

@@ -13,7 +13,7 @@ import (
 )
 
 func TestModuleOutputs(t *testing.T) {
-	none := map[string]moduleOutput{OutputEndpointHost: {}, OutputEndpointPort: {}, OutputFailureDomains: {}, OutputHealth: {}}
+	none := map[string]moduleOutput{OutputEndpointHost: {}, OutputEndpointPort: {}, OutputFailureDomains: {}, OutputExports: {}, OutputHealth: {}}
 	with := func(set map[string]moduleOutput) map[string]moduleOutput {
 		out := maps.Clone(none)
 		maps.Copy(out, set)
@@ -37,6 +37,8 @@ func TestModuleOutputs(t *testing.T) {
 			with(map[string]moduleOutput{OutputEndpointHost: yes, OutputEndpointPort: yes})},
 		{"failure domains alone", map[string]string{"main.tf": "output \"failure_domains\" {\n  value = [\"a\"]\n}\n"},
 			with(map[string]moduleOutput{OutputFailureDomains: yes})},
+		{"exports", map[string]string{"main.tf": "output \"exports\" {\n  value = { network = \"n\" }\n}\n"},
+			with(map[string]moduleOutput{OutputExports: yes})},
 		{"health, sensitive", map[string]string{"main.tf": "output \"health\" {\n  value     = { state = \"running\" }\n  sensitive = true\n}\n"},
 			with(map[string]moduleOutput{OutputHealth: {Declared: true, Sensitive: true}})},
 		{"sensitive, in hcl and in json", map[string]string{

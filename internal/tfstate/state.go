@@ -140,12 +140,20 @@ func scanState(state io.Reader, all bool) (Meta, error) {
 	return m, nil
 }
 
-// OutputString returns the value of the root output name of a
-// decompressed state when it is a string, "" when the state has no such
-// output or it is of another type. Only that output's value is decoded;
-// reading stops after the outputs.
-func OutputString(state io.Reader, name string) (string, error) {
-	var out string
+// Output is one root output of a state.
+type Output struct {
+	// Found: the state has the output.
+	Found bool
+	// Sensitive: terraform keeps it as sensitive.
+	Sensitive bool
+	// Value is the output's value as the state holds it.
+	Value json.RawMessage
+}
+
+// ReadOutput returns the root output name of a decompressed state. Only
+// that output is decoded; reading stops after the outputs.
+func ReadOutput(state io.Reader, name string) (Output, error) {
+	var out Output
 	dec := json.NewDecoder(state)
 	err := members(dec, func(key string) error {
 		if key != "outputs" {
@@ -155,19 +163,15 @@ func OutputString(state io.Reader, name string) (string, error) {
 			if output != name {
 				return skip(dec)
 			}
+			out.Found = true
 			return members(dec, func(field string) error {
-				if field != "value" {
-					return skip(dec)
+				switch field {
+				case "value":
+					return jsonError(dec.Decode(&out.Value))
+				case "sensitive":
+					return jsonError(dec.Decode(&out.Sensitive))
 				}
-				var raw json.RawMessage
-				if err := dec.Decode(&raw); err != nil {
-					return jsonError(err)
-				}
-				if len(raw) > 0 && raw[0] == '"' {
-					// Any other type is no string; it stays undecoded.
-					return json.Unmarshal(raw, &out)
-				}
-				return nil
+				return skip(dec)
 			})
 		})
 		if err != nil {
@@ -176,9 +180,22 @@ func OutputString(state io.Reader, name string) (string, error) {
 		return errStop
 	})
 	if err != nil && !errors.Is(err, errStop) {
-		return "", err
+		return Output{}, err
 	}
 	return out, nil
+}
+
+// OutputString returns the value of the root output name of a
+// decompressed state when it is a string, "" when the state has no such
+// output or it is of another type.
+func OutputString(state io.Reader, name string) (string, error) {
+	out, err := ReadOutput(state, name)
+	if err != nil || len(out.Value) == 0 || out.Value[0] != '"' {
+		// Any other type is no string.
+		return "", err
+	}
+	var s string
+	return s, json.Unmarshal(out.Value, &s)
 }
 
 // errStop ends a members walk early.

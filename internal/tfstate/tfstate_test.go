@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"compress/gzip"
 	"encoding/base64"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -279,6 +280,49 @@ func TestOutputString(t *testing.T) {
 	if !errors.Is(err, ErrCorrupt) {
 		t.Errorf("not JSON: %v", err)
 	}
+}
+
+func TestReadOutput(t *testing.T) {
+	cases := map[string]struct {
+		reason string
+		state  []byte
+		want   Output
+	}{
+		"object": {reason: "the value as the state holds it", state: stateJSON(1, false, 100, `"e": {"value": {"b": 1, "a": "x"}, "type": ["object", {}]}, "other": {"value": "`+canary+`"}`),
+			want: Output{Found: true, Value: json.RawMessage(`{"b": 1, "a": "x"}`)}},
+		"sensitive": {reason: "terraform's sensitive mark", state: stateJSON(1, true, 100, `"e": {"sensitive": true, "value": {"a": "x"}}`),
+			want: Output{Found: true, Sensitive: true, Value: json.RawMessage(`{"a": "x"}`)}},
+		"absent": {reason: "no such output", state: stateJSON(1, false, 100, `"other": {"value": "`+canary+`"}`)},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			got, err := ReadOutput(bytes.NewReader(tc.state), "e")
+			if err != nil {
+				t.Fatalf("%s: %v", tc.reason, err)
+			}
+			if got.Found != tc.want.Found || got.Sensitive != tc.want.Sensitive || !bytes.Equal(compactJSON(t, got.Value), compactJSON(t, tc.want.Value)) {
+				t.Errorf("%s: %+v, want %+v", tc.reason, got, tc.want)
+			}
+		})
+	}
+	_, err := ReadOutput(strings.NewReader(`{"outputs":{"e":{"sensitive":"`+canary+`"}}}`), "e")
+	noValue(t, err)
+	if err == nil {
+		t.Error("a sensitive mark that is no bool read as one")
+	}
+}
+
+// compactJSON is b without its spaces, nil for nil.
+func compactJSON(t *testing.T, b []byte) []byte {
+	t.Helper()
+	if b == nil {
+		return nil
+	}
+	var out bytes.Buffer
+	if err := json.Compact(&out, b); err != nil {
+		t.Fatal(err)
+	}
+	return out.Bytes()
 }
 
 func TestReadChunkDir(t *testing.T) {

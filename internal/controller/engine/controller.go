@@ -195,6 +195,11 @@ func (r *Reconciler) reconcileDue(ctx context.Context, s *scope, root *render.Ro
 	if err != nil {
 		return ctrl.Result{}, err
 	}
+	if last := obj.GetRunnerStatus().StateSerial; state != nil && (last == nil || *last != state.Serial) {
+		// A new serial: what the kind publishes from the state is read
+		// again (before the backup records the serial as seen).
+		r.kind().FromState(obj, state.output)
+	}
 	if err := r.syncBackups(ctx, obj, state); err != nil {
 		return ctrl.Result{}, err
 	}

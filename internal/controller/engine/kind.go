@@ -8,6 +8,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/captf/captf/internal/runner"
+	"github.com/captf/captf/internal/tfstate"
 )
 
 // Kind is what the run engine asks of a kind it reconciles (ARCHITECTURE.md,
@@ -33,6 +34,10 @@ type Kind interface {
 	// that the kind publishes there, and returns the steps that publish
 	// the rest (a spec field of the contract).
 	Applied(view Object, msg *runner.Message) []Step
+	// FromState writes into obj's status what the kind publishes from the
+	// root outputs of its state (read through output), each time the state
+	// has a new serial.
+	FromState(obj Object, output func(name string) (tfstate.Output, error))
 	// Signs are the signs of a past apply the kind's object itself
 	// carries (a published field an apply wrote).
 	Signs(obj Object) []string

@@ -9,6 +9,7 @@ import (
 
 	infrav1 "github.com/captf/captf/api/v1alpha1"
 	"github.com/captf/captf/internal/runner"
+	"github.com/captf/captf/internal/tfstate"
 )
 
 // testKind is the kind of the engine's own tests: TerraformClusters as the
@@ -45,6 +46,8 @@ func (testKind) Applied(_ Object, msg *runner.Message) []Step {
 }
 
 func (testKind) Signs(Object) []string { return nil }
+
+func (testKind) FromState(Object, func(string) (tfstate.Output, error)) {}
 
 func (testKind) Watch(b *builder.Builder, _ ctrl.Manager) *builder.Builder { return b }
 

@@ -143,6 +143,15 @@ type stateRead struct {
 	inputsHash string
 }
 
+// output reads the root output name of the state.
+func (s *stateRead) output(name string) (tfstate.Output, error) {
+	state, err := tfstate.Open(s.chunks)
+	if err != nil {
+		return tfstate.Output{}, err
+	}
+	return tfstate.ReadOutput(state, name)
+}
+
 // InputsHash is the inputs hash the state records, "" for no state.
 func (s *stateRead) InputsHash() string {
 	if s == nil {

@@ -5,9 +5,14 @@
 package terraformcluster
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/utils/ptr"
@@ -20,6 +25,7 @@ import (
 	infrav1 "github.com/captf/captf/api/v1alpha1"
 	"github.com/captf/captf/internal/controller/engine"
 	"github.com/captf/captf/internal/runner"
+	"github.com/captf/captf/internal/tfstate"
 )
 
 // +kubebuilder:rbac:groups=infrastructure.cluster.x-k8s.io,resources=terraformclusters,verbs=get;list;watch;update;patch
@@ -67,6 +73,54 @@ func (cluster) Signs(obj engine.Object) []string {
 		return []string{"spec.controlPlaneEndpoint, which an apply published"}
 	}
 	return nil
+}
+
+// FromState publishes the module's exports output in status.exports,
+// canonical (keys sorted, no spaces), when it is an object that is not
+// sensitive and fits MaxExportsBytes; otherwise status.exports is unset
+// and ExportsPublished says why, never with a value.
+func (cluster) FromState(obj engine.Object, output func(name string) (tfstate.Output, error)) {
+	tc := obj.(*infrav1.TerraformCluster)
+	exports, reason, msg := readExports(output)
+	tc.Status.Exports = exports
+	status := metav1.ConditionFalse
+	if reason == infrav1.ReasonExportsPublished || reason == infrav1.ReasonNoExports {
+		status = metav1.ConditionTrue
+	}
+	meta.SetStatusCondition(&tc.Status.Conditions, metav1.Condition{Type: infrav1.ConditionExportsPublished,
+		Status: status, Reason: reason, Message: msg, ObservedGeneration: tc.Generation})
+}
+
+// readExports reads the exports output: the canonical object, or why
+// there is none to publish.
+func readExports(output func(name string) (tfstate.Output, error)) (*apiextensionsv1.JSON, string, string) {
+	out, err := output(runner.OutputExports)
+	switch {
+	case err != nil:
+		return nil, infrav1.ReasonExportsUnreadable, "The state's exports output could not be read: " + err.Error()
+	case !out.Found:
+		return nil, infrav1.ReasonNoExports, "The module declares no exports output; machines and pools get an empty object."
+	case out.Sensitive:
+		return nil, infrav1.ReasonExportsSensitive, "The module's exports output is sensitive, and exports are published in status.exports for machines and pools to read: it is not published. Make it non-sensitive, or keep secrets out of it."
+	}
+	var value any
+	dec := json.NewDecoder(bytes.NewReader(out.Value))
+	dec.UseNumber()
+	if err := dec.Decode(&value); err != nil {
+		return nil, infrav1.ReasonExportsUnreadable, "The state's exports output is not JSON."
+	}
+	if _, ok := value.(map[string]any); !ok {
+		return nil, infrav1.ReasonExportsNotAnObject, "The module's exports output is not an object; machines and pools read an object."
+	}
+	// encoding/json writes map keys sorted: the canonical form.
+	canonical, err := json.Marshal(value)
+	if err != nil {
+		return nil, infrav1.ReasonExportsUnreadable, "The state's exports output could not be written as JSON."
+	}
+	if len(canonical) > infrav1.MaxExportsBytes {
+		return nil, infrav1.ReasonExportsTooLarge, fmt.Sprintf("The module's exports output takes %d bytes as canonical JSON, more than the %d status.exports holds: it is not published.", len(canonical), infrav1.MaxExportsBytes)
+	}
+	return &apiextensionsv1.JSON{Raw: canonical}, infrav1.ReasonExportsPublished, fmt.Sprintf("status.exports holds the module's exports output (%d bytes).", len(canonical))
 }
 
 // Watch: where Cluster API is installed, its Clusters are watched, so

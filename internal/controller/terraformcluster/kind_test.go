@@ -1,14 +1,21 @@
 package terraformcluster
 
 import (
+	"encoding/json"
+	"fmt"
+	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 
 	infrav1 "github.com/captf/captf/api/v1alpha1"
 	"github.com/captf/captf/internal/controller/engine"
 	"github.com/captf/captf/internal/runner"
+	"github.com/captf/captf/internal/tfstate"
 )
 
 // TestApplied: what a cluster's successful apply publishes — the failure
@@ -39,6 +46,60 @@ func TestApplied(t *testing.T) {
 			}
 			if diff := cmp.Diff(tt.domains, view.Status.FailureDomains); diff != "" {
 				t.Errorf("failure domains (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+// TestFromState: the exports output reaches status.exports as canonical
+// JSON when it is an object that is not sensitive and fits; otherwise
+// status.exports is unset and ExportsPublished says why, never with a
+// value.
+func TestFromState(t *testing.T) {
+	const canary = "CANARY-EXPORTS-91"
+	big := `{"k":"` + strings.Repeat("x", infrav1.MaxExportsBytes) + `"}`
+	tests := []struct {
+		name    string
+		out     tfstate.Output
+		err     error
+		exports string
+		status  metav1.ConditionStatus
+		reason  string
+	}{
+		{name: "published, canonical", out: tfstate.Output{Found: true, Value: json.RawMessage(`{"subnets": ["a", "b"], "network": "n-1", "mtu": 1.50}`)},
+			exports: `{"mtu":1.50,"network":"n-1","subnets":["a","b"]}`, status: metav1.ConditionTrue, reason: infrav1.ReasonExportsPublished},
+		{name: "none declared", status: metav1.ConditionTrue, reason: infrav1.ReasonNoExports},
+		{name: "sensitive", out: tfstate.Output{Found: true, Sensitive: true, Value: json.RawMessage(`{"token":"` + canary + `"}`)},
+			status: metav1.ConditionFalse, reason: infrav1.ReasonExportsSensitive},
+		{name: "not an object", out: tfstate.Output{Found: true, Value: json.RawMessage(`"` + canary + `"`)},
+			status: metav1.ConditionFalse, reason: infrav1.ReasonExportsNotAnObject},
+		{name: "too large", out: tfstate.Output{Found: true, Value: json.RawMessage(big)},
+			status: metav1.ConditionFalse, reason: infrav1.ReasonExportsTooLarge},
+		{name: "unreadable", err: fmt.Errorf("%w: not JSON at byte 7", tfstate.ErrCorrupt),
+			status: metav1.ConditionFalse, reason: infrav1.ReasonExportsUnreadable},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			tc := &infrav1.TerraformCluster{Status: infrav1.TerraformClusterStatus{Exports: &apiextensionsv1.JSON{Raw: []byte(`{"old":1}`)}}}
+			Kind.FromState(tc, func(name string) (tfstate.Output, error) {
+				if name != runner.OutputExports {
+					t.Errorf("read output %q", name)
+				}
+				return tt.out, tt.err
+			})
+			got := ""
+			if tc.Status.Exports != nil {
+				got = string(tc.Status.Exports.Raw)
+			}
+			if got != tt.exports {
+				t.Errorf("status.exports %s, want %s", got, tt.exports)
+			}
+			c := meta.FindStatusCondition(tc.Status.Conditions, infrav1.ConditionExportsPublished)
+			if c == nil || c.Status != tt.status || c.Reason != tt.reason {
+				t.Fatalf("ExportsPublished %+v, want %s/%s", c, tt.status, tt.reason)
+			}
+			if strings.Contains(c.Message, canary) {
+				t.Errorf("the message shows a value: %s", c.Message)
 			}
 		})
 	}
