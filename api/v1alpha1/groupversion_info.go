@@ -25,6 +25,8 @@ func addKnownTypes(s *runtime.Scheme) error {
 	s.AddKnownTypes(GroupVersion,
 		&TerraformCluster{}, &TerraformClusterList{},
 		&TerraformClusterTemplate{}, &TerraformClusterTemplateList{},
+		&TerraformMachine{}, &TerraformMachineList{},
+		&TerraformMachineTemplate{}, &TerraformMachineTemplateList{},
 		&TerraformClusterIdentity{}, &TerraformClusterIdentityList{},
 	)
 	metav1.AddToGroupVersion(s, GroupVersion)

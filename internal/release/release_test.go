@@ -83,6 +83,8 @@ func TestComponentsKeepContractLabels(t *testing.T) {
 	want := map[string]map[string]string{
 		"terraformclusters.infrastructure.cluster.x-k8s.io":          contract,
 		"terraformclustertemplates.infrastructure.cluster.x-k8s.io":  contract,
+		"terraformmachines.infrastructure.cluster.x-k8s.io":          contract,
+		"terraformmachinetemplates.infrastructure.cluster.x-k8s.io":  contract,
 		"terraformclusteridentities.infrastructure.cluster.x-k8s.io": {clusterctlv1.ClusterctlLabel: ""},
 		"terraformplans.infrastructure.cluster.x-k8s.io":             {clusterctlv1.ClusterctlLabel: ""},
 	}
@@ -236,6 +238,8 @@ func checkComponents(t *testing.T, objs []unstructured.Unstructured, recheck str
 		"Namespace/" + targetNamespace,
 		"CustomResourceDefinition/terraformclusters.infrastructure.cluster.x-k8s.io",
 		"CustomResourceDefinition/terraformclustertemplates.infrastructure.cluster.x-k8s.io",
+		"CustomResourceDefinition/terraformmachines.infrastructure.cluster.x-k8s.io",
+		"CustomResourceDefinition/terraformmachinetemplates.infrastructure.cluster.x-k8s.io",
 		"CustomResourceDefinition/terraformclusteridentities.infrastructure.cluster.x-k8s.io",
 		"CustomResourceDefinition/terraformplans.infrastructure.cluster.x-k8s.io",
 		"ServiceAccount/captf-manager",

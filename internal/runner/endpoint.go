@@ -38,8 +38,9 @@ const (
 )
 
 // contractOutputs are the outputs the runner forwards, in order: the
-// contract's, the exports, and the module's health (health.go).
-var contractOutputs = []string{OutputEndpointHost, OutputEndpointPort, OutputFailureDomains, OutputExports, OutputHealth}
+// cluster contract's, the exports, the machine contract's (machine.go),
+// and the module's health (health.go).
+var contractOutputs = []string{OutputEndpointHost, OutputEndpointPort, OutputFailureDomains, OutputExports, OutputProviderID, OutputAddresses, OutputFailureDomain, OutputHealth}
 
 // endpointFile is the root file that forwards the module's outputs.
 const endpointFile = "captf_endpoint.tf.json"
@@ -204,8 +205,9 @@ func forwardedOutputs(ctx context.Context, tf *tfexec.Terraform, workdir string)
 
 // readContract reads the forwarded outputs after an apply into msg: the
 // endpoint when the module provides both and neither is sensitive, the
-// failure domains when it provides them and they are not sensitive, and
-// the health's state word.
+// failure domains when it provides them and they are not sensitive, the
+// health's state word, and a machine's provider ID, addresses and failure
+// domain (readMachine).
 func readContract(ctx context.Context, tf *tfexec.Terraform, workdir string, msg *Message) error {
 	outs, err := forwardedOutputs(ctx, tf, workdir)
 	if err != nil || outs == nil {
@@ -231,7 +233,7 @@ func readContract(ctx context.Context, tf *tfexec.Terraform, workdir string, msg
 		}
 		msg.FailureDomains = domains
 	}
-	return nil
+	return readMachine(outs, msg)
 }
 
 // parseFailureDomains reads the failure_domains output: a list of names

@@ -13,7 +13,7 @@ import (
 )
 
 func TestModuleOutputs(t *testing.T) {
-	none := map[string]moduleOutput{OutputEndpointHost: {}, OutputEndpointPort: {}, OutputFailureDomains: {}, OutputExports: {}, OutputHealth: {}}
+	none := map[string]moduleOutput{OutputEndpointHost: {}, OutputEndpointPort: {}, OutputFailureDomains: {}, OutputExports: {}, OutputProviderID: {}, OutputAddresses: {}, OutputFailureDomain: {}, OutputHealth: {}}
 	with := func(set map[string]moduleOutput) map[string]moduleOutput {
 		out := maps.Clone(none)
 		maps.Copy(out, set)

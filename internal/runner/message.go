@@ -40,6 +40,11 @@ type Message struct {
 	// the only values a report carries.
 	Endpoint       *Endpoint       `json:"endpoint,omitempty"`
 	FailureDomains []FailureDomain `json:"failureDomains,omitempty"`
+	// ProviderID, Addresses and FailureDomain are a machine's, for the
+	// InfraMachine contract (machine.go).
+	ProviderID    string    `json:"providerID,omitempty"`
+	Addresses     []Address `json:"addresses,omitempty"`
+	FailureDomain string    `json:"failureDomain,omitempty"`
 	// Drift is what a drift Job found.
 	Drift *Changes `json:"drift,omitempty"`
 	// Guarded is what the plan of a guarded apply does: the changes it

@@ -37,6 +37,8 @@ func TestDefaultInstalls(t *testing.T) {
 		"Namespace/captf-system",
 		"CustomResourceDefinition/terraformclusters.infrastructure.cluster.x-k8s.io",
 		"CustomResourceDefinition/terraformclustertemplates.infrastructure.cluster.x-k8s.io",
+		"CustomResourceDefinition/terraformmachines.infrastructure.cluster.x-k8s.io",
+		"CustomResourceDefinition/terraformmachinetemplates.infrastructure.cluster.x-k8s.io",
 		"CustomResourceDefinition/terraformplans.infrastructure.cluster.x-k8s.io",
 		"ValidatingWebhookConfiguration/captf-validating-webhook-configuration",
 		"Service/captf-webhook-service",
