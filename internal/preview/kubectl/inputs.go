@@ -7,6 +7,8 @@ import (
 	"strings"
 
 	"k8s.io/apimachinery/pkg/util/validation"
+
+	"github.com/captf/captf/internal/preview"
 )
 
 // Delete modes of the delete input.
@@ -34,6 +36,21 @@ type outputRef struct {
 	// FieldText is the field path as written.
 	FieldText string
 }
+
+// CheckInputs refuses a manifest outside the repository (absolute, with
+// "..", or through a symbolic link) before anything is planned, so the
+// project file is bad input (exit 2) as for a terraform root, rather than a
+// failed member. The rest of the inputs are checked when the step plans.
+func (Capability) CheckInputs(root string, inputs map[string]any) error {
+	if m, ok := inputs["manifest"].(string); ok && m != "" {
+		if _, err := preview.InRepository(root, m); err != nil {
+			return fmt.Errorf("inputs: manifest: %w", err)
+		}
+	}
+	return nil
+}
+
+var _ preview.InputChecker = Capability{}
 
 var knownInputs = []string{"manifest", "stack", "kubeconfig", "context", "namespace", "delete", "outputs"}
 
