@@ -9,6 +9,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation"
 
 	"github.com/captf/captf/internal/preview"
+	"github.com/captf/captf/internal/preview/fieldpath"
 )
 
 // Delete modes of the delete input.
@@ -143,7 +144,7 @@ func parseOutputs(v any) (map[string]outputRef, error) {
 		if len(parts) < 2 || len(parts) > 3 || slices.Contains(parts, "") {
 			return nil, fmt.Errorf("inputs: outputs.%s.object %q must be Kind/namespace/name, or Kind/name for a cluster-scoped object", name, object)
 		}
-		p, err := parsePath(field)
+		p, err := fieldpath.Parse(field)
 		if err != nil {
 			return nil, fmt.Errorf("inputs: outputs.%s.field: %w", name, err)
 		}
