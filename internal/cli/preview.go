@@ -17,6 +17,7 @@ import (
 	"github.com/captf/captf/internal/preview"
 	"github.com/captf/captf/internal/preview/terraform"
 	"github.com/captf/captf/internal/runner"
+	"github.com/captf/captf/internal/version"
 	"github.com/captf/captf/pkg/changeset"
 )
 
@@ -256,7 +257,12 @@ preview apply plans again and applies only when that digest holds.
 ` + previewExitCodes,
 		Args: cobra.ArbitraryArgs,
 		RunE: group,
+		// This command is the preview binary's whole command line, so
+		// captf-preview --version (and captf preview --version, handed off)
+		// names the preview binary and its own version.
+		Version: version.Get(),
 	}
+	cmd.SetVersionTemplate(PreviewBinary + " version {{.Version}}\n")
 	cmd.AddCommand(newPreviewPlan(stdout, stderr, registry), newPreviewApply(stdout, stderr, registry))
 	return cmd
 }

@@ -240,6 +240,10 @@ func TestPreviewBadInput(t *testing.T) {
 			`captf.yaml:4: components.net.steps[0]: input "root": ../outside leaves the repository`},
 		{"a var file outside the repository", "components:\n  net:\n    steps:\n      - kind: terraform-apply\n        inputs: {root: site, varFiles: [/etc/passwd]}\n", []string{"preview", "apply", "--expect-digest", "cs1:" + strings.Repeat("0", 64)},
 			`input "varFiles[0]": /etc/passwd is absolute`},
+		{"a kubectl manifest outside the repository", "components:\n  app:\n    steps:\n      - kind: kubectl-apply\n        inputs: {manifest: ../outside/app.yaml}\n", []string{"preview", "plan"},
+			`captf.yaml:4: components.app.steps[0]: inputs: manifest: ../outside/app.yaml leaves the repository`},
+		{"a CloudFormation template outside the repository", "components:\n  stack:\n    steps:\n      - kind: cfn-deploy\n        inputs: {template: /etc/stack.yaml}\n", []string{"preview", "apply", "--expect-digest", "cs1:" + strings.Repeat("0", 64)},
+			`captf.yaml:4: components.stack.steps[0]: input template: /etc/stack.yaml is absolute; want a path relative to the repository`},
 		{"--root outside any repository", "", []string{"preview", "plan", "--root", filepath.Dir(root)}, "is not in a git work tree"},
 	}
 	for _, c := range cases {

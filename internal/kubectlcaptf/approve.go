@@ -21,7 +21,8 @@ func (o *options) approveCommand() *cobra.Command {
 			"webhook accepts only your own name there. An approval cannot be withdrawn.",
 		Example: "  kubectl captf approve demo-3f9a1c07be -n default\n" +
 			"  kubectl captf approve demo-3f9a1c07be --plan-hash p2:9c1e…  # only if it is still this plan",
-		Args: cobra.ExactArgs(1),
+		Args:              cobra.ExactArgs(1),
+		ValidArgsFunction: o.completePlans,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx := cmd.Context()
 			c, ns, err := o.client()
@@ -55,8 +56,8 @@ func (o *options) approveCommand() *cobra.Command {
 					return fmt.Errorf("approve TerraformPlan %s/%s: %w", ns, p.Name, err)
 				}
 			}
-			if o.json {
-				return writeJSON(o.streams.Out, newPlan(p))
+			if o.structured() {
+				return o.writeObjects(newPlan(p))
 			}
 			_, err = fmt.Fprintf(o.streams.Out, "TerraformPlan %s/%s approved by %s (%s/%s: %s, plan hash %s).\n",
 				ns, p.Name, user, p.Spec.TargetRef.Kind, p.Spec.TargetRef.Name, changes(p.Spec.Summary), p.Spec.PlanHash)

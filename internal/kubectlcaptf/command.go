@@ -7,6 +7,8 @@ package kubectlcaptf
 import (
 	"context"
 	"fmt"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -24,7 +26,9 @@ import (
 type options struct {
 	streams genericiooptions.IOStreams
 	config  *genericclioptions.ConfigFlags
-	json    bool
+	// output is -o: "", json or yaml; json is --json, the same as -o json.
+	output string
+	json   bool
 	// now is the clock ages are measured against.
 	now func() time.Time
 }
@@ -48,13 +52,16 @@ func newCommand(streams genericiooptions.IOStreams, now func() time.Time) *cobra
 		Version:       version.Get(),
 		SilenceUsage:  true,
 		SilenceErrors: true,
+		PersistentPreRunE: func(*cobra.Command, []string) error {
+			return o.checkOutput()
+		},
 	}
 	root.SetVersionTemplate("{{.Name}} version {{.Version}}\n")
 	root.SetIn(streams.In)
 	root.SetOut(streams.Out)
 	root.SetErr(streams.ErrOut)
 	o.config.AddFlags(root.PersistentFlags())
-	root.PersistentFlags().BoolVar(&o.json, "json", false, "print JSON instead of text")
+	o.addOutputFlags(root)
 	root.AddCommand(o.plansCommand(), o.showCommand(), o.approveCommand(), o.logsCommand())
 	return root
 }
@@ -82,6 +89,33 @@ func (o *options) client() (client.Client, string, error) {
 		return nil, "", fmt.Errorf("API client: %w", err)
 	}
 	return c, ns, nil
+}
+
+// completePlans completes the PLAN argument of show, approve and logs with
+// the names of the TerraformPlans in the namespace the flags name, as
+// kubectl completes the names of objects.
+func (o *options) completePlans(cmd *cobra.Command, args []string, toComplete string) ([]cobra.Completion, cobra.ShellCompDirective) {
+	if len(args) > 0 {
+		return nil, cobra.ShellCompDirectiveNoFileComp
+	}
+	c, ns, err := o.client()
+	if err != nil {
+		cobra.CompErrorln(err.Error())
+		return nil, cobra.ShellCompDirectiveError
+	}
+	var list infrav1.TerraformPlanList
+	if err := c.List(cmd.Context(), &list, client.InNamespace(ns)); err != nil {
+		cobra.CompErrorln(err.Error())
+		return nil, cobra.ShellCompDirectiveError
+	}
+	var names []cobra.Completion
+	for _, p := range list.Items {
+		if strings.HasPrefix(p.Name, toComplete) {
+			names = append(names, p.Name)
+		}
+	}
+	slices.Sort(names)
+	return names, cobra.ShellCompDirectiveNoFileComp
 }
 
 // getPlan reads the plan name in ns.

@@ -8,10 +8,12 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/yaml"
 
 	infrav1 "github.com/captf/captf/api/v1alpha1"
 	"github.com/captf/captf/internal/testenv"
@@ -89,6 +91,18 @@ func TestPlugin(t *testing.T) {
 			t.Errorf("plans --pending --json = %+v, want only demo-3f9a1c07be", plans)
 		}
 
+		out, err = run(t, "plans", "--kubeconfig", alice, "--pending", "-o", "yaml")
+		if err != nil {
+			t.Fatalf("plans --pending -o yaml: %v\n%s", err, out)
+		}
+		plans = nil
+		if err := yaml.UnmarshalStrict([]byte(out), &plans); err != nil {
+			t.Fatalf("plans -o yaml is not YAML of plans: %v\n%s", err, out)
+		}
+		if len(plans) != 1 || plans[0].Name != "demo-3f9a1c07be" || plans[0].PlanHash != examplePlans()[0].Spec.PlanHash || plans[0].Summary.Replace != 1 {
+			t.Errorf("plans --pending -o yaml = %+v, want only demo-3f9a1c07be", plans)
+		}
+
 		out, err = run(t, "plans", "--kubeconfig", admin, "-n", "kube-system")
 		if err != nil || out != "No TerraformPlans found in namespace kube-system.\n" {
 			t.Errorf("plans of an empty namespace: %v, %q", err, out)
@@ -141,8 +155,30 @@ func TestPlugin(t *testing.T) {
 		if p.PlanHash != examplePlans()[0].Spec.PlanHash || len(p.Summary.Resources) != 4 {
 			t.Errorf("show --json = %+v", p)
 		}
+		out, err = run(t, "show", "demo-3f9a1c07be", "--kubeconfig", alice, "-o", "yaml")
+		if err != nil {
+			t.Fatal(err)
+		}
+		var fromYAML Plan
+		if err := yaml.UnmarshalStrict([]byte(out), &fromYAML); err != nil {
+			t.Fatalf("show -o yaml: %v\n%s", err, out)
+		}
+		if diff := cmp.Diff(p, fromYAML); diff != "" {
+			t.Errorf("show -o yaml differs from show --json (-json +yaml):\n%s", diff)
+		}
 		if _, err := run(t, "show", "missing", "--kubeconfig", alice); err == nil || !strings.Contains(err.Error(), "TerraformPlan default/missing") {
 			t.Errorf("show of a missing plan: err = %v", err)
+		}
+	})
+
+	t.Run("completion of a plan's name", func(t *testing.T) {
+		out, err := run(t, "__complete", "show", "--kubeconfig", alice, "demo-")
+		if err != nil || !strings.HasPrefix(out, "demo-0a0b0c0d0e\ndemo-3f9a1c07be\n:4\n") {
+			t.Errorf("completing show demo-: %v\n%s", err, out)
+		}
+		out, err = run(t, "__complete", "approve", "--kubeconfig", admin, "-n", "infra", "")
+		if err != nil || !strings.HasPrefix(out, "pool-a-77d0e1f2aa\n:4\n") {
+			t.Errorf("completing approve in infra: %v\n%s", err, out)
 		}
 	})
 
@@ -166,6 +202,9 @@ func TestPlugin(t *testing.T) {
 		}
 		if _, err := run(t, "logs", "demo-3f9a1c07be", "--kubeconfig", admin, "--json"); err == nil || !strings.Contains(err.Error(), "--json does not apply") {
 			t.Errorf("logs --json: err = %v", err)
+		}
+		if _, err := run(t, "logs", "demo-3f9a1c07be", "--kubeconfig", admin, "-o", "yaml"); err == nil || !strings.Contains(err.Error(), "-o yaml does not apply") {
+			t.Errorf("logs -o yaml: err = %v", err)
 		}
 	})
 

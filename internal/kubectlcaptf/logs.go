@@ -2,7 +2,6 @@ package kubectlcaptf
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"slices"
@@ -25,11 +24,12 @@ func (o *options) logsCommand() *cobra.Command {
 		Long: "kubectl captf logs prints the log of the runner Job that made the plan: terraform's own\n" +
 			"rendering of it, with the values terraform shows (sensitive ones hidden as terraform hides\n" +
 			"them). Read it before you approve. The log lives as long as the Job's pod.",
-		Example: "  kubectl captf logs demo-3f9a1c07be -n default",
-		Args:    cobra.ExactArgs(1),
+		Example:           "  kubectl captf logs demo-3f9a1c07be -n default",
+		Args:              cobra.ExactArgs(1),
+		ValidArgsFunction: o.completePlans,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if o.json {
-				return errors.New("logs prints text only: --json does not apply")
+			if o.structured() {
+				return fmt.Errorf("logs prints text only: %s does not apply", o.outputFlag())
 			}
 			c, ns, err := o.client()
 			if err != nil {

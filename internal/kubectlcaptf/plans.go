@@ -19,7 +19,7 @@ func (o *options) plansCommand() *cobra.Command {
 		Use:   "plans",
 		Short: "List TerraformPlans: phase, target, reason, changes, approver, age",
 		Example: "  kubectl captf plans -A --pending\n" +
-			"  kubectl captf plans -n infra -l captf.io/destructive=true --json",
+			"  kubectl captf plans -n infra -l captf.io/destructive=true -o json",
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			c, ns, err := o.client()
@@ -50,8 +50,8 @@ func (o *options) plansCommand() *cobra.Command {
 				plans = append(plans, newPlan(&list.Items[i]))
 			}
 			sortPlans(plans)
-			if o.json {
-				return writeJSON(o.streams.Out, plans)
+			if o.structured() {
+				return o.writeObjects(plans)
 			}
 			if len(plans) == 0 {
 				where := "in namespace " + ns

@@ -1,7 +1,6 @@
 package kubectlcaptf
 
 import (
-	"encoding/json"
 	"fmt"
 	"io"
 	"strings"
@@ -13,8 +12,8 @@ import (
 	infrav1 "github.com/captf/captf/api/v1alpha1"
 )
 
-// Plan is one TerraformPlan as the plugin prints it with --json: what a
-// reviewer or a script needs, never a value.
+// Plan is one TerraformPlan as the plugin prints it with -o json|yaml (or
+// --json): what a reviewer or a script needs, never a value.
 type Plan struct {
 	Namespace   string                      `json:"namespace"`
 	Name        string                      `json:"name"`
@@ -54,12 +53,6 @@ func phaseOf(p *infrav1.TerraformPlan) infrav1.PlanPhase {
 		return p.Status.Phase
 	}
 	return infrav1.PlanPhase(p.Labels[infrav1.LabelPlanPhase])
-}
-
-func writeJSON(w io.Writer, v any) error {
-	enc := json.NewEncoder(w)
-	enc.SetIndent("", "  ")
-	return enc.Encode(v)
 }
 
 // changes is the summary in terraform's symbols: +create ~update

@@ -22,9 +22,10 @@ const StampVariable = "github.com/captf/captf/internal/version.Stamp"
 // it was not built from a module download (a checkout, go run, go test).
 const devel = "(devel)"
 
-// Get returns the binary's version: Stamp when set, else the main module's
-// version (set by go install module@version), else "devel" with the VCS
-// revision the toolchain recorded, when it did.
+// Get returns the binary's version: Stamp when set, else "devel+" and the
+// commit the toolchain recorded for a build from a git checkout ("-dirty"
+// when the tree was modified), else the main module's version (set by go
+// install module@version), else "devel".
 func Get() string {
 	info, _ := debug.ReadBuildInfo()
 	return from(Stamp, info)
@@ -38,9 +39,6 @@ func from(stamp string, info *debug.BuildInfo) string {
 	if info == nil {
 		return "devel"
 	}
-	if v := info.Main.Version; v != "" && v != devel {
-		return v
-	}
 	var revision, modified string
 	for _, s := range info.Settings {
 		switch s.Key {
@@ -50,7 +48,15 @@ func from(stamp string, info *debug.BuildInfo) string {
 			modified = s.Value
 		}
 	}
+	// A checkout build records its commit, and since Go 1.24 also a main
+	// module version made from it (v0.0.0-<time>-<commit>, "+dirty"). That
+	// one reads like a release that go install could fetch, so the commit
+	// is said instead. A module download (go install module@version)
+	// records no commit.
 	if revision == "" {
+		if v := info.Main.Version; v != "" && v != devel {
+			return v
+		}
 		return "devel"
 	}
 	if len(revision) > 12 {

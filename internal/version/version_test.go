@@ -21,7 +21,15 @@ func TestFrom(t *testing.T) {
 			Settings: []debug.BuildSetting{{Key: "vcs.revision", Value: rev}, {Key: "vcs.modified", Value: "false"}}}, "devel+0123456789ab"},
 		{"uncommitted changes say so", "", &debug.BuildInfo{Main: debug.Module{Version: devel},
 			Settings: []debug.BuildSetting{{Key: "vcs.revision", Value: rev}, {Key: "vcs.modified", Value: "true"}}}, "devel+0123456789ab-dirty"},
-		{"no VCS information (go test, -buildvcs=false)", "", &debug.BuildInfo{Main: debug.Module{Version: devel}}, "devel"},
+		{"Go 1.24+ also makes a pseudo-version of the commit: the commit is said", "", &debug.BuildInfo{Main: debug.Module{Version: "v0.0.0-20261202100333-0123456789ab"},
+			Settings: []debug.BuildSetting{{Key: "vcs.revision", Value: rev}, {Key: "vcs.modified", Value: "false"}}}, "devel+0123456789ab"},
+		{"a pseudo-version of a modified tree", "", &debug.BuildInfo{Main: debug.Module{Version: "v0.0.0-20261202100333-0123456789ab+dirty"},
+			Settings: []debug.BuildSetting{{Key: "vcs.revision", Value: rev}, {Key: "vcs.modified", Value: "true"}}}, "devel+0123456789ab-dirty"},
+		{"a checkout at a tag is still a checkout build", "", &debug.BuildInfo{Main: debug.Module{Version: "v0.3.0"},
+			Settings: []debug.BuildSetting{{Key: "vcs.revision", Value: rev}, {Key: "vcs.modified", Value: "false"}}}, "devel+0123456789ab"},
+		{"a revision without vcs.modified", "", &debug.BuildInfo{Main: debug.Module{Version: devel},
+			Settings: []debug.BuildSetting{{Key: "vcs.revision", Value: rev}}}, "devel+0123456789ab"},
+		{"no VCS information (go test, -buildvcs=false, a linked git worktree)", "", &debug.BuildInfo{Main: debug.Module{Version: devel}}, "devel"},
 		{"no build information at all", "", nil, "devel"},
 	} {
 		t.Run(tc.reason, func(t *testing.T) {

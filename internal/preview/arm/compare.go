@@ -1,12 +1,10 @@
 package arm
 
 import (
-	"encoding/json"
-	"regexp"
 	"slices"
-	"strconv"
 	"strings"
 
+	"github.com/captf/captf/internal/preview/fieldpath"
 	"github.com/captf/captf/pkg/changeset"
 )
 
@@ -20,45 +18,15 @@ const (
 	SecureTag = "captf-secure"
 )
 
-// A path names one property of a resource body: a string is an object's
-// key, an int an array's index. It is written with dots between segments
-// and a key that is not a plain word as a quoted string in brackets:
-//
-//	properties.encryption.services.blob.enabled
-//	tags["hidden-link:/app"]
-type path []any
+// path names one property of a resource body (fieldpath.Path). It is
+// written in the PlainDollar syntax, since ARM property names such as
+// $schema hold '$': the plan's attribute names and the secure-value digest
+// kept in SecureTag hold what it writes, so it must not change.
+type path fieldpath.Path
 
-var plainKey = regexp.MustCompile(`^[A-Za-z_$][A-Za-z0-9_$-]*$`)
+func (p path) String() string { return fieldpath.PlainDollar.Format(fieldpath.Path(p)) }
 
-func (p path) String() string {
-	var b strings.Builder
-	for i, seg := range p {
-		switch s := seg.(type) {
-		case int:
-			if i > 0 {
-				b.WriteByte('.')
-			}
-			b.WriteString(strconv.Itoa(s))
-		case string:
-			if !plainKey.MatchString(s) {
-				q, _ := json.Marshal(s)
-				b.WriteString("[" + string(q) + "]")
-				continue
-			}
-			if i > 0 {
-				b.WriteByte('.')
-			}
-			b.WriteString(s)
-		}
-	}
-	return b.String()
-}
-
-func (p path) child(seg any) path {
-	out := make(path, len(p), len(p)+1)
-	copy(out, p)
-	return append(out, seg)
-}
+func (p path) child(seg any) path { return path(fieldpath.Path(p).Child(seg)) }
 
 // change is one property that differs, or one a create declares.
 type change struct {

@@ -38,7 +38,8 @@ func TestCompare(t *testing.T) {
 	    "accessTier": "Hot", "minimumTlsVersion": "TLS1_2", "allowBlobPublicAccess": false,
 	    "networkAcls": {"defaultAction": "Deny", "ipRules": [{"value": "1.2.3.4", "action": "Allow"}]},
 	    "subnetId": "/subscriptions/S/resourcegroups/RG/providers/Microsoft.Network/virtualNetworks/v/subnets/a",
-	    "retentionDays": 7, "emptyList": [], "emptyObject": {}
+	    "retentionDays": 7, "emptyList": [], "emptyObject": {},
+	    "definition": {"$schema": "https://schema.example/2016-06-01"}
 	  }
 	}`
 	cases := []struct {
@@ -70,6 +71,15 @@ func TestCompare(t *testing.T) {
 		{"another type is a change of the whole value", `{"properties": {"networkAcls": "none", "retentionDays": "7"}}`, []string{
 			`properties.networkAcls: {"defaultAction":"Deny","ipRules":[{"action":"Allow","value":"1.2.3.4"}]} → "none"`,
 			`properties.retentionDays: 7 → "7"`,
+		}},
+		// The names the plan shows and the secure-value digest holds: '$'
+		// is written bare, a key with a colon or a slash is quoted.
+		{"property names with a dollar and a slash", `{
+		  "tags": {"hidden-link:/app": "x"},
+		  "properties": {"definition": {"$schema": "https://schema.example/2019-05-01"}}
+		}`, []string{
+			`properties.definition.$schema: "https://schema.example/2016-06-01" → "https://schema.example/2019-05-01"`,
+			`tags["hidden-link:/app"]: (none) → "x"`,
 		}},
 		{"another location", `{"location": "East US"}`, []string{`location: "westeurope" → "East US"`}},
 	}

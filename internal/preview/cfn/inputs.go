@@ -31,6 +31,21 @@ type inputs struct {
 	Capabilities []string
 }
 
+// CheckInputs refuses a template outside the repository (absolute, with
+// "..", or through a symbolic link) before anything is planned, so the
+// project file is bad input (exit 2) as for a terraform root, rather than a
+// failed member. The rest of the inputs are checked when the step plans.
+func (d *Deploy) CheckInputs(root string, inputs map[string]any) error {
+	if t, ok := inputs["template"].(string); ok && t != "" {
+		if _, err := preview.InRepository(root, t); err != nil {
+			return fmt.Errorf("input template: %w", err)
+		}
+	}
+	return nil
+}
+
+var _ preview.InputChecker = (*Deploy)(nil)
+
 // parseInputs checks the step's inputs. Errors name the input and what is
 // wrong with it, never its value.
 func parseInputs(component string, raw map[string]any) (inputs, error) {

@@ -199,27 +199,27 @@ func diff(p path, before, after any, hasBefore, hasAfter bool, out *[]change) {
 		for _, k := range keys {
 			bv, bok := bm[k]
 			av, aok := am[k]
-			diff(p.child(k), bv, av, bok, aok, out)
+			diff(p.Child(k), bv, av, bok, aok, out)
 		}
 	case hasBefore && hasAfter && bIsList && aIsList && len(bl) == len(al):
 		for i := range bl {
-			diff(p.child(i), bl[i], al[i], true, true, out)
+			diff(p.Child(i), bl[i], al[i], true, true, out)
 		}
 	case !hasBefore && aIsMap && len(am) > 0:
 		for _, k := range sortedKeys(am) {
-			diff(p.child(k), nil, am[k], false, true, out)
+			diff(p.Child(k), nil, am[k], false, true, out)
 		}
 	case !hasAfter && bIsMap && len(bm) > 0:
 		for _, k := range sortedKeys(bm) {
-			diff(p.child(k), bm[k], nil, true, false, out)
+			diff(p.Child(k), bm[k], nil, true, false, out)
 		}
 	case !hasBefore && aIsList && len(al) > 0:
 		for i := range al {
-			diff(p.child(i), nil, al[i], false, true, out)
+			diff(p.Child(i), nil, al[i], false, true, out)
 		}
 	case !hasAfter && bIsList && len(bl) > 0:
 		for i := range bl {
-			diff(p.child(i), bl[i], nil, true, false, out)
+			diff(p.Child(i), bl[i], nil, true, false, out)
 		}
 	default:
 		if hasBefore && hasAfter && jsonEqual(before, after) {

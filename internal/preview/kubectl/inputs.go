@@ -7,6 +7,9 @@ import (
 	"strings"
 
 	"k8s.io/apimachinery/pkg/util/validation"
+
+	"github.com/captf/captf/internal/preview"
+	"github.com/captf/captf/internal/preview/fieldpath"
 )
 
 // Delete modes of the delete input.
@@ -34,6 +37,21 @@ type outputRef struct {
 	// FieldText is the field path as written.
 	FieldText string
 }
+
+// CheckInputs refuses a manifest outside the repository (absolute, with
+// "..", or through a symbolic link) before anything is planned, so the
+// project file is bad input (exit 2) as for a terraform root, rather than a
+// failed member. The rest of the inputs are checked when the step plans.
+func (Capability) CheckInputs(root string, inputs map[string]any) error {
+	if m, ok := inputs["manifest"].(string); ok && m != "" {
+		if _, err := preview.InRepository(root, m); err != nil {
+			return fmt.Errorf("inputs: manifest: %w", err)
+		}
+	}
+	return nil
+}
+
+var _ preview.InputChecker = Capability{}
 
 var knownInputs = []string{"manifest", "stack", "kubeconfig", "context", "namespace", "delete", "outputs"}
 
@@ -126,7 +144,7 @@ func parseOutputs(v any) (map[string]outputRef, error) {
 		if len(parts) < 2 || len(parts) > 3 || slices.Contains(parts, "") {
 			return nil, fmt.Errorf("inputs: outputs.%s.object %q must be Kind/namespace/name, or Kind/name for a cluster-scoped object", name, object)
 		}
-		p, err := parsePath(field)
+		p, err := fieldpath.Parse(field)
 		if err != nil {
 			return nil, fmt.Errorf("inputs: outputs.%s.field: %w", name, err)
 		}

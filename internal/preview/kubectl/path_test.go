@@ -4,6 +4,8 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/captf/captf/internal/preview/fieldpath"
 )
 
 func TestPathString(t *testing.T) {
@@ -26,41 +28,6 @@ func TestPathString(t *testing.T) {
 	}
 }
 
-func TestParsePath(t *testing.T) {
-	cases := []struct {
-		in      string
-		want    path
-		wantErr string
-	}{
-		{in: "status.loadBalancer.ingress.0.hostname", want: path{"status", "loadBalancer", "ingress", "0", "hostname"}},
-		{in: `metadata.annotations["a.b/c"]`, want: path{"metadata", "annotations", "a.b/c"}},
-		{in: `data[".env"].x`, want: path{"data", ".env", "x"}},
-		{in: "", wantErr: "empty field path"},
-		{in: "a..b", wantErr: `field path "a..b": empty segment`},
-		{in: "a.", wantErr: `field path "a.": ends with a dot`},
-		{in: "a[b]", wantErr: `field path "a[b]": a bracket holds a quoted key`},
-		{in: `a["b"]c`, wantErr: `field path "a[\"b\"]c": expected a dot or a bracket after a quoted key`},
-	}
-	for _, tc := range cases {
-		got, err := parsePath(tc.in)
-		gotErr := ""
-		if err != nil {
-			gotErr = err.Error()
-		}
-		if len(tc.wantErr) > 0 && (len(gotErr) < len(tc.wantErr) || gotErr[:len(tc.wantErr)] != tc.wantErr) {
-			t.Errorf("%q: error %q, want %q", tc.in, gotErr, tc.wantErr)
-		}
-		if tc.wantErr == "" {
-			if err != nil {
-				t.Errorf("%q: %v", tc.in, err)
-			}
-			if diff := cmp.Diff(tc.want, got); diff != "" {
-				t.Errorf("%q (-want +got):\n%s", tc.in, diff)
-			}
-		}
-	}
-}
-
 func TestLookup(t *testing.T) {
 	o := map[string]any{
 		"status": map[string]any{"ingress": []any{map[string]any{"ip": "10.0.0.1"}}},
@@ -79,7 +46,7 @@ func TestLookup(t *testing.T) {
 		{"missing", nil, false},
 	}
 	for _, tc := range cases {
-		p, err := parsePath(tc.path)
+		p, err := fieldpath.Parse(tc.path)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -52,7 +52,7 @@ func readInputs(req preview.Request) (*inputs, error) {
 	if root == "" {
 		return nil, errors.New(`input "root": required: the root module's directory, relative to the repository`)
 	}
-	if in.root, err = inside(req.Root, root); err != nil {
+	if in.root, err = preview.InRepository(req.Root, root); err != nil {
 		return nil, fmt.Errorf(`input "root": %w`, err)
 	}
 	if fi, err := os.Stat(in.root); err != nil || !fi.IsDir() {
@@ -87,14 +87,14 @@ func readInputs(req preview.Request) (*inputs, error) {
 // names one outside is bad input rather than a failed member.
 func (c *Capability) CheckInputs(root string, inputs map[string]any) error {
 	if r, ok := inputs["root"].(string); ok && r != "" {
-		if _, err := inside(root, r); err != nil {
+		if _, err := preview.InRepository(root, r); err != nil {
 			return fmt.Errorf(`input "root": %w`, err)
 		}
 	}
 	files, _ := inputs["varFiles"].([]any)
 	for i, f := range files {
 		if s, ok := f.(string); ok && s != "" {
-			if _, err := inside(root, s); err != nil {
+			if _, err := preview.InRepository(root, s); err != nil {
 				return fmt.Errorf(`input "varFiles[%d]": %w`, i, err)
 			}
 		}
@@ -134,33 +134,6 @@ func stringInput(m map[string]any, key string) (string, error) {
 	return s, nil
 }
 
-// inside resolves rel against root and refuses a path that leaves it: a
-// pull request names its roots and var files inside the repository.
-func inside(root, rel string) (string, error) {
-	if filepath.IsAbs(rel) {
-		return "", fmt.Errorf("%s is absolute; want a path relative to the repository", rel)
-	}
-	clean := filepath.Clean(rel)
-	if clean == ".." || strings.HasPrefix(clean, ".."+string(filepath.Separator)) {
-		return "", fmt.Errorf("%s leaves the repository", rel)
-	}
-	abs, err := filepath.Abs(filepath.Join(root, clean))
-	if err != nil {
-		return "", fmt.Errorf("%s: %w", rel, err)
-	}
-	// A symbolic link in the repository may point out of it.
-	realRoot, err := filepath.EvalSymlinks(root)
-	if err != nil {
-		return "", fmt.Errorf("repository root: %w", err)
-	}
-	if real, err := filepath.EvalSymlinks(abs); err == nil {
-		if r, err := filepath.Rel(realRoot, real); err != nil || r == ".." || strings.HasPrefix(r, ".."+string(filepath.Separator)) {
-			return "", fmt.Errorf("%s leaves the repository through a symbolic link", rel)
-		}
-	}
-	return abs, nil
-}
-
 // findBinary resolves terraform (the default), tofu, another name on PATH,
 // or a path; a relative path is relative to the repository.
 func findBinary(root, name string) (string, error) {
@@ -194,7 +167,7 @@ func varFiles(req preview.Request) ([]string, error) {
 		if !ok || s == "" {
 			return nil, fmt.Errorf(`input "varFiles[%d]": want a path, got %s`, i, preview.KindOf(e))
 		}
-		p, err := inside(req.Root, s)
+		p, err := preview.InRepository(req.Root, s)
 		if err != nil {
 			return nil, fmt.Errorf(`input "varFiles[%d]": %w`, i, err)
 		}

@@ -1,0 +1,38 @@
+package cli
+
+import (
+	"strings"
+	"testing"
+)
+
+// TestCompletion: captf completion SHELL prints cobra's completion script
+// for the shell, and the script completes captf's commands.
+func TestCompletion(t *testing.T) {
+	for shell, prefix := range map[string]string{
+		"bash":       "# bash completion V2 for captf",
+		"zsh":        "#compdef captf\n",
+		"fish":       "# fish completion for captf",
+		"powershell": "# powershell completion for captf",
+	} {
+		got := captf(t, "completion", shell)
+		if got.code != 0 || got.stderr != "" {
+			t.Errorf("completion %s: exit %d, stderr %q", shell, got.code, got.stderr)
+		}
+		if !strings.HasPrefix(got.stdout, prefix) || len(got.stdout) < 1000 {
+			t.Errorf("completion %s printed %d bytes, want a script starting %q:\n%.200s", shell, len(got.stdout), prefix, got.stdout)
+		}
+	}
+	// What the scripts call: the commands that start with "p".
+	got := captf(t, "__complete", "p")
+	want := []string{"plan", "preview"}
+	var names []string
+	for _, line := range strings.Split(got.stdout, "\n") {
+		name, _, _ := strings.Cut(line, "\t")
+		if name != "" && !strings.HasPrefix(name, ":") {
+			names = append(names, name)
+		}
+	}
+	if strings.Join(names, " ") != strings.Join(want, " ") {
+		t.Errorf("completing captf p: %q, want %q\n%s", names, want, got.stdout)
+	}
+}
