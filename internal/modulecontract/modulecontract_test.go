@@ -6,24 +6,12 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/captf/captf/internal/puretest"
-	"github.com/captf/captf/internal/runner"
 )
 
 // TestPure: the contract imports nothing but the standard library, so the
 // manager, the runner and the CLI can share it.
 func TestPure(t *testing.T) {
 	puretest.StandardLibraryOnly(t, "github.com/captf/captf/internal/modulecontract", "os/exec", "k8s.io/")
-}
-
-// TestRunnerNames: the names the runner reads today are the contract's.
-func TestRunnerNames(t *testing.T) {
-	got := []string{runner.OutputEndpointHost, runner.OutputEndpointPort, runner.OutputFailureDomains, runner.OutputHealth,
-		runner.HealthRunning, runner.HealthPending, runner.HealthFailed, runner.HealthUnknown}
-	want := []string{OutputEndpointHost, OutputEndpointPort, OutputFailureDomains, OutputHealth,
-		HealthRunning, HealthPending, HealthFailed, HealthUnknown}
-	if diff := cmp.Diff(want, got); diff != "" {
-		t.Errorf("runner names (-contract +runner):\n%s", diff)
-	}
 }
 
 // TestContracts: which outputs and variables each role must declare, and

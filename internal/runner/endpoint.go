@@ -16,6 +16,7 @@ import (
 	"github.com/hashicorp/hcl/v2/hclparse"
 	"github.com/zclconf/go-cty/cty"
 
+	"github.com/captf/captf/internal/modulecontract"
 	"github.com/captf/captf/internal/tfexec"
 )
 
@@ -27,14 +28,14 @@ import (
 // a report carries, because the contract publishes them; a sensitive one
 // is never reported.
 const (
-	OutputEndpointHost   = "control_plane_endpoint_host"
-	OutputEndpointPort   = "control_plane_endpoint_port"
-	OutputFailureDomains = "failure_domains"
+	OutputEndpointHost   = modulecontract.OutputEndpointHost
+	OutputEndpointPort   = modulecontract.OutputEndpointPort
+	OutputFailureDomains = modulecontract.OutputFailureDomains
 	// OutputExports is what a cluster's module publishes to its machines
 	// and pools: forwarded to the root, so the state holds it, and read
 	// by the manager from the state, never reported by the runner (it may
 	// be larger than a report).
-	OutputExports = "exports"
+	OutputExports = modulecontract.OutputExports
 )
 
 // contractOutputs are the outputs the runner forwards, in order: the

@@ -3,20 +3,22 @@ package runner
 import (
 	"bytes"
 	"encoding/json"
+
+	"github.com/captf/captf/internal/modulecontract"
 )
 
 // OutputHealth is the module output that says how the infrastructure is
 // doing: an object whose state is a word of HealthStates (or that word
 // alone). The manager samples it after each apply and drift check and
 // reports only the word.
-const OutputHealth = "health"
+const OutputHealth = modulecontract.OutputHealth
 
 // Health states.
 const (
-	HealthRunning = "running"
-	HealthPending = "pending"
-	HealthFailed  = "failed"
-	HealthUnknown = "unknown"
+	HealthRunning = modulecontract.HealthRunning
+	HealthPending = modulecontract.HealthPending
+	HealthFailed  = modulecontract.HealthFailed
+	HealthUnknown = modulecontract.HealthUnknown
 )
 
 // healthState is the state word of the health output among outs: "" when

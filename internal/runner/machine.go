@@ -4,6 +4,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
+
+	"github.com/captf/captf/internal/modulecontract"
 )
 
 // A machine's module provides, through outputs, what the Cluster API
@@ -13,9 +16,9 @@ import (
 // reported after an apply like the cluster's endpoint; a sensitive one
 // fails the Job, since it must be published.
 const (
-	OutputProviderID    = "provider_id"
-	OutputAddresses     = "addresses"
-	OutputFailureDomain = "failure_domain"
+	OutputProviderID    = modulecontract.OutputProviderID
+	OutputAddresses     = modulecontract.OutputAddresses
+	OutputFailureDomain = modulecontract.OutputFailureDomain
 )
 
 // Address is one entry of the module's addresses output.
@@ -33,9 +36,6 @@ const (
 	maxAddressesB  = 2048
 	maxDomainNameB = 256
 )
-
-// addressTypes are the address types of the contract.
-var addressTypes = map[string]bool{"Hostname": true, "ExternalIP": true, "InternalIP": true, "ExternalDNS": true, "InternalDNS": true}
 
 // readMachine reads a machine's forwarded outputs into msg. An error names
 // the output, and an entry by its position, never a value.
@@ -79,7 +79,7 @@ func parseAddresses(raw json.RawMessage) ([]Address, error) {
 	addrs := make([]Address, 0, len(list))
 	for i, item := range list {
 		var a Address
-		if json.Unmarshal(item, &a) != nil || !addressTypes[a.Type] || a.Address == "" || len(a.Address) > maxAddress {
+		if json.Unmarshal(item, &a) != nil || !slices.Contains(modulecontract.AddressTypes, a.Type) || a.Address == "" || len(a.Address) > maxAddress {
 			return nil, fmt.Errorf("entry %d is not an object with a type (Hostname, ExternalIP, InternalIP, ExternalDNS or InternalDNS) and an address of 1 to %d characters", i, maxAddress)
 		}
 		addrs = append(addrs, a)
