@@ -7,13 +7,16 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"slices"
 	"sort"
 	"strings"
 	"time"
 
+	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	eventsv1 "k8s.io/api/events/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	infrav1 "github.com/captf/captf/api/v1alpha1"
@@ -290,7 +293,7 @@ type summary struct {
 	ApplyReason                                                  string
 	Failures                                                     int32
 	// Secrets is how many Secrets of the manager and of terraform are
-	// left in the namespace.
+	// left in the namespace, but those of a deleted Job.
 	Secrets int
 	Outputs [32]byte
 }
@@ -307,10 +310,19 @@ func (r *run) summarize(tc *infrav1.TerraformCluster, states []stateWrite) summa
 		}
 		s.Failures = tc.Status.Failures
 	}
+	// A Secret of a Job that is gone (a per-run Secret whose Job was
+	// deleted) is garbage collection's, which envtest has not.
+	var jobs batchv1.JobList
+	live := map[types.UID]bool{}
+	if err := r.f.env.Client.List(r.ctx, &jobs, client.InNamespace(r.ns)); err == nil {
+		for _, j := range jobs.Items {
+			live[j.UID] = true
+		}
+	}
 	var secrets corev1.SecretList
 	if err := r.f.env.Client.List(r.ctx, &secrets, client.InNamespace(r.ns)); err == nil {
 		for _, sec := range secrets.Items {
-			if sec.Name != "token" {
+			if sec.Name != "token" && !slices.ContainsFunc(sec.OwnerReferences, func(o metav1.OwnerReference) bool { return o.Kind == "Job" && !live[o.UID] }) {
 				s.Secrets++
 			}
 		}
