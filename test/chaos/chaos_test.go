@@ -71,11 +71,11 @@ func TestChaos(t *testing.T) {
 	if full {
 		selected = pick(flows, os.Getenv("CAPTF_CHAOS_FLOWS"), func(fl *flow) string { return fl.name })
 	}
-	drift := false
+	provider := false
 	for _, fl := range selected {
-		drift = drift || fl.drift
+		provider = provider || fl.drift || fl.rooted
 	}
-	f := newFixture(t, drift)
+	f := newFixture(t, provider)
 	tl := &tally{points: map[string]int{}, kinds: map[string]bool{}, began: time.Now()}
 
 	kinds := writeKinds
@@ -165,8 +165,8 @@ var subset = map[string][]struct {
 func (f *fixture) runOnce(t *testing.T, fl *flow, fault string, p point, clean *summary) (summary, []faultproxy.Request, []violation) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	ns := f.namespace(t)
-	r := &run{t: t, f: f, ctx: ctx, ns: ns, flow: fl, obs: watchNamespace(ctx, t, f.watcher, ns)}
+	ns, node := f.namespace(t)
+	r := &run{t: t, f: f, ctx: ctx, ns: ns, node: node, flow: fl, obs: watchNamespace(ctx, t, f.watcher, ns)}
 	defer func() {
 		f.proxy.Set()
 		f.gate.Open()
@@ -181,7 +181,7 @@ func (f *fixture) runOnce(t *testing.T, fl *flow, fault string, p point, clean *
 	_, _, states := r.obs.snapshot()
 	if n := len(states); n > 0 {
 		r.stateAtAct = states[n-1].sum
-	} else if fl.name != "first-apply" {
+	} else if !fl.fresh {
 		// Every other flow's setup applied: a watch that saw no state
 		// write would make the state invariants prove nothing.
 		t.Fatal("the watch of the state Secret saw no write after the first apply")

@@ -51,7 +51,12 @@ const (
 	// driftImage holds the controller tests' drift module: captftest files
 	// under the provider's root, in a directory named by the variable dir,
 	// that the flows edit behind terraform's back, replace and delete.
-	driftImage  = "example.test/drift:1"
+	driftImage = "example.test/drift:1"
+	// rootedImage holds the controller tests' provider-root module: its
+	// provider's root, where its one file goes, is the variable root, as a
+	// region or an account would say where a cloud's resources are; a
+	// change of it replaces a resource, which the guard stops.
+	rootedImage = "example.test/provider-root:1"
 	runnerImage = "example.test/captf-runner:dev"
 	// managerUser is who the manager's requests are, through the proxy.
 	managerUser = "system:serviceaccount:captf-system:captf-manager"
@@ -75,13 +80,13 @@ type fixture struct {
 	nodeEnv  []string
 	runs     int
 	// files is the captftest provider's root: a run's files are under
-	// files/<namespace>. Empty when no flow of the test needs the drift
-	// module.
+	// files/<namespace>. Empty when no flow of the test needs the
+	// provider.
 	files string
 }
 
 // newFixture starts what every run shares; withProvider installs the
-// captftest provider for the drift module's flows.
+// captftest provider for the flows of the drift and provider-root modules.
 func newFixture(t *testing.T, withProvider bool) *fixture {
 	t.Helper()
 	// The test's own clients log nothing worth reading.
@@ -148,13 +153,18 @@ func newFixture(t *testing.T, withProvider bool) *fixture {
 		t.Fatal(err)
 	}
 	f.images[driftImage] = []testnode.Image{{Path: infrav1.PathModule, Dir: drift}, {Path: infrav1.PathRuntime, Dir: runtimeDir}}
+	rooted, err := filepath.Abs("../../internal/controller/terraformcluster/testdata/provider-root")
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.images[rootedImage] = []testnode.Image{{Path: infrav1.PathModule, Dir: rooted}, {Path: infrav1.PathRuntime, Dir: runtimeDir}}
 	return f
 }
 
 // namespace creates a namespace for one run, with the Secret the
 // object's sensitive variable reads, and starts a node for it that stops
 // when t ends.
-func (f *fixture) namespace(t *testing.T) string {
+func (f *fixture) namespace(t *testing.T) (string, *testnode.Node) {
 	t.Helper()
 	f.runs++
 	ns := fmt.Sprintf("chaos-%03d", f.runs)
@@ -168,7 +178,7 @@ func (f *fixture) namespace(t *testing.T) string {
 	}
 	node := &testnode.Node{Client: f.env.Client, Namespace: ns, Images: f.images, Env: f.nodeEnv}
 	node.Start(shortTemp{t})
-	return ns
+	return ns, node
 }
 
 // shortTemp gives the test node a root of a short path. Under t.TempDir,

@@ -19,6 +19,11 @@ type flow struct {
 	webhook bool
 	// drift: the object is of the drift module (driftImage).
 	drift bool
+	// rooted: the object is of the provider-root module (rootedImage).
+	rooted bool
+	// fresh: setup makes no object; act creates it, so no state is
+	// written before the faulted part.
+	fresh bool
 	// check is what the flow's own outcome must be, beyond the invariants
 	// every flow keeps (invariants_test.go).
 	check func(*run) []violation
@@ -51,6 +56,7 @@ var flows = []*flow{
 			return err
 		},
 		phases: map[infrav1.PlanPhase]int{infrav1.PlanPending: 1},
+		fresh:  true,
 	},
 	{
 		name:  "approve-annotation",

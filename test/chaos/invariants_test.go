@@ -7,13 +7,16 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"slices"
 	"sort"
 	"strings"
 	"time"
 
+	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	eventsv1 "k8s.io/api/events/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	infrav1 "github.com/captf/captf/api/v1alpha1"
@@ -59,7 +62,8 @@ func (r *run) check(actErr error, clean *summary) ([]violation, summary) {
 	// first apply (no apply succeeded before it was created) aside. Under
 	// Automatic (after the switch, or from the object's creation) an apply
 	// needs no approval, but one of an object that applied before runs
-	// under the destructive-plan guard, or with an approval.
+	// under the destructive-plan guard, or with an approval; after a switch
+	// back to Manual it needs the approval again.
 	var firstSuccess uint64
 	for _, j := range jobs {
 		if j.operation == string(infrav1.OperationApply) && j.succeeded && (firstSuccess == 0 || j.finished < firstSuccess) {
@@ -73,7 +77,8 @@ func (r *run) check(actErr error, clean *summary) ([]violation, summary) {
 		if firstSuccess == 0 || j.created < firstSuccess {
 			continue
 		}
-		if r.automaticFrom != 0 && j.created > r.automaticFrom && j.expect == "" {
+		manual := r.manualFrom > r.automaticFrom && j.created > r.manualFrom
+		if r.automaticFrom != 0 && j.created > r.automaticFrom && j.expect == "" && !manual {
 			if !j.guard {
 				add(invUnapprovedApply, "apply Job %s under Automatic runs neither under the guard nor with an approved plan (succeeded: %v)", j.name, j.succeeded)
 			}
@@ -215,8 +220,10 @@ func (r *run) checkPhases(tc *infrav1.TerraformCluster) []violation {
 		phase := infrav1.PlanPhase(p.Labels[infrav1.LabelPlanPhase])
 		counts[phase]++
 		names = append(names, p.Name+"="+string(phase)+"("+short(p.Spec.PlanHash)+")")
+		// A deleted object's plans would go with it (garbage collection,
+		// which envtest has not): the live one stays as it was.
 		live := phase == infrav1.PlanPending || phase == infrav1.PlanApproved
-		if live && (tc == nil || tc.Status.PendingPlanRef == nil || tc.Status.PendingPlanRef.Name != p.Name) {
+		if live && tc != nil && (tc.Status.PendingPlanRef == nil || tc.Status.PendingPlanRef.Name != p.Name) {
 			out = append(out, violation{invPlanPhases, fmt.Sprintf("plan %s is %s but not the object's live plan", p.Name, phase)})
 		}
 		for _, a := range r.approvals {
@@ -286,7 +293,7 @@ type summary struct {
 	ApplyReason                                                  string
 	Failures                                                     int32
 	// Secrets is how many Secrets of the manager and of terraform are
-	// left in the namespace.
+	// left in the namespace, but those of a deleted Job.
 	Secrets int
 	Outputs [32]byte
 }
@@ -303,10 +310,19 @@ func (r *run) summarize(tc *infrav1.TerraformCluster, states []stateWrite) summa
 		}
 		s.Failures = tc.Status.Failures
 	}
+	// A Secret of a Job that is gone (a per-run Secret whose Job was
+	// deleted) is garbage collection's, which envtest has not.
+	var jobs batchv1.JobList
+	live := map[types.UID]bool{}
+	if err := r.f.env.Client.List(r.ctx, &jobs, client.InNamespace(r.ns)); err == nil {
+		for _, j := range jobs.Items {
+			live[j.UID] = true
+		}
+	}
 	var secrets corev1.SecretList
 	if err := r.f.env.Client.List(r.ctx, &secrets, client.InNamespace(r.ns)); err == nil {
 		for _, sec := range secrets.Items {
-			if sec.Name != "token" {
+			if sec.Name != "token" && !slices.ContainsFunc(sec.OwnerReferences, func(o metav1.OwnerReference) bool { return o.Kind == "Job" && !live[o.UID] }) {
 				s.Secrets++
 			}
 		}

@@ -40,6 +40,8 @@ type jobRecord struct {
 	// plan is the TerraformPlan an approved apply Job applies
 	// (captf.io/plan).
 	plan string
+	// inputs is the hash of the inputs the Job runs (captf.io/inputs-hash).
+	inputs string
 	// guard: the runner plans first and applies nothing that deletes or
 	// replaces (--guard).
 	guard   bool
@@ -51,6 +53,10 @@ type jobRecord struct {
 	// dropped: deleted before it succeeded or failed.
 	dropped bool
 }
+
+// annotationInputsHash on a runner Job is the hash of the inputs it runs
+// (the manager's, unexported there).
+const annotationInputsHash = "captf.io/inputs-hash"
 
 type overlap struct{ job, active string }
 
@@ -110,7 +116,7 @@ func (o *observer) job(typ watch.EventType, j *batchv1.Job) {
 	r := o.jobs[j.Name]
 	if r == nil {
 		r = &jobRecord{name: j.Name, operation: j.Labels["captf.io/operation"], approved: j.Annotations[infrav1.AnnotationApprovedPlan],
-			plan: j.Annotations[infrav1.AnnotationPlan], created: rv(j)}
+			plan: j.Annotations[infrav1.AnnotationPlan], inputs: j.Annotations[annotationInputsHash], created: rv(j)}
 		if len(j.Spec.Template.Spec.Containers) > 0 {
 			c := j.Spec.Template.Spec.Containers[0]
 			for _, a := range append(append([]string(nil), c.Command...), c.Args...) {

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"os"
 	"strconv"
 	"strings"
 	"testing"
@@ -15,10 +16,12 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	infrav1 "github.com/captf/captf/api/v1alpha1"
 	"github.com/captf/captf/internal/faultproxy"
+	"github.com/captf/captf/internal/testnode"
 )
 
 // objectName is the TerraformCluster of every run (one per namespace).
@@ -39,14 +42,23 @@ type run struct {
 	ns   string
 	flow *flow
 	obs  *observer
+	// node runs the run's Jobs.
+	node *testnode.Node
 
 	// approvals are the approvals the test wrote, in order.
 	approvals []approval
 	// automaticFrom is the resourceVersion of the switch to Automatic: an
 	// apply Job created after it needs no approval.
 	automaticFrom uint64
+	// manualFrom is the resourceVersion of a switch back to Manual: an
+	// apply Job created after it needs an approval again.
+	manualFrom uint64
 	// serials are the state serials the flow saw backed up, oldest first.
 	serials []int64
+	// acceptedAt is the resourceVersion of captf.io/accept-empty-state.
+	acceptedAt uint64
+	// stuck is the apply Job that waits for an image it cannot pull.
+	stuck string
 	// stateAtAct is the state when the faulted part began.
 	stateAtAct [32]byte
 	// planJobsWhileDown counts plan Jobs created while the webhook was
@@ -179,8 +191,9 @@ func waiting(reason, not string) func(*infrav1.TerraformCluster) bool {
 func gone(tc *infrav1.TerraformCluster) bool { return tc == nil }
 
 // create makes the run's object under policy: of the runner's module
-// with size small, or of the drift module with its files in the run's
-// own directory. Under Automatic no apply needs an approval (but the
+// with size small, of the drift module with its files in the run's own
+// directory, or of the provider-root module with its root in the run's
+// directory appliedRoot. Under Automatic no apply needs an approval (but the
 // guard's: invariants_test.go).
 func (r *run) create(policy infrav1.ApplyPolicy, mutate ...func(*infrav1.TerraformCluster)) error {
 	tc := &infrav1.TerraformCluster{
@@ -199,6 +212,15 @@ func (r *run) create(policy infrav1.ApplyPolicy, mutate ...func(*infrav1.Terrafo
 			{Name: "dir", Value: &apiextensionsv1.JSON{Raw: []byte(strconv.Quote(r.ns))}},
 			{Name: "content", Value: &apiextensionsv1.JSON{Raw: []byte(`"one"`)}},
 		}
+	}
+	if r.flow.rooted {
+		if err := os.MkdirAll(r.root(appliedRoot), 0o755); err != nil {
+			return err
+		}
+		tc.Spec.Image = rootedImage
+		tc.Spec.Variables = []infrav1.Variable{{Name: "root", Value: &apiextensionsv1.JSON{Raw: []byte(strconv.Quote(r.root(appliedRoot)))}}}
+		// No drift check: the flows count the Jobs of applies and destroys.
+		tc.Spec.Drift = infrav1.DriftSpec{IntervalSeconds: ptr.To(int32(0))}
 	}
 	for _, m := range mutate {
 		m(tc)
@@ -303,6 +325,13 @@ func (r *run) approvePlan(tc *infrav1.TerraformCluster) error {
 func (r *run) toAutomatic() error {
 	at, err := r.patch(`{"spec":{"applyPolicy":"Automatic"}}`)
 	r.automaticFrom = at
+	return err
+}
+
+// toManual switches the policy back and records when.
+func (r *run) toManual() error {
+	at, err := r.patch(`{"spec":{"applyPolicy":"Manual"}}`)
+	r.manualFrom = at
 	return err
 }
 
