@@ -11,7 +11,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	infrav1 "github.com/captf/captf/api/v1alpha1"
-	"github.com/captf/captf/internal/controller/terraformcluster"
+	"github.com/captf/captf/internal/controller/engine"
 )
 
 // The flows of the paths where the gate once trusted too little evidence
@@ -78,7 +78,7 @@ var evidenceFlows = []*flow{
 			}
 			_, err = r.wait("the lost state guarded", func(tc *infrav1.TerraformCluster) bool {
 				c := condition(tc, infrav1.ConditionApplyJobSucceeded)
-				return c != nil && c.Reason == terraformcluster.ReasonStateLost && tc.Status.ActiveJob == nil &&
+				return c != nil && c.Reason == engine.ReasonStateLost && tc.Status.ActiveJob == nil &&
 					tc.Status.ObservedGeneration == tc.Generation
 			})
 			return err
@@ -186,7 +186,7 @@ var evidenceFlows = []*flow{
 			}
 			tc, err := r.wait("the guarded apply stuck on its image", func(tc *infrav1.TerraformCluster) bool {
 				c := condition(tc, infrav1.ConditionApplyJobSucceeded)
-				return c != nil && c.Reason == terraformcluster.ReasonImagePullFailed && tc.Status.ActiveJob != nil &&
+				return c != nil && c.Reason == engine.ReasonImagePullFailed && tc.Status.ActiveJob != nil &&
 					tc.Status.ActiveJob.Operation == infrav1.OperationApply
 			})
 			if err == nil {
