@@ -285,3 +285,8 @@ const (
 	// no spaces), so that a TerraformCluster stays a small object.
 	MaxExportsBytes = 32 * 1024
 )
+
+// ReasonMachinesRemain (Ready False): a deleted TerraformCluster waits for
+// the TerraformMachines of its cluster to be gone before anything is
+// destroyed or released, since they may run on what it would destroy.
+const ReasonMachinesRemain = "MachinesRemain"

@@ -61,6 +61,15 @@ func (r *Reconciler) reconcileDelete(ctx context.Context, s *scope) (ctrl.Result
 	if err := r.noUnprocessedJob(ctx, obj); err != nil {
 		return ctrl.Result{}, err
 	}
+	// What runs on this object's infrastructure goes first (a cluster's
+	// machines), whatever the deletion policy. The kind's watches bring
+	// the object back when it is gone.
+	if w, err := r.kind().DeletionWaits(ctx, r.Client, obj); err != nil || w != nil {
+		if w != nil {
+			setCondition(obj, infrav1.ConditionReady, false, w.Reason, w.Message)
+		}
+		return ctrl.Result{RequeueAfter: r.recheck()}, err
+	}
 	if obj.GetRunnerSpec().DeletionPolicy == infrav1.DeletionRetain {
 		// The infrastructure stays, and with it its state: an object made
 		// again under this name finds the state, so its first change is

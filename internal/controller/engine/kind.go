@@ -41,7 +41,16 @@ type Kind interface {
 	// Signs are the signs of a past apply the kind's object itself
 	// carries (a published field an apply wrote).
 	Signs(obj Object) []string
+	// DeletionWaits says what obj's deletion waits for before anything is
+	// destroyed or released (a cluster: its machines), as the reason and
+	// message of Ready=False; nil when nothing.
+	DeletionWaits(ctx context.Context, c client.Reader, obj Object) (*Wait, error)
 	// Watch adds the kind's own watches to the engine's (the objects of
 	// another API whose changes concern it), where mgr serves them.
 	Watch(b *builder.Builder, mgr ctrl.Manager) *builder.Builder
+}
+
+// Wait is what an object waits for: the reason and message of Ready=False.
+type Wait struct {
+	Reason, Message string
 }

@@ -47,6 +47,8 @@ func (testKind) Applied(_ Object, msg *runner.Message) []Step {
 
 func (testKind) Signs(Object) []string { return nil }
 
+func (testKind) DeletionWaits(context.Context, client.Reader, Object) (*Wait, error) { return nil, nil }
+
 func (testKind) FromState(Object, func(string) (tfstate.Output, error)) {}
 
 func (testKind) Watch(b *builder.Builder, _ ctrl.Manager) *builder.Builder { return b }

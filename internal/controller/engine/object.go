@@ -52,9 +52,9 @@ func movedMidRun(obj Object) bool {
 	return marked || foreignBlockMove(obj)
 }
 
-// clusterName is the Cluster API cluster obj belongs to, its own name when
+// ClusterName is the Cluster API cluster obj belongs to, its own name when
 // it has no cluster-name label: the label its TerraformPlans carry.
-func clusterName(obj Object) string {
+func ClusterName(obj Object) string {
 	if c := obj.GetLabels()[infrav1.LabelClusterName]; c != "" {
 		return c
 	}

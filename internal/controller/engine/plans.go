@@ -55,7 +55,7 @@ func (r *Reconciler) openPlan(ctx context.Context, obj Object, o openPlan) error
 		ObjectMeta: metav1.ObjectMeta{
 			Name: o.Name, Namespace: obj.GetNamespace(),
 			Labels: map[string]string{
-				infrav1.LabelClusterName: NameLabel(clusterName(obj)),
+				infrav1.LabelClusterName: NameLabel(ClusterName(obj)),
 				infrav1.LabelDestructive: strconv.FormatBool(summary.Destructive()),
 				infrav1.LabelPlanPhase:   string(infrav1.PlanPending),
 				infrav1.LabelPlanReason:  string(o.Reason),

@@ -87,7 +87,7 @@ func (r *Reconciler) readHistory(ctx context.Context, obj Object) (history, erro
 		h.signs = append(h.signs, "a runner Job cut short by clusterctl move (annotation "+infrav1.AnnotationMovedMidRun+" or "+AnnotationBlockMove+" set on another management cluster)")
 	}
 	var plans infrav1.TerraformPlanList
-	if err := r.Reader.List(ctx, &plans, client.InNamespace(obj.GetNamespace()), client.MatchingLabels{infrav1.LabelClusterName: NameLabel(clusterName(obj))}); err != nil {
+	if err := r.Reader.List(ctx, &plans, client.InNamespace(obj.GetNamespace()), client.MatchingLabels{infrav1.LabelClusterName: NameLabel(ClusterName(obj))}); err != nil {
 		return h, fmt.Errorf("list TerraformPlans: %w", err)
 	}
 	for _, p := range plans.Items {

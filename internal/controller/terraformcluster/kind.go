@@ -9,6 +9,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"strings"
 
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -30,6 +31,7 @@ import (
 
 // +kubebuilder:rbac:groups=infrastructure.cluster.x-k8s.io,resources=terraformclusters,verbs=get;list;watch;update;patch
 // +kubebuilder:rbac:groups=infrastructure.cluster.x-k8s.io,resources=terraformclusters/status,verbs=get;update;patch
+// +kubebuilder:rbac:groups=infrastructure.cluster.x-k8s.io,resources=terraformmachines,verbs=get;list;watch
 
 // Kind is the TerraformCluster kind: an engine.Reconciler with it
 // reconciles TerraformClusters.
@@ -123,17 +125,60 @@ func readExports(output func(name string) (tfstate.Output, error)) (*apiextensio
 	return &apiextensionsv1.JSON{Raw: canonical}, infrav1.ReasonExportsPublished, fmt.Sprintf("status.exports holds the module's exports output (%d bytes).", len(canonical))
 }
 
-// Watch: where Cluster API is installed, its Clusters are watched, so
-// lifting a Cluster's pause acts at once. Without it the manager runs
-// alone.
-func (cluster) Watch(b *builder.Builder, mgr ctrl.Manager) *builder.Builder {
-	m, err := mgr.GetRESTMapper().RESTMapping(engine.ClusterGroupKind)
-	if err != nil {
-		return b
+// DeletionWaits: a deleted cluster waits for the TerraformMachines of its
+// cluster (by the cluster-name label) to be gone.
+func (cluster) DeletionWaits(ctx context.Context, c client.Reader, obj engine.Object) (*engine.Wait, error) {
+	cluster := engine.ClusterName(obj)
+	var list infrav1.TerraformMachineList
+	if err := c.List(ctx, &list, client.InNamespace(obj.GetNamespace()), client.MatchingLabels{infrav1.LabelClusterName: cluster}); err != nil {
+		return nil, fmt.Errorf("list TerraformMachines: %w", err)
 	}
-	c := &unstructured.Unstructured{}
-	c.SetGroupVersionKind(m.GroupVersionKind)
-	return b.Watches(c, handler.EnqueueRequestsFromMapFunc(infrastructureOf))
+	if len(list.Items) == 0 {
+		return nil, nil
+	}
+	names := make([]string, 0, min(len(list.Items), 5))
+	for _, m := range list.Items[:min(len(list.Items), 5)] {
+		names = append(names, m.Name)
+	}
+	return &engine.Wait{Reason: infrav1.ReasonMachinesRemain, Message: fmt.Sprintf(
+		"The object is deleted; %d TerraformMachines of cluster %s remain (%s): nothing is destroyed or released until they are gone, since they may run on what it would destroy.",
+		len(list.Items), cluster, strings.Join(names, ", "))}, nil
+}
+
+// Watch: where Cluster API is installed, its Clusters are watched, so
+// lifting a Cluster's pause acts at once (without it the manager runs
+// alone); and TerraformMachines, so a deleted cluster waiting for its
+// machines goes on when the last is gone.
+func (cluster) Watch(b *builder.Builder, mgr ctrl.Manager) *builder.Builder {
+	if m, err := mgr.GetRESTMapper().RESTMapping(engine.ClusterGroupKind); err == nil {
+		c := &unstructured.Unstructured{}
+		c.SetGroupVersionKind(m.GroupVersionKind)
+		b = b.Watches(c, handler.EnqueueRequestsFromMapFunc(infrastructureOf))
+	}
+	return b.Watches(&infrav1.TerraformMachine{}, handler.EnqueueRequestsFromMapFunc(clustersOf(mgr.GetClient())))
+}
+
+// clustersOf maps a TerraformMachine to the TerraformClusters of its
+// namespace whose cluster (engine.ClusterName) is the machine's.
+func clustersOf(c client.Reader) handler.MapFunc {
+	return func(ctx context.Context, obj client.Object) []reconcile.Request {
+		cluster := obj.GetLabels()[infrav1.LabelClusterName]
+		if cluster == "" {
+			return nil
+		}
+		var list infrav1.TerraformClusterList
+		if err := c.List(ctx, &list, client.InNamespace(obj.GetNamespace())); err != nil {
+			ctrl.LoggerFrom(ctx).Error(err, "List TerraformClusters for a TerraformMachine")
+			return nil
+		}
+		var reqs []reconcile.Request
+		for i := range list.Items {
+			if engine.ClusterName(&list.Items[i]) == cluster {
+				reqs = append(reqs, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&list.Items[i])})
+			}
+		}
+		return reqs
+	}
 }
 
 // publishEndpoint writes spec.controlPlaneEndpoint, the Cluster API
