@@ -30,7 +30,7 @@ bench:
 	hack/bench.sh
 
 # The manager with many TerraformClusters under Manual, on the real API
-# server: SCALE_N="100 500" by default; see hack/scale.sh and docs/manager.md.
+# server: SCALE_N="100 500" by default; see hack/scale.sh and docs/scale.md.
 scale:
 	hack/scale.sh $(SCALE_N)
 

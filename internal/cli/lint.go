@@ -48,7 +48,7 @@ and line, what breaks the contract of the role the module plays for the
 manager (outputs the manager reads, variables it sets), what the runner Job
 owns (a backend or cloud block), and what may surprise its author
 (provisioners, prevent_destroy, unpinned providers, credentials that are not
-sensitive). docs/cli.md lists every rule.
+sensitive). docs/modules.md lists every rule.
 
 ` + lintExitCodes,
 		Args: dirArg,

@@ -197,7 +197,7 @@ func port(v cty.Value) string {
 	return ""
 }
 
-// healthWords are the states a module may report (docs/manager.md,
+// healthWords are the states a module may report (docs/drift.md,
 // Health); the manager reads any other word as unknown, which a literal
 // would always be.
 var healthWords = []string{modulecontract.HealthRunning, modulecontract.HealthPending, modulecontract.HealthFailed, modulecontract.HealthUnknown}

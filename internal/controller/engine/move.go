@@ -15,7 +15,7 @@ import (
 	"github.com/captf/captf/internal/tfstate"
 )
 
-// clusterctl move (docs/manager.md, "Move"). clusterctl discovers the
+// clusterctl move (docs/move.md). clusterctl discovers the
 // objects to move once, before it pauses the Cluster: the kinds whose CRD
 // carries the label clusterctl.cluster.x-k8s.io, and Secrets and
 // ConfigMaps, each moved when it carries infrav1.LabelMove or when an owner

@@ -51,7 +51,7 @@ type driftHarness struct {
 // managerLog is what the manager logs in this test process at debug
 // level (--zap-log-level=debug) since the last startDrift: the drift tests
 // check it for values. (Far beyond debug, client-go logs whole request
-// and response bodies, Secrets included: docs/manager.md, Flags.)
+// and response bodies, Secrets included: docs/operations.md, Flags.)
 // The logger is set when the process starts: controller-runtime drops a
 // logger set more than 30 s after the first log line.
 var managerLog struct {
