@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"strings"
+	"time"
 
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -114,4 +115,31 @@ func (r *Reconciler) consumeApproval(ctx context.Context, obj Object, hash strin
 	}
 	obj.SetAnnotations(latest.GetAnnotations())
 	return nil
+}
+
+// observeApproval times an approved apply whose Job was just created:
+// from its plan's TerraformPlan to the approval, and from the approval to
+// now. The approval's time is when its writer last wrote the approving
+// field (the object's annotation, or the plan's spec.approved), as the
+// API server's managedFields record it, to the second.
+func (r *Reconciler) observeApproval(ctx context.Context, obj Object, planName string) {
+	var plan infrav1.TerraformPlan
+	if planName == "" || r.Client.Get(ctx, client.ObjectKey{Namespace: obj.GetNamespace(), Name: planName}, &plan) != nil {
+		return
+	}
+	var at time.Time
+	for _, a := range approvals {
+		if t, ok := writtenAt(obj, "f:metadata", "f:annotations", "f:"+a); ok && t.After(at) {
+			at = t
+		}
+	}
+	if t, ok := writtenAt(&plan, "f:spec", "f:approved"); ok && t.After(at) {
+		at = t
+	}
+	if at.IsZero() {
+		return
+	}
+	kind := r.kind().Name()
+	approvalSeconds.WithLabelValues(kind).Observe(max(0, at.Sub(plan.CreationTimestamp.Time).Seconds()))
+	approvalToJobSeconds.WithLabelValues(kind).Observe(max(0, time.Since(at).Seconds()))
 }

@@ -212,6 +212,7 @@ func (r *Reconciler) syncBackups(ctx context.Context, obj Object, st *stateRead)
 		return err
 	}
 	if list, stray, err = r.writeBackup(ctx, obj, fresh, list, stray); err != nil {
+		backupsFailedTotal.WithLabelValues(r.kind().Name()).Inc()
 		setCondition(obj, infrav1.ConditionStateBackedUp, false, infrav1.ReasonBackupFailed, fmt.Sprintf("The backup of state serial %d could not be written: %v", fresh.Serial, err))
 		return err
 	}

@@ -48,6 +48,8 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, opts controller.Options)
 	if opts.RateLimiter == nil {
 		opts.RateLimiter = errorRetries()
 	}
+	reader := client.Reader(mgr.GetClient())
+	plansAwaiting.reader.Store(&reader)
 	b := ctrl.NewControllerManagedBy(mgr).
 		For(r.kind().New()).
 		Owns(&batchv1.Job{}, builder.WithPredicates(jobEnded)).

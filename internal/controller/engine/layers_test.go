@@ -16,8 +16,8 @@ import (
 // above declares, so a reader can read the engine from the bottom up
 // (issue 24). A new file must be placed here.
 var layers = [][]string{
-	// The object, its kind, names, conditions, patches and events.
-	{"object.go", "kind.go", "names.go", "status.go", "reconciler.go", "patch.go", "events.go"},
+	// The object, its kind, names, conditions, patches, events and metrics.
+	{"object.go", "kind.go", "names.go", "status.go", "reconciler.go", "patch.go", "events.go", "metrics.go"},
 	// Job mechanics: Secrets, inputs, runner Jobs, image, identity.
 	{"secrets.go", "inputs.go", "jobs.go", "image.go", "identity.go", "history.go", "watch.go"},
 	// State: the state and its history, backups, the lock, what was applied.

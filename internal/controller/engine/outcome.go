@@ -356,3 +356,20 @@ func outcomeOf(job *batchv1.Job, pods []corev1.Pod) outcome {
 	o.Msg, o.Unreadable = report(pods)
 	return o
 }
+
+// observeRun counts a finished Job whose outcome was just recorded.
+func observeRun(kind string, o outcome) {
+	word := "no-report"
+	if o.Msg != nil {
+		word = o.Msg.Outcome
+	}
+	runsTotal.WithLabelValues(kind, string(o.Operation), word).Inc()
+	switch {
+	case word == runner.OutcomePlanChanged:
+		planChangedTotal.WithLabelValues(kind).Inc()
+	case word == runner.OutcomeDestructive:
+		guardBlocksTotal.WithLabelValues(kind).Inc()
+	case o.Operation == infrav1.OperationDrift && o.Msg != nil && o.Msg.Drift != nil && o.Msg.Drift.Total() > 0:
+		driftFoundTotal.WithLabelValues(kind).Inc()
+	}
+}

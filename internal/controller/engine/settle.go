@@ -152,6 +152,7 @@ func (r *Reconciler) process(ctx context.Context, s *scope, job *batchv1.Job, de
 	if err := r.annotateJob(ctx, job, infrav1.AnnotationProcessed, "true"); err != nil {
 		return err
 	}
+	observeRun(r.kind().Name(), o)
 	if s.processed == nil {
 		s.processed = map[string]bool{}
 	}

@@ -113,6 +113,9 @@ func (r *Reconciler) startJob(ctx context.Context, obj Object, root *render.Root
 	if err := r.Client.Create(ctx, job); err != nil {
 		return fmt.Errorf("create %s Job: %w", req.op, err)
 	}
+	if req.approved {
+		r.observeApproval(ctx, obj, req.plan)
+	}
 	// A new Job has no per-run Secret yet: no need to ask.
 	if err := r.createRun(ctx, obj, job, root); err != nil {
 		return fmt.Errorf("per-run inputs of Job %s: %w", job.Name, err)

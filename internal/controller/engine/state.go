@@ -116,6 +116,9 @@ func (r *Reconciler) guardLostState(ctx context.Context, obj Object, past histor
 		key, msg = "state-lost-delete", fmt.Sprintf("The object is deleted; it applied before (%s) and its terraform state Secret %s is gone, so no destroy can find what it made. Nothing is destroyed and the object is kept. %s to destroy it, or annotate the object %s=true to release it without a destroy (what it made stays).",
 			strings.Join(past.signs, ", "), StateSecretName(r.kind().Short(), obj.GetName()), restore, infrav1.AnnotationAcceptEmptyState)
 	}
+	if c := condition(obj, infrav1.ConditionApplyJobSucceeded); c == nil || c.Reason != ReasonStateLost {
+		stateLostTotal.WithLabelValues(r.kind().Name()).Inc()
+	}
 	setCondition(obj, infrav1.ConditionApplyJobSucceeded, false, ReasonStateLost, msg)
 	obj.GetRunnerStatus().Plan = nil
 	return true, r.announce(ctx, obj, announce{Key: key, Type: corev1.EventTypeWarning, Reason: ReasonStateLost, Action: "Guard", Note: msg})
