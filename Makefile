@@ -1,5 +1,5 @@
-# captf: make build, make test, make lint, make bench, make chaos.
-.PHONY: all build generate test lint bench scale chaos fuzz testplans release-manifests images release clean
+# captf: make build, make test, make lint, make sandbox, make bench, make chaos.
+.PHONY: all build generate test lint sandbox bench scale chaos fuzz testplans release-manifests images release clean
 
 all: build
 
@@ -23,6 +23,19 @@ test:
 lint:
 	go vet ./...
 	"$$(hack/install-golangci-lint.sh)" run ./...
+
+# captf's Kubernetes flow on this machine, with no cluster: a real
+# kube-apiserver and etcd, the manager binary and a local node that runs the
+# runner Jobs as processes, examples/kubernetes applied. It prints the
+# KUBECONFIG and the next commands; Ctrl-C stops it and removes what it
+# made. The first run builds kube-apiserver and etcd (hack/, cached). See
+# docs/quickstart-kubernetes.md.
+sandbox:
+	@terraform="$${CAPTF_TERRAFORM:-$$(hack/install-terraform.sh)}" && \
+	assets="$${KUBEBUILDER_ASSETS:-$$(hack/install-envtest.sh)}" && \
+	capi="$${CAPTF_CAPI_CRDS:-$$(hack/install-capi-crds.sh)}" && \
+	go build -o bin/captf-sandbox ./cmd/captf-sandbox && \
+	KUBEBUILDER_ASSETS="$$assets" exec bin/captf-sandbox --terraform "$$terraform" --capi-crds "$$capi"
 
 # Throughput ratio to crypto/sha256, peak memory, and captf plan against
 # terraform plan; see hack/bench.sh and hack/bench-plan.sh.

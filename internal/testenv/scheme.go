@@ -1,8 +1,6 @@
 package testenv
 
 import (
-	"testing"
-
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
@@ -10,18 +8,17 @@ import (
 	infrav1 "github.com/captf/captf/api/v1alpha1"
 )
 
-func runtimeScheme(t testing.TB) *runtime.Scheme {
-	t.Helper()
+func runtimeScheme() (*runtime.Scheme, error) {
 	s := runtime.NewScheme()
 	if err := clientgoscheme.AddToScheme(s); err != nil {
-		t.Fatal(err)
+		return nil, err
 	}
 	if err := infrav1.AddToScheme(s); err != nil {
-		t.Fatal(err)
+		return nil, err
 	}
 	// Tests read CRDs (their labels, their schemas) too.
 	if err := apiextensionsv1.AddToScheme(s); err != nil {
-		t.Fatal(err)
+		return nil, err
 	}
-	return s
+	return s, nil
 }

@@ -2,11 +2,15 @@
 // controller-runtime's envtest, with captf's CRDs installed. The binaries
 // come from $KUBEBUILDER_ASSETS or from the cache that hack/install-envtest.sh
 // fills (make test runs it). A missing binary fails the test: nothing skips.
+// Run starts the same control plane for a program (the sandbox,
+// internal/sandbox) and returns a stop function instead of using a test's
+// cleanup.
 package testenv
 
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"os"
@@ -37,16 +41,27 @@ const (
 // Assets returns the folder holding kube-apiserver and etcd, or fails.
 func Assets(t testing.TB) string {
 	t.Helper()
+	dir, err := FindAssets()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return dir
+}
+
+// FindAssets returns the folder holding kube-apiserver and etcd:
+// $KUBEBUILDER_ASSETS, else the cache hack/install-envtest.sh fills. The
+// error says how to install them.
+func FindAssets() (string, error) {
 	dir := os.Getenv("KUBEBUILDER_ASSETS")
 	if dir == "" {
 		dir = filepath.Join(tftest.CacheDir(), "envtest", "kube-"+KubeVersion+"-etcd-"+EtcdVersion+"-"+runtime.Version()+"-"+runtime.GOOS+"-"+runtime.GOARCH)
 	}
 	for _, bin := range []string{"kube-apiserver", "etcd"} {
 		if _, err := os.Stat(filepath.Join(dir, bin)); err != nil {
-			t.Fatalf("%s not found in %s: run hack/install-envtest.sh (make test does): %v", bin, dir, err)
+			return "", fmt.Errorf("%s not found in %s: run hack/install-envtest.sh (make test does): %w", bin, dir, err)
 		}
 	}
-	return dir
+	return dir, nil
 }
 
 // Env is a running control plane.
@@ -86,11 +101,7 @@ func (e *Env) ClientAs(t testing.TB, user string, groups ...string) client.Clien
 // no administrator rights: give the user RBAC), and returns its path.
 func (e *Env) UserKubeconfig(t testing.TB, user string, groups ...string) string {
 	t.Helper()
-	u, err := e.env.AddUser(envtest.User{Name: user, Groups: groups}, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	b, err := u.KubeConfig()
+	b, err := e.KubeconfigOf(user, groups...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -99,6 +110,16 @@ func (e *Env) UserKubeconfig(t testing.TB, user string, groups ...string) string
 		t.Fatal(err)
 	}
 	return path
+}
+
+// KubeconfigOf is a kubeconfig for user with groups, who authenticates
+// with a client certificate of their own, as UserKubeconfig writes it.
+func (e *Env) KubeconfigOf(user string, groups ...string) ([]byte, error) {
+	u, err := e.env.AddUser(envtest.User{Name: user, Groups: groups}, nil)
+	if err != nil {
+		return nil, fmt.Errorf("add user %s: %w", user, err)
+	}
+	return u.KubeConfig()
 }
 
 // Kubeconfig writes a kubeconfig for an administrator of the control plane
@@ -153,35 +174,69 @@ func StartWithClusterAPIAndWebhooks(t testing.TB, root string, more ...string) *
 
 func start(t testing.TB, root string, webhooks bool, crds ...string) *Env {
 	t.Helper()
+	e, stop, err := Run(Options{Root: root, Webhooks: webhooks, CRDs: crds})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := stop(); err != nil {
+			t.Errorf("stop the API server: %v", err)
+		}
+	})
+	return e
+}
+
+// Options say what Run starts.
+type Options struct {
+	// Root is the repository root: the CRDs of config/crd/bases are
+	// installed, and with Webhooks the configurations of config/webhook.
+	Root string
+	// CRDs are more folders of CRDs to install.
+	CRDs []string
+	// Webhooks installs config/webhook, pointed at a port of this machine
+	// (see Env.Webhook), as StartWithWebhooks does.
+	Webhooks bool
+}
+
+// Run starts etcd and kube-apiserver as Start does, for a program rather
+// than a test: stop stops them and removes what they wrote. On error
+// nothing is left running.
+func Run(opts Options) (e *Env, stop func() error, err error) {
+	assets, err := FindAssets()
+	if err != nil {
+		return nil, nil, err
+	}
 	env := &envtest.Environment{
-		BinaryAssetsDirectory: Assets(t),
-		CRDDirectoryPaths:     append([]string{filepath.Join(root, "config", "crd", "bases")}, crds...),
+		BinaryAssetsDirectory: assets,
+		CRDDirectoryPaths:     append([]string{filepath.Join(opts.Root, "config", "crd", "bases")}, opts.CRDs...),
 		ErrorIfCRDPathMissing: true,
 	}
-	if webhooks {
+	if opts.Webhooks {
 		env.WebhookInstallOptions = envtest.WebhookInstallOptions{
-			Paths: []string{filepath.Join(root, "config", "webhook")},
+			Paths: []string{filepath.Join(opts.Root, "config", "webhook")},
 		}
 	}
 	cfg, err := env.Start()
 	if err != nil {
-		t.Fatalf("start the API server: %v", err)
+		// envtest stops what it started only when asked.
+		_ = env.Stop()
+		return nil, nil, fmt.Errorf("start the API server: %w", err)
 	}
-	t.Cleanup(func() {
-		if err := env.Stop(); err != nil {
-			t.Errorf("stop the API server: %v", err)
+	scheme, err := runtimeScheme()
+	if err == nil {
+		var c client.Client
+		if c, err = client.New(cfg, client.Options{Scheme: scheme}); err == nil {
+			e = &Env{Config: cfg, Client: c, env: env}
 		}
-	})
-	scheme := runtimeScheme(t)
-	c, err := client.New(cfg, client.Options{Scheme: scheme})
-	if err != nil {
-		t.Fatal(err)
 	}
-	e := &Env{Config: cfg, Client: c, env: env}
-	if webhooks {
+	if err != nil {
+		_ = env.Stop()
+		return nil, nil, err
+	}
+	if opts.Webhooks {
 		e.Webhook = &env.WebhookInstallOptions
 	}
-	return e
+	return e, env.Stop, nil
 }
 
 // ServeWebhooks runs a controller-runtime manager in this process whose
@@ -245,9 +300,19 @@ func (e *Env) CreateFromFile(t testing.TB, path string) {
 // Objects are the objects of a YAML (several documents) or JSON file.
 func Objects(t testing.TB, path string) []*unstructured.Unstructured {
 	t.Helper()
-	f, err := os.Open(path)
+	objs, err := ReadObjects(path)
 	if err != nil {
 		t.Fatal(err)
+	}
+	return objs
+}
+
+// ReadObjects reads the objects of a YAML (several documents) or JSON
+// file, as Objects does.
+func ReadObjects(path string) ([]*unstructured.Unstructured, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
 	}
 	defer f.Close()
 	var objs []*unstructured.Unstructured
@@ -255,9 +320,9 @@ func Objects(t testing.TB, path string) []*unstructured.Unstructured {
 	for {
 		u := &unstructured.Unstructured{}
 		if err := dec.Decode(&u.Object); errors.Is(err, io.EOF) {
-			return objs
+			return objs, nil
 		} else if err != nil {
-			t.Fatalf("%s: %v", path, err)
+			return nil, fmt.Errorf("%s: %w", path, err)
 		}
 		if len(u.Object) > 0 {
 			objs = append(objs, u)

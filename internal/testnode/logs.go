@@ -2,6 +2,7 @@ package testnode
 
 import (
 	"context"
+	"fmt"
 	"maps"
 	"net"
 	"net/http"
@@ -23,6 +24,16 @@ import (
 // before Start. Only a whole log is served: no follow, tail or timestamps.
 func (n *Node) ServeLogs(t testing.TB, name string) {
 	t.Helper()
+	stop, err := n.RunLogs(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(stop)
+}
+
+// RunLogs is ServeLogs for a program rather than a test: stop stops the
+// server. The Node object stays: it goes with the API server.
+func (n *Node) RunLogs(name string) (stop func(), err error) {
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /containerLogs/{ns}/{pod}/{container}", func(w http.ResponseWriter, r *http.Request) {
 		key := r.PathValue("ns") + "/" + r.PathValue("pod") + "/" + r.PathValue("container")
@@ -42,28 +53,30 @@ func (n *Node) ServeLogs(t testing.TB, name string) {
 		_, _ = w.Write(b)
 	})
 	srv := httptest.NewTLSServer(mux)
-	t.Cleanup(srv.Close)
-
 	host, port, err := net.SplitHostPort(srv.Listener.Addr().String())
 	if err != nil {
-		t.Fatal(err)
+		srv.Close()
+		return nil, err
 	}
 	p, _ := strconv.Atoi(port)
 	node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name}}
 	ctx := context.Background()
 	if err := n.Client.Create(ctx, node); err != nil {
-		t.Fatalf("testnode: register node: %v", err)
+		srv.Close()
+		return nil, fmt.Errorf("testnode: register node: %w", err)
 	}
 	node.Status = corev1.NodeStatus{
 		Addresses:       []corev1.NodeAddress{{Type: corev1.NodeInternalIP, Address: host}},
 		DaemonEndpoints: corev1.NodeDaemonEndpoints{KubeletEndpoint: corev1.DaemonEndpoint{Port: int32(p)}},
 	}
 	if err := n.Client.Status().Update(ctx, node); err != nil {
-		t.Fatalf("testnode: node status: %v", err)
+		srv.Close()
+		return nil, fmt.Errorf("testnode: node status: %w", err)
 	}
 	n.mu.Lock()
 	n.nodeName = name
 	n.mu.Unlock()
+	return srv.Close, nil
 }
 
 // Logs returns the log of every container the node ran, by

@@ -3,7 +3,8 @@
 // Job it creates the Pod, runs the Pod's init containers and then its first
 // container as local processes, and writes the outcome back through the API
 // (the Pod's container statuses with their termination messages, and the
-// Job's status).
+// Job's status). Start runs it for a test; Run and RunLogs for a program
+// (the sandbox, internal/sandbox).
 //
 // Images: an image reference maps to local folders (Node.Images); its
 // digest is Digest(reference), which the pod reports as the container's
@@ -83,27 +84,38 @@ type Node struct {
 	given map[string][]string
 	// tags holds, for each reference Retag moved, what it pointed to over
 	// time, oldest first: the last is what the tag serves now.
-	tags map[string][]tagged
-	wg   sync.WaitGroup
-	logf func(format string, args ...any)
+	tags   map[string][]tagged
+	wg     sync.WaitGroup
+	logf   func(format string, args ...any)
+	errorf func(format string, args ...any)
 	// nodeName is the Node object ServeLogs registered; pods run there.
 	nodeName string
 	// logs are the containers' log files by "<namespace>/<pod>/<container>".
 	logs map[string]string
-	// root holds the pods' folders. It is made before the node's own
-	// cleanup is registered, so it is removed after the node stopped and
-	// every process it ran ended, even when the test ends with Jobs in
-	// flight.
+	// root holds the pods' folders. Its owner removes it after the node
+	// stopped and every process it ran ended, even with Jobs in flight.
 	root string
 }
 
 // Start runs the node until the test ends.
 func (n *Node) Start(t testing.TB) {
 	t.Helper()
-	n.root = t.TempDir()
+	// The root is made before the node's cleanup is registered, so it is
+	// removed after the node stopped.
+	stop := n.Run(t.TempDir(), t.Logf, t.Errorf)
+	t.Cleanup(stop)
+}
+
+// Run runs the node until stop is called, for a program rather than a
+// test: the pods' folders go under root, which the caller removes after
+// stop; what a test would log goes to logf, and what would fail it (a Job
+// the node could not play) to errorf. stop waits for every process the
+// node ran.
+func (n *Node) Run(root string, logf, errorf func(format string, args ...any)) (stop func()) {
+	n.root = root
 	ctx, cancel := context.WithCancel(context.Background())
 	n.seen = map[string]bool{}
-	n.logf = t.Logf
+	n.logf, n.errorf = logf, errorf
 	n.wg.Add(1)
 	go func() {
 		defer n.wg.Done()
@@ -114,21 +126,21 @@ func (n *Node) Start(t testing.TB) {
 			case <-ctx.Done():
 				return
 			case <-tick.C:
-				n.poll(ctx, t)
+				n.poll(ctx)
 			}
 		}
 	}()
-	t.Cleanup(func() {
+	return func() {
 		cancel()
 		n.wg.Wait()
-	})
+	}
 }
 
-func (n *Node) poll(ctx context.Context, t testing.TB) {
+func (n *Node) poll(ctx context.Context) {
 	var jobs batchv1.JobList
 	if err := n.Client.List(ctx, &jobs, client.InNamespace(n.Namespace)); err != nil {
 		if ctx.Err() == nil {
-			t.Logf("testnode: list jobs: %v", err)
+			n.logf("testnode: list jobs: %v", err)
 		}
 		return
 	}
@@ -144,8 +156,8 @@ func (n *Node) poll(ctx context.Context, t testing.TB) {
 		n.wg.Add(1)
 		go func() {
 			defer n.wg.Done()
-			if err := n.run(ctx, t, job); err != nil && ctx.Err() == nil {
-				t.Errorf("testnode: job %s: %v", job.Name, err)
+			if err := n.run(ctx, job); err != nil && ctx.Err() == nil {
+				n.errorf("testnode: job %s: %v", job.Name, err)
 			}
 		}()
 	}
@@ -155,7 +167,7 @@ func (n *Node) poll(ctx context.Context, t testing.TB) {
 // deleted while it runs has its containers stopped as a kubelet stops a
 // deleted pod's: SIGTERM, then SIGKILL after the grace period; nothing
 // more is written of it.
-func (n *Node) run(ctx context.Context, t testing.TB, job *batchv1.Job) error {
+func (n *Node) run(ctx context.Context, job *batchv1.Job) error {
 	live, stop := context.WithCancel(ctx)
 	defer stop()
 	go n.stopWhenDeleted(live, job, stop)
