@@ -1,7 +1,8 @@
 // Package terraformcluster is the TerraformCluster kind of the run engine
 // (internal/controller/engine): what is a cluster's alone — the control
-// plane endpoint and failure domains its module publishes, the Clusters it
-// watches — and its registration with the manager.
+// plane endpoint, failure domains and exports its module publishes, the
+// Clusters and TerraformMachines it watches, and a deletion that waits for
+// its machines.
 package terraformcluster
 
 import (
