@@ -30,11 +30,10 @@ type Address struct {
 // Bounds of the machine's outputs: the API's, and what keeps the report
 // within a termination message.
 const (
-	maxProviderID  = 512
-	maxAddresses   = 32
-	maxAddress     = 256
-	maxAddressesB  = 2048
-	maxDomainNameB = 256
+	maxProviderID = 512
+	maxAddresses  = 32
+	maxAddress    = 256
+	maxAddressesB = 2048
 )
 
 // readMachine reads a machine's forwarded outputs into msg. An error names
@@ -58,8 +57,8 @@ func readMachine(outs map[string]outputValue, msg *Message) error {
 		msg.Addresses = addrs
 	}
 	if v := outs[OutputFailureDomain].Value; v != nil {
-		if json.Unmarshal(v, &msg.FailureDomain) != nil || msg.FailureDomain == "" || len(msg.FailureDomain) > maxDomainNameB {
-			return fmt.Errorf("%w: output %s is not a string of 1 to %d characters", ErrBadInput, OutputFailureDomain, maxDomainNameB)
+		if json.Unmarshal(v, &msg.FailureDomain) != nil || msg.FailureDomain == "" || len(msg.FailureDomain) > maxDomainName {
+			return fmt.Errorf("%w: output %s is not a string of 1 to %d characters", ErrBadInput, OutputFailureDomain, maxDomainName)
 		}
 	}
 	return nil
