@@ -200,6 +200,12 @@ func (n *Node) play(ctx context.Context, job *batchv1.Job) error {
 	start := metav1.Now()
 	job.Status.StartTime = &start
 	if err := n.Client.Status().Update(ctx, job); err != nil {
+		if apierrors.IsNotFound(err) {
+			// Deleted between the list and the start: a kubelet never
+			// runs such a Job, and neither does this node.
+			n.logf("testnode: job %s deleted before it started", job.Name)
+			return nil
+		}
 		return fmt.Errorf("start: %w", err)
 	}
 	pod := PodFor(job)
