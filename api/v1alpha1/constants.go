@@ -290,3 +290,24 @@ const (
 // the TerraformMachines of its cluster to be gone before anything is
 // destroyed or released, since they may run on what it would destroy.
 const ReasonMachinesRemain = "MachinesRemain"
+
+// What a TerraformMachine waits for before its first apply, each the
+// reason of Ready=False; the kind's watches bring it back when it changed.
+const (
+	// ReasonWaitingForOwner: no Cluster API Machine is the machine's
+	// controller owner yet, or the machine has no cluster-name label.
+	ReasonWaitingForOwner = "WaitingForOwner"
+	// ReasonWaitingForClusterInfrastructure: the machine's Cluster does
+	// not exist, or its infrastructure is not provisioned yet.
+	ReasonWaitingForClusterInfrastructure = "WaitingForClusterInfrastructure"
+	// ReasonWaitingForExports: the cluster's TerraformCluster has not
+	// published its exports (its condition ExportsPublished is not True).
+	ReasonWaitingForExports = "WaitingForExports"
+	// ReasonWaitingForBootstrapData: the Machine names no bootstrap data
+	// Secret yet, or the Secret has no key value.
+	ReasonWaitingForBootstrapData = "WaitingForBootstrapData"
+	// ReasonClusterJobRuns: an apply or destroy of the machine's
+	// TerraformCluster runs; a Job of the machine waits for it to end, so
+	// Jobs of related state never run at once.
+	ReasonClusterJobRuns = "ClusterJobRuns"
+)

@@ -6,6 +6,7 @@ import (
 
 // TerraformMachineSpec is what a TerraformMachine runs, and the provider
 // ID the manager publishes.
+// +kubebuilder:validation:XValidation:rule="!has(self.drift) || !has(self.drift.action) || self.drift.action != 'Remediate'",message="drift.action Remediate is not allowed on a machine: drift is reported, and Cluster API replaces a machine rather than patching it"
 type TerraformMachineSpec struct {
 	RunnerSpec `json:",inline"`
 

@@ -15,6 +15,7 @@ import (
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/util/flowcontrol"
+	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
@@ -25,6 +26,7 @@ import (
 	infrav1 "github.com/captf/captf/api/v1alpha1"
 	"github.com/captf/captf/internal/controller/engine"
 	"github.com/captf/captf/internal/controller/terraformcluster"
+	"github.com/captf/captf/internal/controller/terraformmachine"
 	"github.com/captf/captf/internal/version"
 	planwebhook "github.com/captf/captf/internal/webhook/terraformplan"
 )
@@ -102,6 +104,9 @@ func run(args []string, stdout io.Writer) error {
 	if err := infrav1.AddToScheme(scheme); err != nil {
 		return err
 	}
+	if err := clusterv1.AddToScheme(scheme); err != nil {
+		return err
+	}
 	cfg, err := ctrl.GetConfig()
 	if err != nil {
 		return fmt.Errorf("API server config: %w", err)
@@ -124,21 +129,31 @@ func run(args []string, stdout io.Writer) error {
 	if err != nil {
 		return fmt.Errorf("manager: %w", err)
 	}
-	r := &engine.Reconciler{
-		Kind:        terraformcluster.Kind,
-		Client:      mgr.GetClient(),
-		Reader:      mgr.GetAPIReader(),
-		RunnerImage: *runnerImage,
-		// In a pod, terraform's kubernetes backend reaches the API server
-		// with the Job's service account.
-		JobEnv:          []corev1.EnvVar{{Name: "KUBE_IN_CLUSTER_CONFIG", Value: "true"}},
-		RetryBase:       *retry,
-		RecheckInterval: *recheck,
-		DriftInterval:   *drift,
-		StateBackups:    *backups,
+	kinds := []engine.Kind{terraformcluster.Kind}
+	if _, err := mgr.GetRESTMapper().RESTMapping(clusterv1.GroupVersion.WithKind("Machine").GroupKind(), clusterv1.GroupVersion.Version); err == nil {
+		kinds = append(kinds, terraformmachine.Kind)
+	} else {
+		// A machine needs its owner Machine: without Cluster API there is
+		// none, and a watch of Machines would stop the manager.
+		ctrl.Log.Info("Cluster API's Machine (v1beta2) is not served: TerraformMachines are not reconciled", "error", err.Error())
 	}
-	if err := r.SetupWithManager(mgr, controller.Options{MaxConcurrentReconciles: *workers}); err != nil {
-		return fmt.Errorf("TerraformCluster controller: %w", err)
+	for _, k := range kinds {
+		r := &engine.Reconciler{
+			Kind:        k,
+			Client:      mgr.GetClient(),
+			Reader:      mgr.GetAPIReader(),
+			RunnerImage: *runnerImage,
+			// In a pod, terraform's kubernetes backend reaches the API
+			// server with the Job's service account.
+			JobEnv:          []corev1.EnvVar{{Name: "KUBE_IN_CLUSTER_CONFIG", Value: "true"}},
+			RetryBase:       *retry,
+			RecheckInterval: *recheck,
+			DriftInterval:   *drift,
+			StateBackups:    *backups,
+		}
+		if err := r.SetupWithManager(mgr, controller.Options{MaxConcurrentReconciles: *workers}); err != nil {
+			return fmt.Errorf("%s controller: %w", k.Name(), err)
+		}
 	}
 	if *webhooks {
 		v := &planwebhook.Validator{ManagerUsername: *managerUsername}

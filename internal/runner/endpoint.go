@@ -121,25 +121,11 @@ func moduleOutputs(dir string) (map[string]moduleOutput, error) {
 	for _, name := range contractOutputs {
 		found[name] = moduleOutput{}
 	}
-	files, err := filepath.Glob(filepath.Join(dir, "*.tf*"))
+	files, err := moduleFiles(dir)
 	if err != nil {
 		return nil, err
 	}
-	parser := hclparse.NewParser()
-	for _, f := range files {
-		var file *hcl.File
-		var diags hcl.Diagnostics
-		switch {
-		case strings.HasSuffix(f, ".tf"):
-			file, diags = parser.ParseHCLFile(f)
-		case strings.HasSuffix(f, ".tf.json"):
-			file, diags = parser.ParseJSONFile(f)
-		default:
-			continue
-		}
-		if diags.HasErrors() {
-			continue
-		}
+	for _, file := range files {
 		content, _, _ := file.Body.PartialContent(outputSchema)
 		for _, block := range content.Blocks {
 			name := block.Labels[0]
@@ -156,6 +142,33 @@ func moduleOutputs(dir string) (map[string]moduleOutput, error) {
 		}
 	}
 	return found, nil
+}
+
+// moduleFiles are the module's top-level .tf and .tf.json files that
+// parse; one that does not is left to terraform to report.
+func moduleFiles(dir string) ([]*hcl.File, error) {
+	paths, err := filepath.Glob(filepath.Join(dir, "*.tf*"))
+	if err != nil {
+		return nil, err
+	}
+	parser := hclparse.NewParser()
+	var files []*hcl.File
+	for _, f := range paths {
+		var file *hcl.File
+		var diags hcl.Diagnostics
+		switch {
+		case strings.HasSuffix(f, ".tf"):
+			file, diags = parser.ParseHCLFile(f)
+		case strings.HasSuffix(f, ".tf.json"):
+			file, diags = parser.ParseJSONFile(f)
+		default:
+			continue
+		}
+		if !diags.HasErrors() {
+			files = append(files, file)
+		}
+	}
+	return files, nil
 }
 
 // moduleCall is the name under which the rendered root calls ./module.

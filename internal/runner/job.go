@@ -108,6 +108,9 @@ func (j *Job) run(ctx context.Context) (Message, error) {
 		}
 		return msg, err
 	}
+	if err := j.passDeclared(); err != nil {
+		return msg, err
+	}
 	if err := j.forwardEndpoint(); err != nil {
 		return msg, err
 	}

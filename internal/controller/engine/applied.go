@@ -134,3 +134,30 @@ func (r *Reconciler) appliedOrCurrent(ctx context.Context, obj Object, root *ren
 func (a *appliedRun) identityRef() *infrav1.IdentityReference {
 	return parseIdentity(a.identity)
 }
+
+// inputs are obj's inputs: for a kind that is never rendered again once
+// applied (Kind.Frozen), what the apply its state records ran, from the
+// durable inputs Secret; otherwise obj rendered, or what it waits for
+// before it can be.
+func (r *Reconciler) inputs(ctx context.Context, obj Object, key []byte) (*render.Root, *Wait, error) {
+	if !r.kind().Frozen() {
+		return r.render(ctx, obj, key)
+	}
+	state, err := r.readState(ctx, r.Client, obj)
+	if err != nil {
+		return nil, nil, err
+	}
+	hash := state.InputsHash()
+	if hash == "" {
+		return r.render(ctx, obj, key)
+	}
+	run, err := r.appliedInputs(ctx, r.Client, obj, hash)
+	if err != nil {
+		return nil, nil, err
+	}
+	if run == nil {
+		return nil, nil, fmt.Errorf("%w: the terraform state was applied with inputs %q, and the durable inputs Secret %s holds none that hash to it; a %s is never rendered again once applied, so nothing runs (no apply, no drift check). Its destroy needs the annotation %s=true",
+			errInputs, hash, InputsName(r.kind().Short(), obj.GetName()), r.kind().Name(), infrav1.AnnotationDestroyWithCurrentInputs)
+	}
+	return run.root, nil, nil
+}

@@ -120,6 +120,14 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		// A Lease is not watched: look again in a while.
 		res, err = ctrl.Result{RequeueAfter: lockRecheck}, lerr
 	}
+	if w := (*errWait)(nil); errors.As(err, &w) {
+		// A Job of related state runs; the kind's watches bring the
+		// object back when it ended. A provisioned object stays Ready.
+		if i := obj.GetRunnerStatus().Initialization; i == nil || i.Provisioned == nil || !*i.Provisioned || !obj.GetDeletionTimestamp().IsZero() {
+			setCondition(obj, infrav1.ConditionReady, false, w.Reason, w.Message)
+		}
+		res, err = ctrl.Result{RequeueAfter: r.recheck()}, nil
+	}
 	if reason, msg, ok := identityFailure(err); ok {
 		// No Job runs. A Secret identity that appears acts at once through
 		// the Secrets' watch; anything else at the next re-check.
@@ -145,8 +153,8 @@ func (r *Reconciler) reconcileNormal(ctx context.Context, s *scope) (ctrl.Result
 	if err != nil {
 		return ctrl.Result{}, err
 	}
-	root, inputsErr := r.render(ctx, obj, key)
-	if inputsErr == nil {
+	root, wait, inputsErr := r.inputs(ctx, obj, key)
+	if inputsErr == nil && wait == nil {
 		inputsErr = checkImage(obj.GetRunnerSpec().Image)
 	}
 	if inputsErr != nil && !errors.Is(inputsErr, errInputs) {
@@ -178,6 +186,12 @@ func (r *Reconciler) reconcileNormal(ctx context.Context, s *scope) (ctrl.Result
 		if started, err := r.startRestore(ctx, obj, serial); err != nil || started {
 			return ctrl.Result{}, err
 		}
+	}
+	if wait != nil {
+		// The kind's own inputs cannot be had yet (a machine's owner,
+		// cluster or bootstrap data): its watches bring the object back.
+		setCondition(obj, infrav1.ConditionReady, false, wait.Reason, wait.Message)
+		return ctrl.Result{RequeueAfter: r.recheck()}, nil
 	}
 	if inputsErr != nil {
 		// The message names the variable and its source, never a value.

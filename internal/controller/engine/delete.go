@@ -133,7 +133,11 @@ func (r *Reconciler) reconcileDelete(ctx context.Context, s *scope) (ctrl.Result
 	if err != nil {
 		return ctrl.Result{}, err
 	}
-	root, err := r.render(ctx, obj, key)
+	root, wait, err := r.render(ctx, obj, key)
+	if wait != nil {
+		setCondition(obj, infrav1.ConditionReady, false, wait.Reason, wait.Message)
+		return ctrl.Result{RequeueAfter: r.recheck()}, nil
+	}
 	if err == nil {
 		err = checkImage(obj.GetRunnerSpec().Image)
 	}

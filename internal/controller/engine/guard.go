@@ -61,7 +61,7 @@ func destructiveEntries(c *runner.Changes) []string {
 }
 
 // blockedNote says what the guard stopped, by address, never a value.
-func blockedNote(job string, c *runner.Changes) string {
+func blockedNote(k Kind, job string, c *runner.Changes) string {
 	note := fmt.Sprintf("Job %s planned first and applied nothing: the plan deletes or replaces resources", job)
 	if c != nil {
 		note += fmt.Sprintf(" (%d to replace, %d to delete: %s", c.Replace, c.Delete, strings.Join(destructiveEntries(c), ", "))
@@ -69,6 +69,9 @@ func blockedNote(job string, c *runner.Changes) string {
 			note += ", …"
 		}
 		note += ")"
+	}
+	if !k.Plans() {
+		return note + ". A plan of these changes is made next; annotate the object " + infrav1.AnnotationApproveDestructivePlan + " with its hash to apply it once (or set spec.allowDestructivePlans)."
 	}
 	return note + ". A plan of these changes is made next and waits for approval (or set spec.allowDestructivePlans)."
 }

@@ -18,8 +18,20 @@ import (
 // that is not there. The object says why in a condition.
 var errInputs = errors.New("inputs")
 
-// render resolves the variables of obj and renders its root module.
-func (r *Reconciler) render(ctx context.Context, obj Object, key []byte) (*render.Root, error) {
+// render resolves the variables of obj and renders its root module; or
+// says what obj waits for before its kind's own variables can be had.
+func (r *Reconciler) render(ctx context.Context, obj Object, key []byte) (*render.Root, *Wait, error) {
+	own, wait, err := r.kind().Inputs(ctx, r.Client, obj)
+	if err != nil || wait != nil {
+		return nil, wait, err
+	}
+	root, err := r.renderWith(ctx, obj, key, own)
+	return root, nil, err
+}
+
+// renderWith renders obj's root module from its variables and sources and
+// the kind's own variables, own, which no variable of the spec may set.
+func (r *Reconciler) renderWith(ctx context.Context, obj Object, key []byte, own map[string]render.Variable) (*render.Root, error) {
 	vars := map[string]render.Variable{}
 	for _, src := range obj.GetRunnerSpec().VariablesFrom {
 		if err := r.variablesFrom(ctx, obj.GetNamespace(), src, vars); err != nil {
@@ -53,6 +65,12 @@ func (r *Reconciler) render(ctx context.Context, obj Object, key []byte) (*rende
 			}
 			vars[v.Name] = render.Variable{Value: asJSON([]byte(val))}
 		}
+	}
+	for name, v := range own {
+		if _, set := vars[name]; set {
+			return nil, fmt.Errorf("%w: variable %s is set by the manager for a %s; the spec may not set it", errInputs, name, r.kind().Name())
+		}
+		vars[name] = v
 	}
 	root, err := render.Render(key, render.Request{
 		StateSuffix: StateSuffix(r.kind().Short(), obj.GetName()), Namespace: obj.GetNamespace(),

@@ -7,6 +7,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/captf/captf/internal/render"
 	"github.com/captf/captf/internal/runner"
 	"github.com/captf/captf/internal/tfstate"
 )
@@ -45,6 +46,25 @@ type Kind interface {
 	// destroyed or released (a cluster: its machines), as the reason and
 	// message of Ready=False; nil when nothing.
 	DeletionWaits(ctx context.Context, c client.Reader, obj Object) (*Wait, error)
+	// Frozen reports whether the kind's objects are never rendered again
+	// once their state records an apply (a machine: spec 004): every run
+	// after that, an apply retried too, runs the inputs the durable inputs
+	// Secret saved.
+	Frozen() bool
+	// Plans reports whether a plan of the kind that waits for approval is
+	// published as a TerraformPlan (spec 002: clusters and pools); when
+	// not, only the approval annotations on the object approve it.
+	Plans() bool
+	// Inputs are the kind's own variables of obj's inputs (a machine's
+	// captf_* variables), read each time obj is rendered; or what obj
+	// waits for before they can be had (its owner, its cluster's
+	// infrastructure, bootstrap data), as the reason and message of
+	// Ready=False. A frozen object is not rendered once applied.
+	Inputs(ctx context.Context, c client.Reader, obj Object) (map[string]render.Variable, *Wait, error)
+	// Gate says what a Job of obj waits for before it starts, a destroy
+	// too (a Job of related state that runs: a machine's cluster's apply);
+	// nil when nothing. c is the API server, not the cache.
+	Gate(ctx context.Context, c client.Reader, obj Object) (*Wait, error)
 	// Watch adds the kind's own watches to the engine's (the objects of
 	// another API whose changes concern it), where mgr serves them.
 	Watch(b *builder.Builder, mgr ctrl.Manager) *builder.Builder

@@ -8,6 +8,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	infrav1 "github.com/captf/captf/api/v1alpha1"
+	"github.com/captf/captf/internal/render"
 	"github.com/captf/captf/internal/runner"
 	"github.com/captf/captf/internal/tfstate"
 )
@@ -25,13 +26,7 @@ func (testKind) Short() string { return "tfc" }
 func (testKind) New() Object   { return &infrav1.TerraformCluster{} }
 
 func (testKind) ListReading(ctx context.Context, c client.Reader, namespace, key string) ([]Object, error) {
-	var list infrav1.TerraformClusterList
-	err := c.List(ctx, &list, client.InNamespace(namespace), client.MatchingFields{IndexReads: key})
-	objs := make([]Object, len(list.Items))
-	for i := range list.Items {
-		objs[i] = &list.Items[i]
-	}
-	return objs, err
+	return ListReading(ctx, c, &infrav1.TerraformClusterList{}, namespace, key)
 }
 
 func (testKind) CopyStatus(dst, src Object) {
@@ -50,6 +45,15 @@ func (testKind) Signs(Object) []string { return nil }
 func (testKind) DeletionWaits(context.Context, client.Reader, Object) (*Wait, error) { return nil, nil }
 
 func (testKind) FromState(Object, func(string) (tfstate.Output, error)) {}
+
+func (testKind) Frozen() bool { return false }
+func (testKind) Plans() bool  { return true }
+
+func (testKind) Inputs(context.Context, client.Reader, Object) (map[string]render.Variable, *Wait, error) {
+	return nil, nil, nil
+}
+
+func (testKind) Gate(context.Context, client.Reader, Object) (*Wait, error) { return nil, nil }
 
 func (testKind) Watch(b *builder.Builder, _ ctrl.Manager) *builder.Builder { return b }
 

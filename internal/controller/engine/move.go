@@ -155,8 +155,8 @@ func renderQuiet(ctx context.Context, r *Reconciler, obj Object) *render.Root {
 	if err := r.Client.Get(ctx, client.ObjectKey{Namespace: obj.GetNamespace(), Name: PlanKeyName(r.kind().Short(), obj.GetName())}, &key); err != nil {
 		return nil
 	}
-	root, err := r.render(ctx, obj, key.Data["key"])
-	if err != nil || checkImage(obj.GetRunnerSpec().Image) != nil {
+	root, wait, err := r.inputs(ctx, obj, key.Data["key"])
+	if err != nil || wait != nil || checkImage(obj.GetRunnerSpec().Image) != nil {
 		return nil
 	}
 	return root

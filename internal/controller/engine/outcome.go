@@ -146,14 +146,16 @@ func decideRun(k Kind, obj Object, o outcome, now metav1.Time) (Object, []Step) 
 			return view, nil
 		}
 		name := PlanName(obj.GetName(), o.Job, msg.Plan.PlanHash)
-		st.PendingPlanRef = &infrav1.PlanReference{Name: name}
+		var steps []Step
+		if k.Plans() {
+			st.PendingPlanRef = &infrav1.PlanReference{Name: name}
+			steps = append(steps, openPlan{Name: name, Job: o.Job, InputsHash: o.InputsHash, Digest: o.Digest, Reason: reason, Report: msg.Plan})
+		}
 		setCondition(view, infrav1.ConditionApplyJobSucceeded, unknown, infrav1.ReasonPlanAwaitingApproval, awaiting(k, view, msg.Plan))
-		return view, []Step{
-			openPlan{Name: name, Job: o.Job, InputsHash: o.InputsHash, Digest: o.Digest, Reason: reason, Report: msg.Plan},
+		return view, append(steps,
 			announce{Key: name, Type: corev1.EventTypeNormal, Reason: infrav1.EventPlanReady, Action: "Plan", Related: o.Job,
 				Note: fmt.Sprintf("Plan %s waits for approval: %d to add, %d to change, %d to destroy, %d output changes.",
-					msg.Plan.PlanHash, msg.Plan.Add, msg.Plan.Change, msg.Plan.Destroy, msg.Plan.OutputChanges)},
-		}
+					msg.Plan.PlanHash, msg.Plan.Add, msg.Plan.Change, msg.Plan.Destroy, msg.Plan.OutputChanges)})
 	case runner.OutcomeApplied, runner.OutcomeNoChanges:
 		run.Succeeded = true
 		st.Failures = 0
@@ -221,16 +223,18 @@ func decideRun(k Kind, obj Object, o outcome, now metav1.Time) (Object, []Step) 
 			note = fmt.Sprintf("The plan moved since %s was approved; nothing was applied. The new plan is empty and applies without approval.", o.Approved)
 			setCondition(view, infrav1.ConditionApplyJobSucceeded, unknown, infrav1.ReasonPlanChanged, note)
 		default:
-			name := PlanName(obj.GetName(), o.Job, msg.Plan.PlanHash)
-			st.PendingPlanRef = &infrav1.PlanReference{Name: name}
+			if k.Plans() {
+				name := PlanName(obj.GetName(), o.Job, msg.Plan.PlanHash)
+				st.PendingPlanRef = &infrav1.PlanReference{Name: name}
+				steps = append(steps, openPlan{Name: name, Job: o.Job, InputsHash: o.InputsHash, Digest: o.Digest, Reason: reason, Report: msg.Plan})
+			}
 			setCondition(view, infrav1.ConditionApplyJobSucceeded, unknown, infrav1.ReasonPlanChanged, awaiting(k, view, msg.Plan))
-			steps = append(steps, openPlan{Name: name, Job: o.Job, InputsHash: o.InputsHash, Digest: o.Digest, Reason: reason, Report: msg.Plan})
 		}
 		return view, append(steps, announce{Key: o.Job, Type: corev1.EventTypeWarning, Reason: infrav1.EventPlanChanged, Action: "Apply", Related: o.Job, Note: note})
 	case runner.OutcomeDestructive:
 		// Nothing was applied, and nothing failed: no backoff, no cap.
 		// A plan of these changes is made next and waits for approval.
-		note := blockedNote(o.Job, msg.Guarded)
+		note := blockedNote(k, o.Job, msg.Guarded)
 		run.Error = &infrav1.RunError{Kind: infrav1.ErrorKindDestructivePlanBlocked, Message: "The plan deletes or replaces resources; nothing was applied."}
 		st.Plan, st.PendingPlanRef = nil, nil
 		setCondition(view, infrav1.ConditionApplyJobSucceeded, false, infrav1.ReasonDestructivePlanBlocked, note)

@@ -21,6 +21,12 @@ import (
 // next pass instead of starting a second Job on the same state.
 var errAdopt = errors.New("an unprocessed Job of the object exists")
 
+// errWait says a Job was not started because the kind's Gate holds it
+// back: Reconcile says why and looks again later.
+type errWait struct{ *Wait }
+
+func (e *errWait) Error() string { return e.Message }
+
 // jobRequest is a Job to start: what it does, what it expects, and which
 // plan it carries out.
 type jobRequest struct {
@@ -49,6 +55,12 @@ type jobRequest struct {
 // it as the active Job. Before it creates one, it asks the API server
 // itself for an unprocessed Job of the object: there is at most one.
 func (r *Reconciler) startJob(ctx context.Context, obj Object, root *render.Root, req jobRequest) error {
+	if w, err := r.kind().Gate(ctx, r.Reader, obj); err != nil || w != nil {
+		if w != nil {
+			return &errWait{w}
+		}
+		return err
+	}
 	if err := r.noUnprocessedJob(ctx, obj); err != nil {
 		return err
 	}

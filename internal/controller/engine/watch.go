@@ -2,9 +2,11 @@ package engine
 
 import (
 	"context"
+	"fmt"
 
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/selection"
@@ -170,4 +172,26 @@ var jobEnded = predicate.Funcs{
 	},
 	DeleteFunc:  func(event.DeleteEvent) bool { return true },
 	GenericFunc: func(event.GenericEvent) bool { return true },
+}
+
+// ListReading lists into list (a kind's list type) the objects in
+// namespace whose variable sources IndexReads has under key: a Kind's
+// ListReading. The objects are the cache's own: read only.
+func ListReading(ctx context.Context, c client.Reader, list client.ObjectList, namespace, key string) ([]Object, error) {
+	if err := c.List(ctx, list, client.InNamespace(namespace), client.MatchingFields{IndexReads: key}, client.UnsafeDisableDeepCopy); err != nil {
+		return nil, err
+	}
+	items, err := meta.ExtractList(list)
+	if err != nil {
+		return nil, err
+	}
+	objs := make([]Object, 0, len(items))
+	for _, item := range items {
+		obj, ok := item.(Object)
+		if !ok {
+			return nil, fmt.Errorf("%T is not an object the run engine reconciles", item)
+		}
+		objs = append(objs, obj)
+	}
+	return objs, nil
 }

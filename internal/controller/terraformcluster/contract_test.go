@@ -15,6 +15,7 @@ import (
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 	"sigs.k8s.io/cluster-api/controllers/clustercache"
 	capicluster "sigs.k8s.io/cluster-api/core/reconcilers/cluster"
+	capimachine "sigs.k8s.io/cluster-api/core/reconcilers/machine"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
@@ -101,7 +102,7 @@ func TestPaused(t *testing.T) {
 	})
 }
 
-// runClusterAPI runs Cluster API's own Cluster controller (and the cluster
+// runClusterAPI runs Cluster API's own Cluster and Machine controllers (and the cluster
 // cache it needs, which finds no workload cluster to connect to here)
 // against the harness's API server until the test ends.
 func (h *harness) runClusterAPI() {
@@ -126,6 +127,10 @@ func (h *harness) runClusterAPI() {
 	r := &capicluster.Reconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), ClusterCache: cache, RemoteConnectionGracePeriod: time.Minute}
 	skip := true
 	if err := r.SetupWithManager(ctx, mgr, controller.Options{SkipNameValidation: &skip}); err != nil {
+		h.t.Fatal(err)
+	}
+	m := &capimachine.Reconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), ClusterCache: cache, RemoteConditionsGracePeriod: 2 * time.Minute}
+	if err := m.SetupWithManager(ctx, mgr, controller.Options{SkipNameValidation: &skip}); err != nil {
 		h.t.Fatal(err)
 	}
 	done := make(chan error, 1)

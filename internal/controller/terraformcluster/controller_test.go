@@ -20,7 +20,9 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/rest"
+	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
@@ -28,6 +30,7 @@ import (
 
 	infrav1 "github.com/captf/captf/api/v1alpha1"
 	"github.com/captf/captf/internal/controller/engine"
+	"github.com/captf/captf/internal/controller/terraformmachine"
 	"github.com/captf/captf/internal/render"
 	"github.com/captf/captf/internal/testenv"
 	"github.com/captf/captf/internal/testnode"
@@ -130,10 +133,18 @@ func startEnv(t *testing.T, env *testenv.Env, cfg *rest.Config, more ...func(*te
 	if err != nil {
 		t.Fatal(err)
 	}
-	r := &engine.Reconciler{Kind: Kind, Client: mgr.GetClient(), Reader: mgr.GetAPIReader(), RunnerImage: runnerImage, RetryBase: time.Second}
-	skip := true // one controller per test, all in one process
-	if err := r.SetupWithManager(mgr, controller.Options{SkipNameValidation: &skip}); err != nil {
-		t.Fatal(err)
+	kinds := []engine.Kind{Kind}
+	if _, err := mgr.GetRESTMapper().RESTMapping(clusterv1.GroupVersion.WithKind("Machine").GroupKind(), clusterv1.GroupVersion.Version); err == nil {
+		// Where Cluster API's CRDs are served, machines are reconciled
+		// too, as the manager does.
+		kinds = append(kinds, terraformmachine.Kind)
+	}
+	for _, k := range kinds {
+		r := &engine.Reconciler{Kind: k, Client: mgr.GetClient(), Reader: mgr.GetAPIReader(), RunnerImage: runnerImage, RetryBase: time.Second}
+		skip := true // one controller per test, all in one process
+		if err := r.SetupWithManager(mgr, controller.Options{SkipNameValidation: &skip}); err != nil {
+			t.Fatal(err)
+		}
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
@@ -177,16 +188,23 @@ func (h *harness) create(name string, policy infrav1.ApplyPolicy, size string, m
 // wait polls tc until cond holds.
 func (h *harness) wait(tc *infrav1.TerraformCluster, what string, cond func(*infrav1.TerraformCluster) bool) {
 	h.t.Helper()
+	waitFor(h, tc, what, cond)
+}
+
+// waitFor polls obj, of any kind, until cond holds.
+func waitFor[T client.Object](h *harness, obj T, what string, cond func(T) bool) {
+	h.t.Helper()
 	deadline := time.Now().Add(2 * time.Minute)
 	for {
-		if err := h.c.Get(context.Background(), client.ObjectKeyFromObject(tc), tc); err != nil {
+		if err := h.c.Get(context.Background(), client.ObjectKeyFromObject(obj), obj); err != nil {
 			h.t.Fatal(err)
 		}
-		if cond(tc) {
+		if cond(obj) {
 			return
 		}
 		if time.Now().After(deadline) {
-			b, _ := json.MarshalIndent(tc.Status, "", "  ")
+			u, _ := runtime.DefaultUnstructuredConverter.ToUnstructured(obj)
+			b, _ := json.MarshalIndent(u["status"], "", "  ")
 			h.t.Fatalf("%s: not within 2 minutes; status:\n%s", what, b)
 		}
 		time.Sleep(200 * time.Millisecond)
@@ -261,23 +279,23 @@ func revision(o client.Object) uint64 {
 	return n
 }
 
-// gone waits until tc no longer exists.
-func (h *harness) gone(tc *infrav1.TerraformCluster, what string) {
+// gone waits until obj no longer exists.
+func (h *harness) gone(obj client.Object, what string) {
 	h.t.Helper()
 	deadline := time.Now().Add(2 * time.Minute)
 	for {
-		now := &infrav1.TerraformCluster{}
-		err := h.c.Get(context.Background(), client.ObjectKeyFromObject(tc), now)
+		now := obj.DeepCopyObject().(client.Object)
+		err := h.c.Get(context.Background(), client.ObjectKeyFromObject(obj), now)
 		if apierrors.IsNotFound(err) {
 			return
 		}
 		if time.Now().After(deadline) {
-			for _, j := range h.jobs(tc) {
+			for _, j := range h.jobs(obj) {
 				h.t.Logf("Job %s: processed %v, active %d, succeeded %d, failed %d", j.Name, engine.Processed(&j), j.Status.Active, j.Status.Succeeded, j.Status.Failed)
 			}
-			h.t.Logf("metadata: %+v", now.ObjectMeta)
-			b, _ := json.MarshalIndent(now.Status, "", "  ")
-			h.t.Fatalf("%s: the object was not released within 2 minutes (%v); status:\n%s", what, err, b)
+			u, _ := runtime.DefaultUnstructuredConverter.ToUnstructured(now)
+			b, _ := json.MarshalIndent(u, "", "  ")
+			h.t.Fatalf("%s: the object was not released within 2 minutes (%v):\n%s", what, err, b)
 		}
 		time.Sleep(200 * time.Millisecond)
 	}
@@ -352,14 +370,18 @@ func ready(tc *infrav1.TerraformCluster) bool {
 }
 
 // events returns the reasons of the events about tc, in order.
-func (h *harness) events(tc *infrav1.TerraformCluster) []eventsv1.Event {
+func (h *harness) events(obj client.Object) []eventsv1.Event {
 	var list eventsv1.EventList
-	if err := h.c.List(context.Background(), &list, client.InNamespace(tc.Namespace)); err != nil {
+	if err := h.c.List(context.Background(), &list, client.InNamespace(obj.GetNamespace())); err != nil {
 		h.t.Fatal(err)
+	}
+	kind := "TerraformCluster"
+	if _, ok := obj.(*infrav1.TerraformMachine); ok {
+		kind = "TerraformMachine"
 	}
 	var out []eventsv1.Event
 	for _, e := range list.Items {
-		if e.Regarding.Name == tc.Name && e.Regarding.Kind == "TerraformCluster" {
+		if e.Regarding.Name == obj.GetName() && e.Regarding.Kind == kind {
 			out = append(out, e)
 		}
 	}
@@ -378,9 +400,9 @@ func count(evs []eventsv1.Event, reason string) int {
 
 // jobs lists the Jobs labelled with tc's name, which a name past 63
 // characters has as a prefix and a hash (engine.NameLabel).
-func (h *harness) jobs(tc *infrav1.TerraformCluster) []batchv1.Job {
+func (h *harness) jobs(obj client.Object) []batchv1.Job {
 	var list batchv1.JobList
-	if err := h.c.List(context.Background(), &list, client.InNamespace(tc.Namespace), client.MatchingLabels{infrav1.LabelOwnerName: engine.NameLabel(tc.Name)}); err != nil {
+	if err := h.c.List(context.Background(), &list, client.InNamespace(obj.GetNamespace()), client.MatchingLabels{infrav1.LabelOwnerName: engine.NameLabel(obj.GetName())}); err != nil {
 		h.t.Fatal(err)
 	}
 	return list.Items

@@ -77,6 +77,11 @@ func (lockedLog) Write(p []byte) (int, error) {
 }
 
 func startDrift(t *testing.T) *driftHarness {
+	return startDriftOn(t, testenv.Start(t, "../../.."))
+}
+
+// startDriftOn is startDrift on env; more add to the node.
+func startDriftOn(t *testing.T, env *testenv.Env, more ...func(*testnode.Node)) *driftHarness {
 	managerLog.mu.Lock()
 	managerLog.buf.Reset()
 	managerLog.on = true
@@ -96,7 +101,7 @@ func startDrift(t *testing.T) *driftHarness {
 	module, _ := filepath.Abs("testdata/drift")
 	rootModule, _ := filepath.Abs("testdata/provider-root")
 	runtimes := map[string]tftest.Binary{driftImage: tftest.Terraform(t), driftImageTofu: tftest.Tofu(t)}
-	h := startEnv(t, testenv.Start(t, "../../.."), nil, func(n *testnode.Node) {
+	h := startEnv(t, env, nil, append([]func(*testnode.Node){func(n *testnode.Node) {
 		for image, bin := range runtimes {
 			dir := t.TempDir()
 			if err := os.Symlink(bin.Path, filepath.Join(dir, bin.Name)); err != nil {
@@ -106,7 +111,7 @@ func startDrift(t *testing.T) *driftHarness {
 		}
 		n.Images[providerRootImage] = []testnode.Image{{Path: infrav1.PathModule, Dir: rootModule}, n.Images[driftImage][1]}
 		n.Env = append(n.Env, "TF_CLI_CONFIG_FILE="+p.CLIConfig, tftest.ProviderRootEnv+"="+files)
-	})
+	}}, more...)...)
 	return &driftHarness{harness: h, files: files}
 }
 

@@ -25,7 +25,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	infrav1 "github.com/captf/captf/api/v1alpha1"
+	"github.com/captf/captf/internal/controller/capi"
 	"github.com/captf/captf/internal/controller/engine"
+	"github.com/captf/captf/internal/render"
 	"github.com/captf/captf/internal/runner"
 	"github.com/captf/captf/internal/tfstate"
 )
@@ -46,15 +48,7 @@ func (cluster) Short() string      { return "tfc" }
 func (cluster) New() engine.Object { return &infrav1.TerraformCluster{} }
 
 func (cluster) ListReading(ctx context.Context, c client.Reader, namespace, key string) ([]engine.Object, error) {
-	var list infrav1.TerraformClusterList
-	if err := c.List(ctx, &list, client.InNamespace(namespace), client.MatchingFields{engine.IndexReads: key}, client.UnsafeDisableDeepCopy); err != nil {
-		return nil, err
-	}
-	objs := make([]engine.Object, len(list.Items))
-	for i := range list.Items {
-		objs[i] = &list.Items[i]
-	}
-	return objs, nil
+	return engine.ListReading(ctx, c, &infrav1.TerraformClusterList{}, namespace, key)
 }
 
 func (cluster) CopyStatus(dst, src engine.Object) {
@@ -146,6 +140,21 @@ func (cluster) DeletionWaits(ctx context.Context, c client.Reader, obj engine.Ob
 		len(list.Items), cluster, strings.Join(names, ", "))}, nil
 }
 
+// A cluster is rendered again whenever its inputs change, and its plans
+// are TerraformPlans.
+func (cluster) Frozen() bool { return false }
+func (cluster) Plans() bool  { return true }
+
+// Inputs: a cluster has no variables of its own, and waits for nothing.
+func (cluster) Inputs(context.Context, client.Reader, engine.Object) (map[string]render.Variable, *engine.Wait, error) {
+	return nil, nil, nil
+}
+
+// Gate: no other kind's Job holds a cluster's back.
+func (cluster) Gate(context.Context, client.Reader, engine.Object) (*engine.Wait, error) {
+	return nil, nil
+}
+
 // Watch: where Cluster API is installed, its Clusters are watched, so
 // lifting a Cluster's pause acts at once (without it the manager runs
 // alone); and TerraformMachines, so a deleted cluster waiting for its
@@ -167,16 +176,14 @@ func clustersOf(c client.Reader) handler.MapFunc {
 		if cluster == "" {
 			return nil
 		}
-		var list infrav1.TerraformClusterList
-		if err := c.List(ctx, &list, client.InNamespace(obj.GetNamespace())); err != nil {
-			ctrl.LoggerFrom(ctx).Error(err, "List TerraformClusters for a TerraformMachine")
+		tcs, err := capi.TerraformClustersOf(ctx, c, obj.GetNamespace(), cluster)
+		if err != nil {
+			ctrl.LoggerFrom(ctx).Error(err, "TerraformClusters of a TerraformMachine")
 			return nil
 		}
-		var reqs []reconcile.Request
-		for i := range list.Items {
-			if engine.ClusterName(&list.Items[i]) == cluster {
-				reqs = append(reqs, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&list.Items[i])})
-			}
+		reqs := make([]reconcile.Request, len(tcs))
+		for i, tc := range tcs {
+			reqs[i] = reconcile.Request{NamespacedName: client.ObjectKeyFromObject(tc)}
 		}
 		return reqs
 	}

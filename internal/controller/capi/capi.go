@@ -1,0 +1,185 @@
+// Package capi reads what the kinds of the run engine that Cluster API
+// owns (machines, pools) need from its objects: the owner Machine, the
+// Cluster by the cluster-name label, the exports of the cluster's
+// TerraformCluster, bootstrap data, and whether a Job of the cluster runs.
+// Each read that finds something missing says what the object waits for,
+// as an engine.Wait, never as an error.
+package capi
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/utils/ptr"
+	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+
+	infrav1 "github.com/captf/captf/api/v1alpha1"
+	"github.com/captf/captf/internal/controller/engine"
+)
+
+// +kubebuilder:rbac:groups=cluster.x-k8s.io,resources=machines,verbs=get;list;watch
+
+// BootstrapKey is the key of a bootstrap data Secret that holds the data
+// (Cluster API's bootstrap contract).
+const BootstrapKey = "value"
+
+// OwnerMachine is obj's controller owner, a Cluster API Machine, read
+// through c; a Wait when obj has no cluster-name label, no such owner, or
+// the Machine is not there.
+func OwnerMachine(ctx context.Context, c client.Reader, obj client.Object) (*clusterv1.Machine, *engine.Wait, error) {
+	if obj.GetLabels()[clusterv1.ClusterNameLabel] == "" {
+		return nil, &engine.Wait{Reason: infrav1.ReasonWaitingForOwner, Message: "The object has no " + clusterv1.ClusterNameLabel + " label yet; Cluster API's Machine controller sets it."}, nil
+	}
+	ref := metav1.GetControllerOf(obj)
+	if ref == nil || ref.Kind != "Machine" || groupOf(ref.APIVersion) != clusterv1.GroupVersion.Group {
+		return nil, &engine.Wait{Reason: infrav1.ReasonWaitingForOwner, Message: "No Cluster API Machine is the object's controller owner yet."}, nil
+	}
+	var m clusterv1.Machine
+	err := c.Get(ctx, client.ObjectKey{Namespace: obj.GetNamespace(), Name: ref.Name}, &m)
+	if apierrors.IsNotFound(err) || (err == nil && m.UID != ref.UID) {
+		return nil, &engine.Wait{Reason: infrav1.ReasonWaitingForOwner, Message: fmt.Sprintf("The owner Machine %s is not there.", ref.Name)}, nil
+	}
+	if err != nil {
+		return nil, nil, fmt.Errorf("Machine %s: %w", ref.Name, err)
+	}
+	return &m, nil, nil
+}
+
+// groupOf is the API group of apiVersion ("" for the core group or one
+// that does not parse).
+func groupOf(apiVersion string) string {
+	gv, err := schema.ParseGroupVersion(apiVersion)
+	if err != nil {
+		return ""
+	}
+	return gv.Group
+}
+
+// ProvisionedCluster is the Cluster obj's cluster-name label names; a Wait
+// while it is not there or its infrastructure is not provisioned.
+func ProvisionedCluster(ctx context.Context, c client.Reader, obj client.Object) (*clusterv1.Cluster, *engine.Wait, error) {
+	name := obj.GetLabels()[clusterv1.ClusterNameLabel]
+	var cluster clusterv1.Cluster
+	err := c.Get(ctx, client.ObjectKey{Namespace: obj.GetNamespace(), Name: name}, &cluster)
+	if apierrors.IsNotFound(err) {
+		return nil, &engine.Wait{Reason: infrav1.ReasonWaitingForClusterInfrastructure, Message: fmt.Sprintf("The Cluster %s is not there.", name)}, nil
+	}
+	if err != nil {
+		return nil, nil, fmt.Errorf("Cluster %s: %w", name, err)
+	}
+	if !ptr.Deref(cluster.Status.Initialization.InfrastructureProvisioned, false) {
+		return nil, &engine.Wait{Reason: infrav1.ReasonWaitingForClusterInfrastructure, Message: fmt.Sprintf("The infrastructure of Cluster %s is not provisioned yet.", name)}, nil
+	}
+	return &cluster, nil, nil
+}
+
+// Exports are the exports the TerraformCluster of cluster published (its
+// status.exports), "{}" when it publishes none or cluster's
+// infrastructure is not a TerraformCluster; a Wait while its condition
+// ExportsPublished is not True.
+func Exports(ctx context.Context, c client.Reader, cluster *clusterv1.Cluster) (json.RawMessage, *engine.Wait, error) {
+	ref := cluster.Spec.InfrastructureRef
+	if ref.Kind != "TerraformCluster" || ref.APIGroup != infrav1.GroupVersion.Group {
+		return json.RawMessage(`{}`), nil, nil
+	}
+	var tc infrav1.TerraformCluster
+	err := c.Get(ctx, client.ObjectKey{Namespace: cluster.Namespace, Name: ref.Name}, &tc)
+	if apierrors.IsNotFound(err) {
+		return nil, &engine.Wait{Reason: infrav1.ReasonWaitingForExports, Message: fmt.Sprintf("The TerraformCluster %s is not there.", ref.Name)}, nil
+	}
+	if err != nil {
+		return nil, nil, fmt.Errorf("TerraformCluster %s: %w", ref.Name, err)
+	}
+	cond := meta.FindStatusCondition(tc.Status.Conditions, infrav1.ConditionExportsPublished)
+	if cond == nil || cond.Status != metav1.ConditionTrue {
+		why := "it has not read them from its state yet"
+		if cond != nil {
+			why = "its condition " + infrav1.ConditionExportsPublished + " is " + string(cond.Status) + " (" + cond.Reason + ")"
+		}
+		return nil, &engine.Wait{Reason: infrav1.ReasonWaitingForExports, Message: fmt.Sprintf("The TerraformCluster %s has not published its exports: %s.", ref.Name, why)}, nil
+	}
+	if tc.Status.Exports == nil {
+		return json.RawMessage(`{}`), nil, nil
+	}
+	return json.RawMessage(tc.Status.Exports.Raw), nil, nil
+}
+
+// BootstrapData is the bootstrap data of m: the key value of the Secret
+// its spec.bootstrap.dataSecretName names; a Wait while there is none.
+func BootstrapData(ctx context.Context, c client.Reader, m *clusterv1.Machine) ([]byte, *engine.Wait, error) {
+	name := ptr.Deref(m.Spec.Bootstrap.DataSecretName, "")
+	if name == "" {
+		return nil, &engine.Wait{Reason: infrav1.ReasonWaitingForBootstrapData, Message: fmt.Sprintf("The Machine %s names no bootstrap data Secret yet (spec.bootstrap.dataSecretName).", m.Name)}, nil
+	}
+	var s corev1.Secret
+	err := c.Get(ctx, client.ObjectKey{Namespace: m.Namespace, Name: name}, &s)
+	if apierrors.IsNotFound(err) {
+		return nil, &engine.Wait{Reason: infrav1.ReasonWaitingForBootstrapData, Message: fmt.Sprintf("The bootstrap data Secret %s is not there.", name)}, nil
+	}
+	if err != nil {
+		return nil, nil, fmt.Errorf("bootstrap data Secret %s: %w", name, err)
+	}
+	data, ok := s.Data[BootstrapKey]
+	if !ok {
+		return nil, &engine.Wait{Reason: infrav1.ReasonWaitingForBootstrapData, Message: fmt.Sprintf("The bootstrap data Secret %s has no key %s.", name, BootstrapKey)}, nil
+	}
+	return data, nil, nil
+}
+
+// TerraformClustersOf are the TerraformClusters in namespace whose
+// cluster (engine.ClusterName) is cluster; the objects are c's own: read
+// only.
+func TerraformClustersOf(ctx context.Context, c client.Reader, namespace, cluster string) ([]*infrav1.TerraformCluster, error) {
+	var list infrav1.TerraformClusterList
+	if err := c.List(ctx, &list, client.InNamespace(namespace), client.UnsafeDisableDeepCopy); err != nil {
+		return nil, fmt.Errorf("list TerraformClusters: %w", err)
+	}
+	var out []*infrav1.TerraformCluster
+	for i := range list.Items {
+		if engine.ClusterName(&list.Items[i]) == cluster {
+			out = append(out, &list.Items[i])
+		}
+	}
+	return out, nil
+}
+
+// ClusterJob is a Wait while an apply or destroy Job of a TerraformCluster
+// of obj's cluster (its cluster-name label) has not finished: Jobs of
+// related state never run at once. c should be the API server itself: a
+// Job the cluster created a moment ago counts, whether or not its status
+// or a cache shows it yet.
+func ClusterJob(ctx context.Context, c client.Reader, obj client.Object) (*engine.Wait, error) {
+	cluster := obj.GetLabels()[clusterv1.ClusterNameLabel]
+	if cluster == "" {
+		return nil, nil
+	}
+	tcs, err := TerraformClustersOf(ctx, c, obj.GetNamespace(), cluster)
+	if err != nil {
+		return nil, err
+	}
+	for _, tc := range tcs {
+		var jobs batchv1.JobList
+		if err := c.List(ctx, &jobs, client.InNamespace(tc.Namespace), client.MatchingLabels{
+			infrav1.LabelOwnerKind: "TerraformCluster", infrav1.LabelOwnerName: engine.NameLabel(tc.Name)}); err != nil {
+			return nil, fmt.Errorf("Jobs of TerraformCluster %s: %w", tc.Name, err)
+		}
+		for i := range jobs.Items {
+			j := &jobs.Items[i]
+			op := infrav1.Operation(j.Labels[engine.LabelOperation])
+			if finished, _ := engine.JobFinished(j); finished || j.DeletionTimestamp != nil || (op != infrav1.OperationApply && op != infrav1.OperationDestroy) {
+				continue
+			}
+			return &engine.Wait{Reason: infrav1.ReasonClusterJobRuns, Message: fmt.Sprintf("The %s Job %s of TerraformCluster %s runs; a Job of this object starts when it ended.", op, j.Name, tc.Name)}, nil
+		}
+	}
+	return nil, nil
+}

@@ -1,0 +1,66 @@
+# A machine module: a captftest file per machine under
+# $CAPTF_TEST_PROVIDER_ROOT/<dir>, holding the bootstrap data as its
+# secret, and a health file the tests edit. It leaves captf_failure_domain
+# undeclared: the runner passes that optional variable only to a module
+# that declares it.
+terraform {
+  required_providers {
+    captftest = {
+      source  = "example.com/captf/captftest"
+      version = "0.1.0"
+    }
+  }
+}
+
+variable "dir" {
+  type = string
+}
+
+variable "captf_exports" {
+  type = any
+}
+
+variable "captf_machine_name" {
+  type = string
+}
+
+variable "captf_control_plane" {
+  type = bool
+}
+
+variable "captf_bootstrap_data" {
+  type      = string
+  sensitive = true
+}
+
+resource "captftest_file" "node" {
+  directory = var.dir
+  name      = "${var.captf_machine_name}.txt"
+  content   = jsonencode({ zone = var.captf_exports.zone, control_plane = var.captf_control_plane })
+  secret    = var.captf_bootstrap_data
+}
+
+resource "captftest_file" "health" {
+  directory = var.dir
+  name      = "${var.captf_machine_name}.health"
+  content   = "running"
+}
+
+output "provider_id" {
+  value = "captftest:///${var.dir}/${var.captf_machine_name}"
+}
+
+output "addresses" {
+  value = [
+    { type = "Hostname", address = var.captf_machine_name },
+    { type = "InternalIP", address = "10.0.0.${length(var.captf_machine_name)}" },
+  ]
+}
+
+output "failure_domain" {
+  value = var.captf_exports.zone
+}
+
+output "health" {
+  value = { state = captftest_file.health.content }
+}

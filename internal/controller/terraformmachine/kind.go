@@ -1,0 +1,197 @@
+// Package terraformmachine is the TerraformMachine kind of the run engine
+// (internal/controller/engine): a Cluster API infrastructure machine. What
+// is a machine's alone: it waits for its owner Machine, its cluster's
+// infrastructure and exports and its bootstrap data; it is rendered once
+// and never again after its state records an apply (its later runs use
+// the durable inputs Secret); it takes no TerraformPlan; it publishes its
+// provider ID, addresses and failure domain; and a Job of it waits while
+// its cluster's apply or destroy runs.
+package terraformmachine
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+
+	"k8s.io/apimachinery/pkg/types"
+	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	infrav1 "github.com/captf/captf/api/v1alpha1"
+	"github.com/captf/captf/internal/controller/capi"
+	"github.com/captf/captf/internal/controller/engine"
+	"github.com/captf/captf/internal/modulecontract"
+	"github.com/captf/captf/internal/render"
+	"github.com/captf/captf/internal/runner"
+	"github.com/captf/captf/internal/tfstate"
+)
+
+// +kubebuilder:rbac:groups=infrastructure.cluster.x-k8s.io,resources=terraformmachines,verbs=get;list;watch;update;patch
+// +kubebuilder:rbac:groups=infrastructure.cluster.x-k8s.io,resources=terraformmachines/status,verbs=get;update;patch
+// +kubebuilder:rbac:groups=infrastructure.cluster.x-k8s.io,resources=terraformclusters,verbs=get;list;watch
+
+// Kind is the TerraformMachine kind: an engine.Reconciler with it
+// reconciles TerraformMachines.
+var Kind engine.Kind = machine{}
+
+// machine is the TerraformMachine kind.
+type machine struct{}
+
+func (machine) Name() string       { return "TerraformMachine" }
+func (machine) Short() string      { return "tfm" }
+func (machine) New() engine.Object { return &infrav1.TerraformMachine{} }
+
+func (machine) ListReading(ctx context.Context, c client.Reader, namespace, key string) ([]engine.Object, error) {
+	return engine.ListReading(ctx, c, &infrav1.TerraformMachineList{}, namespace, key)
+}
+
+func (machine) CopyStatus(dst, src engine.Object) {
+	dst.(*infrav1.TerraformMachine).Status = *src.(*infrav1.TerraformMachine).Status.DeepCopy()
+}
+
+// Applied: the addresses and the failure domain reach the status, and the
+// provider ID spec.providerID, once.
+func (machine) Applied(view engine.Object, msg *runner.Message) []engine.Step {
+	tm := view.(*infrav1.TerraformMachine)
+	tm.Status.Addresses = nil
+	for _, a := range msg.Addresses {
+		tm.Status.Addresses = append(tm.Status.Addresses, infrav1.MachineAddress{Type: a.Type, Address: a.Address})
+	}
+	tm.Status.FailureDomain = msg.FailureDomain
+	if msg.ProviderID == "" {
+		return nil
+	}
+	return []engine.Step{publishProviderID{ID: msg.ProviderID}}
+}
+
+func (machine) Signs(obj engine.Object) []string {
+	if obj.(*infrav1.TerraformMachine).Spec.ProviderID != "" {
+		return []string{"spec.providerID, which an apply published"}
+	}
+	return nil
+}
+
+// FromState: a machine publishes nothing from its state's outputs beyond
+// what its apply reported.
+func (machine) FromState(engine.Object, func(string) (tfstate.Output, error)) {}
+
+// DeletionWaits: nothing of Cluster API runs on a machine's
+// infrastructure but the machine's own node; its destroy waits only for a
+// Job of its cluster (Gate).
+func (machine) DeletionWaits(context.Context, client.Reader, engine.Object) (*engine.Wait, error) {
+	return nil, nil
+}
+
+// A machine is never rendered again once its state records an apply (a
+// changed machine is a new Machine), and takes no TerraformPlan: a plan
+// the destructive-plan guard stopped is approved by annotation.
+func (machine) Frozen() bool { return true }
+func (machine) Plans() bool  { return false }
+
+// Inputs are the machine contract's variables: the cluster's exports, the
+// Machine's name and failure domain, whether it belongs to the control
+// plane, and the bootstrap data, which is sensitive. Until each can be
+// had the machine waits: for its owner Machine, its Cluster's
+// infrastructure, the exports, the bootstrap data.
+func (machine) Inputs(ctx context.Context, c client.Reader, obj engine.Object) (map[string]render.Variable, *engine.Wait, error) {
+	m, wait, err := capi.OwnerMachine(ctx, c, obj)
+	if err != nil || wait != nil {
+		return nil, wait, err
+	}
+	cluster, wait, err := capi.ProvisionedCluster(ctx, c, obj)
+	if err != nil || wait != nil {
+		return nil, wait, err
+	}
+	exports, wait, err := capi.Exports(ctx, c, cluster)
+	if err != nil || wait != nil {
+		return nil, wait, err
+	}
+	data, wait, err := capi.BootstrapData(ctx, c, m)
+	if err != nil || wait != nil {
+		return nil, wait, err
+	}
+	_, controlPlane := m.Labels[clusterv1.MachineControlPlaneLabel]
+	return map[string]render.Variable{
+		modulecontract.VariableExports:       {Value: exports},
+		modulecontract.VariableMachineName:   {Value: jsonOf(m.Name)},
+		modulecontract.VariableFailureDomain: {Value: jsonOf(m.Spec.FailureDomain)},
+		modulecontract.VariableControlPlane:  {Value: jsonOf(controlPlane)},
+		// Bytes that are not UTF-8 read as U+FFFD: bootstrap data is
+		// text (cloud-init, Ignition).
+		modulecontract.VariableBootstrapData: {Value: jsonOf(string(data)), Sensitive: true},
+	}, nil, nil
+}
+
+// jsonOf is v as JSON; v is a string or a bool, which always encode.
+func jsonOf(v any) json.RawMessage {
+	b, _ := json.Marshal(v)
+	return b
+}
+
+// Gate: a Job of a machine waits while an apply or destroy of its cluster
+// runs.
+func (machine) Gate(ctx context.Context, c client.Reader, obj engine.Object) (*engine.Wait, error) {
+	return capi.ClusterJob(ctx, c, obj)
+}
+
+// Watch: the owner Machines (their bootstrap data appears there), the
+// Clusters (their infrastructure is provisioned) and the TerraformClusters
+// (their exports, their Jobs) bring the machines back that wait on them.
+func (machine) Watch(b *builder.Builder, mgr ctrl.Manager) *builder.Builder {
+	c := mgr.GetClient()
+	return b.
+		Watches(&clusterv1.Machine{}, handler.EnqueueRequestsFromMapFunc(infrastructureOf)).
+		Watches(&clusterv1.Cluster{}, handler.EnqueueRequestsFromMapFunc(machinesOf(c, func(obj client.Object) string { return obj.GetName() }))).
+		Watches(&infrav1.TerraformCluster{}, handler.EnqueueRequestsFromMapFunc(machinesOf(c, func(obj client.Object) string {
+			return engine.ClusterName(obj.(*infrav1.TerraformCluster))
+		})))
+}
+
+// infrastructureOf maps a Machine to the TerraformMachine its
+// spec.infrastructureRef names.
+func infrastructureOf(_ context.Context, obj client.Object) []reconcile.Request {
+	m, ok := obj.(*clusterv1.Machine)
+	if !ok {
+		return nil
+	}
+	ref := m.Spec.InfrastructureRef
+	if ref.Kind != "TerraformMachine" || ref.APIGroup != infrav1.GroupVersion.Group || ref.Name == "" {
+		return nil
+	}
+	return []reconcile.Request{{NamespacedName: types.NamespacedName{Namespace: m.Namespace, Name: ref.Name}}}
+}
+
+// machinesOf maps an object to the TerraformMachines of its namespace
+// whose cluster-name label is the cluster clusterOf names.
+func machinesOf(c client.Reader, clusterOf func(client.Object) string) handler.MapFunc {
+	return func(ctx context.Context, obj client.Object) []reconcile.Request {
+		var list infrav1.TerraformMachineList
+		if err := c.List(ctx, &list, client.InNamespace(obj.GetNamespace()), client.MatchingLabels{clusterv1.ClusterNameLabel: clusterOf(obj)}); err != nil {
+			ctrl.LoggerFrom(ctx).Error(err, "List TerraformMachines of a cluster")
+			return nil
+		}
+		reqs := make([]reconcile.Request, len(list.Items))
+		for i := range list.Items {
+			reqs[i] = reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&list.Items[i])}
+		}
+		return reqs
+	}
+}
+
+// publishProviderID writes spec.providerID, the Cluster API contract's
+// field, once: a machine's ID never changes (the API refuses a change).
+type publishProviderID struct{ ID string }
+
+func (s publishProviderID) Apply(ctx context.Context, r *engine.Reconciler, x *engine.StepContext) error {
+	if x.Obj.(*infrav1.TerraformMachine).Spec.ProviderID != "" {
+		return nil
+	}
+	if err := r.PatchObject(ctx, x.Obj, func(obj engine.Object) { obj.(*infrav1.TerraformMachine).Spec.ProviderID = s.ID }); err != nil {
+		return fmt.Errorf("provider ID: %w", err)
+	}
+	return nil
+}
