@@ -410,3 +410,66 @@ func TestDecideRestore(t *testing.T) {
 		})
 	}
 }
+
+// planless is testKind for a kind that takes no TerraformPlan (a
+// machine): its plans wait in status.plan alone, approved by annotation.
+type planless struct{ testKind }
+
+func (planless) Plans() bool { return false }
+
+// TestDecidePlanless: for a kind that takes no TerraformPlan, a plan that
+// waits (the guard stopped it, or it moved) opens none and names none in
+// status.pendingPlanRef, and every message names the annotation that
+// approves it once.
+func TestDecidePlanless(t *testing.T) {
+	now := metav1.NewTime(time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC))
+	destructive := &fingerprint.Report{Add: 1, Destroy: 1, Replace: 1, Resources: []string{"captftest_file.node (replace)"}, PlanHash: "p2:new"}
+	guarded := &runner.Changes{Replace: 1, Resources: []string{"captftest_file.node (replace)"}}
+	for _, tt := range []struct {
+		name   string
+		before func(*infrav1.TerraformCluster)
+		o      outcome
+		reason string
+		steps  []string
+	}{
+		{name: "the guard stops the retried apply",
+			o:      outcome{Job: "demo-apply-1", Operation: infrav1.OperationApply, Msg: &runner.Message{Outcome: runner.OutcomeDestructive, Guarded: guarded}},
+			reason: infrav1.ReasonDestructivePlanBlocked, steps: []string{"announce"}},
+		{name: "its plan waits",
+			before: func(tc *infrav1.TerraformCluster) {
+				tc.Status.LastRun = &infrav1.RunStatus{Job: "demo-apply-1", Operation: infrav1.OperationApply, Error: &infrav1.RunError{Kind: infrav1.ErrorKindDestructivePlanBlocked}}
+			},
+			o:      outcome{Job: "demo-plan-1", Operation: infrav1.OperationPlan, Succeeded: true, InputsHash: "h2:in", Msg: &runner.Message{Outcome: runner.OutcomePlanned, Plan: destructive}},
+			reason: infrav1.ReasonPlanAwaitingApproval, steps: []string{"announce"}},
+		{name: "the approved plan moved",
+			before: func(tc *infrav1.TerraformCluster) {
+				tc.Status.Plan = &infrav1.PlanStatus{Job: "demo-plan-1", PlanHash: "p2:old", InputsHash: "h2:in", Reason: infrav1.ReasonDestructive}
+			},
+			o:      outcome{Job: "demo-apply-2", Operation: infrav1.OperationApply, Approved: "p2:old", Msg: &runner.Message{Outcome: runner.OutcomePlanChanged, Plan: destructive}},
+			reason: infrav1.ReasonPlanChanged, steps: []string{"approvalStarted", "annotateJob", "announce"}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			tc := &infrav1.TerraformCluster{ObjectMeta: metav1.ObjectMeta{Name: "demo", Namespace: "ns"}}
+			tc.Spec.ApplyPolicy = infrav1.ApplyAutomatic
+			if tt.before != nil {
+				tt.before(tc)
+			}
+			view, steps := decide(planless{}, tc, tt.o, now)
+			st := view.(*infrav1.TerraformCluster).Status
+			if st.PendingPlanRef != nil {
+				t.Errorf("pendingPlanRef %+v for a kind that takes no TerraformPlan", st.PendingPlanRef)
+			}
+			c := condition(view, infrav1.ConditionApplyJobSucceeded)
+			if c == nil || c.Reason != tt.reason || !strings.Contains(c.Message, infrav1.AnnotationApproveDestructivePlan) || strings.Contains(c.Message, "TerraformPlan") {
+				t.Errorf("ApplyJobSucceeded %+v, want reason %s naming %s and no TerraformPlan", c, tt.reason, infrav1.AnnotationApproveDestructivePlan)
+			}
+			var got []string
+			for _, s := range steps {
+				got = append(got, strings.TrimPrefix(fmt.Sprintf("%T", s), "engine."))
+			}
+			if !slices.Equal(got, tt.steps) {
+				t.Errorf("steps %v, want %v", got, tt.steps)
+			}
+		})
+	}
+}
