@@ -13,6 +13,7 @@ import (
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
@@ -23,6 +24,7 @@ import (
 	"github.com/captf/captf/internal/controller/engine"
 	"github.com/captf/captf/internal/testenv"
 	"github.com/captf/captf/internal/testnode"
+	"github.com/captf/captf/internal/tftest"
 )
 
 // The TerraformMachine kind on the run engine, with Cluster API's own
@@ -343,4 +345,101 @@ func (h *driftHarness) machineFile(name string) string {
 func (h *driftHarness) waitMachine(m *clusterv1.Machine, what string, cond func(*clusterv1.Machine) bool) {
 	h.t.Helper()
 	waitFor(h.harness, m, "Machine "+m.Name+": "+what, cond)
+}
+
+// TestMoveMachines: clusterctl move of a cluster with a provisioned
+// machine. On the target the machine is provisioned from its moved state
+// and durable inputs, with no apply, and a delete there destroys it from
+// them. (Cluster API's controllers do not run here; the test sets the
+// owner references and labels they would.)
+func TestMoveMachines(t *testing.T) {
+	p := tftest.Provider(t)
+	files := t.TempDir()
+	module, _ := filepath.Abs("testdata/machine")
+	node := func(n *testnode.Node) {
+		n.Images[machineImage] = []testnode.Image{{Path: infrav1.PathModule, Dir: module}, n.Images[moduleImage][1]}
+		n.Env = append(n.Env, "TF_CLI_CONFIG_FILE="+p.CLIConfig, tftest.ProviderRootEnv+"="+files)
+	}
+	src, dst := startMoveEnv(t, node), startMoveEnv(t, node)
+	ctx := context.Background()
+
+	cluster := src.provisioned("mv")
+	tc := src.create("mv", infrav1.ApplyAutomatic, "small", func(tc *infrav1.TerraformCluster) {
+		tc.Labels = map[string]string{infrav1.LabelClusterName: "mv"}
+		tc.OwnerReferences = []metav1.OwnerReference{{APIVersion: "cluster.x-k8s.io/v1beta2", Kind: "Cluster", Name: cluster.GetName(), UID: cluster.GetUID()}}
+	})
+	src.wait(tc, "the cluster's first apply", ready)
+	if err := src.c.Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "mv-bootstrap", Namespace: "default"}, Data: map[string][]byte{"value": []byte(bootstrapCanary)}}); err != nil {
+		t.Fatal(err)
+	}
+	m := &clusterv1.Machine{
+		ObjectMeta: metav1.ObjectMeta{Name: "mv-node-0", Namespace: "default", Labels: map[string]string{clusterv1.ClusterNameLabel: "mv"},
+			OwnerReferences: []metav1.OwnerReference{{APIVersion: "cluster.x-k8s.io/v1beta2", Kind: "Cluster", Name: cluster.GetName(), UID: cluster.GetUID()}}},
+		Spec: clusterv1.MachineSpec{ClusterName: "mv", Bootstrap: clusterv1.Bootstrap{DataSecretName: ptr.To("mv-bootstrap")},
+			InfrastructureRef: clusterv1.ContractVersionedObjectReference{APIGroup: infrav1.GroupVersion.Group, Kind: "TerraformMachine", Name: "mv-node-0"}},
+	}
+	if err := src.c.Create(ctx, m); err != nil {
+		t.Fatal(err)
+	}
+	// clusterctl moves no Machine that is still provisioning its node.
+	m.Status.NodeRef = clusterv1.MachineNodeReference{Name: m.Name}
+	if err := src.c.Status().Update(ctx, m); err != nil {
+		t.Fatal(err)
+	}
+	tm := &infrav1.TerraformMachine{
+		ObjectMeta: metav1.ObjectMeta{Name: "mv-node-0", Namespace: "default", Labels: map[string]string{clusterv1.ClusterNameLabel: "mv"},
+			OwnerReferences: []metav1.OwnerReference{{APIVersion: "cluster.x-k8s.io/v1beta2", Kind: "Machine", Name: m.Name, UID: m.UID, Controller: ptr.To(true)}}},
+		Spec: infrav1.TerraformMachineSpec{RunnerSpec: infrav1.RunnerSpec{Image: machineImage,
+			Variables: []infrav1.Variable{{Name: "dir", Value: &apiextensionsv1.JSON{Raw: []byte(`"mv"`)}}}}},
+	}
+	if err := src.c.Create(ctx, tm); err != nil {
+		t.Fatal(err)
+	}
+	provisioned := func(tm *infrav1.TerraformMachine) bool {
+		c := meta.FindStatusCondition(tm.Status.Conditions, infrav1.ConditionReady)
+		return c != nil && c.Status == metav1.ConditionTrue && tm.Spec.ProviderID != "" && tm.Status.ActiveJob == nil
+	}
+	waitFor(src.harness, tm, "the machine provisioned", provisioned)
+	file := filepath.Join(files, "mv", "mv-node-0.txt")
+	before, err := os.ReadFile(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var state corev1.Secret
+	if err := src.c.Get(ctx, client.ObjectKey{Namespace: "default", Name: engine.StateSecretName("tfm", tm.Name)}, &state); err != nil {
+		t.Fatal(err)
+	}
+	if !engine.MovesWith(&state, tm) {
+		t.Fatalf("the machine's state Secret does not move with it: labels %v, owners %v", state.Labels, state.OwnerReferences)
+	}
+
+	move(t, src, dst)
+
+	moved := &infrav1.TerraformMachine{ObjectMeta: metav1.ObjectMeta{Name: "mv-node-0", Namespace: "default"}}
+	waitFor(dst.harness, moved, "the machine provisioned on the target", provisioned)
+	if moved.Spec.ProviderID != tm.Spec.ProviderID {
+		t.Errorf("providerID %q on the target, %q on the source", moved.Spec.ProviderID, tm.Spec.ProviderID)
+	}
+	time.Sleep(3 * time.Second)
+	for _, j := range dst.jobs(moved) {
+		if j.Labels[engine.LabelOperation] == string(infrav1.OperationApply) {
+			t.Errorf("apply Job %s on the target: a moved machine is applied again", j.Name)
+		}
+	}
+	if after, _ := os.ReadFile(file); string(after) != string(before) {
+		t.Errorf("the machine's file changed with the move: %q, was %q", after, before)
+	}
+
+	// Deleted on the target, without its bootstrap data: destroyed from
+	// the moved durable inputs.
+	if err := dst.c.Delete(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "mv-bootstrap", Namespace: "default"}}); err != nil && !apierrors.IsNotFound(err) {
+		t.Fatal(err)
+	}
+	if err := dst.c.Delete(ctx, moved); err != nil {
+		t.Fatal(err)
+	}
+	dst.gone(moved, "the moved machine destroyed")
+	if _, err := os.Stat(file); !os.IsNotExist(err) {
+		t.Errorf("the machine's file after the destroy on the target: %v", err)
+	}
 }

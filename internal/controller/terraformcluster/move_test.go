@@ -24,6 +24,7 @@ import (
 	infrav1 "github.com/captf/captf/api/v1alpha1"
 	"github.com/captf/captf/internal/controller/engine"
 	"github.com/captf/captf/internal/testenv"
+	"github.com/captf/captf/internal/testnode"
 	planwebhook "github.com/captf/captf/internal/webhook/terraformplan"
 )
 
@@ -64,11 +65,11 @@ type moveEnv struct {
 	kubeconfig string
 }
 
-func startMoveEnv(t *testing.T) *moveEnv {
+func startMoveEnv(t *testing.T, more ...func(*testnode.Node)) *moveEnv {
 	t.Helper()
 	env := testenv.StartWithClusterAPIAndWebhooks(t, "../../..")
 	env.ServeWebhooks(t, (&planwebhook.Validator{ManagerUsername: managerUser}).SetupWithManager)
-	h := startEnv(t, env, env.ConfigAs(managerUser, "system:masters"))
+	h := startEnv(t, env, env.ConfigAs(managerUser, "system:masters"), more...)
 	ctx := context.Background()
 	// clusterctl init labels the components it installs; Cluster API's
 	// CRDs from the module do not carry the label.

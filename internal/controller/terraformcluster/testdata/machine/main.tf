@@ -36,7 +36,7 @@ variable "captf_bootstrap_data" {
 resource "captftest_file" "node" {
   directory = var.dir
   name      = "${var.captf_machine_name}.txt"
-  content   = jsonencode({ zone = var.captf_exports.zone, control_plane = var.captf_control_plane })
+  content   = jsonencode({ zone = try(var.captf_exports.zone, ""), control_plane = var.captf_control_plane })
   secret    = var.captf_bootstrap_data
 }
 
@@ -58,7 +58,7 @@ output "addresses" {
 }
 
 output "failure_domain" {
-  value = var.captf_exports.zone
+  value = try(var.captf_exports.zone, "zone-none")
 }
 
 output "health" {
