@@ -19,6 +19,8 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
+	"k8s.io/utils/ptr"
+	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	infrav1 "github.com/captf/captf/api/v1alpha1"
@@ -30,9 +32,10 @@ import (
 )
 
 const (
-	doc         = "../../docs/quickstart-kubernetes.md"
-	moduleImage = "registry.example.com/captf-quickstart:v1"
-	runnerImage = "ghcr.io/captf/captf-runner:v0.1.0"
+	doc          = "../../docs/quickstart-kubernetes.md"
+	moduleImage  = "registry.example.com/captf-quickstart:v1"
+	machineImage = "registry.example.com/captf-quickstart-machine:v1"
+	runnerImage  = "ghcr.io/captf/captf-runner:v0.1.0"
 	// token is the value of the example's Secret: terraform hides it in
 	// the Job's log (the variable is sensitive), captf everywhere.
 	token = "not-a-real-token-4f1c"
@@ -79,10 +82,12 @@ func TestQuickstart(t *testing.T) {
 		t.Fatalf("build captf-runner: %v\n%s", err, out)
 	}
 	module, _ := filepath.Abs("../../examples/kubernetes/module")
+	machine, _ := filepath.Abs("../../examples/kubernetes/machine")
 	node := &testnode.Node{Client: env.Client, Namespace: "default",
 		Images: map[string][]testnode.Image{
-			moduleImage: {{Path: infrav1.PathModule, Dir: module}, {Path: infrav1.PathRuntime, Dir: runtimeDir}},
-			runnerImage: {{Path: "/captf-runner", Dir: runnerDir}},
+			moduleImage:  {{Path: infrav1.PathModule, Dir: module}, {Path: infrav1.PathRuntime, Dir: runtimeDir}},
+			machineImage: {{Path: infrav1.PathModule, Dir: machine}, {Path: infrav1.PathRuntime, Dir: runtimeDir}},
+			runnerImage:  {{Path: "/captf-runner", Dir: runnerDir}},
 		},
 		// The manager tells runner Jobs to reach the API server from inside
 		// a pod; the test node's processes reach it through a kubeconfig.
@@ -91,6 +96,8 @@ func TestQuickstart(t *testing.T) {
 	node.ServeLogs(t, "node-1")
 	node.Start(t)
 	managertest.Start(t, managertest.Build(t, "../.."), kubeconfig, "--runner-image="+runnerImage, "--metrics-bind-address=0")
+	// clusterctl init installs Cluster API's controllers beside captf.
+	env.RunClusterAPI(t)
 
 	documented(t, text, "kubectl apply -f examples/kubernetes/cluster.yaml")
 	env.CreateFromFile(t, "../../examples/kubernetes/cluster.yaml")
@@ -144,6 +151,27 @@ func TestQuickstart(t *testing.T) {
 	}
 	if c := meta.FindStatusCondition(tc.Status.Conditions, "Ready"); c == nil || c.Status != metav1.ConditionTrue {
 		t.Errorf("Ready after the approved apply: %+v", c)
+	}
+
+	// Step 5: a machine, with Cluster API's own Machine controller.
+	documented(t, text, "captf lint examples/kubernetes/machine --role machine")
+	documented(t, text, "--build-arg MODULE=machine examples/kubernetes")
+	documented(t, text, "kubectl apply -f examples/kubernetes/machine.yaml")
+	env.CreateFromFile(t, "../../examples/kubernetes/machine.yaml")
+	var m clusterv1.Machine
+	wait(t, "the Machine's infrastructure provisioned", func() bool {
+		return env.Client.Get(ctx, client.ObjectKey{Namespace: "default", Name: "demo-node-0"}, &m) == nil &&
+			ptr.Deref(m.Status.Initialization.InfrastructureProvisioned, false) && m.Spec.ProviderID != ""
+	})
+	if !strings.HasPrefix(m.Spec.ProviderID, "example:///demo-node-0/") || len(m.Status.Addresses) != 2 || m.Status.FailureDomain != "demo-a" {
+		t.Errorf("the Machine after its infrastructure: providerID %q, addresses %+v, failure domain %q", m.Spec.ProviderID, m.Status.Addresses, m.Status.FailureDomain)
+	}
+	var tm infrav1.TerraformMachine
+	if err := env.Client.Get(ctx, client.ObjectKey{Namespace: "default", Name: "demo-node-0"}, &tm); err != nil {
+		t.Fatal(err)
+	}
+	if c := meta.FindStatusCondition(tm.Status.Conditions, "Ready"); c == nil || c.Status != metav1.ConditionTrue || tm.Spec.ProviderID != m.Spec.ProviderID {
+		t.Errorf("the TerraformMachine: Ready %+v, providerID %q", c, tm.Spec.ProviderID)
 	}
 }
 

@@ -48,3 +48,8 @@ output "control_plane_endpoint_port" {
 output "failure_domains" {
   value = ["${var.environment}-a", "${var.environment}-b"]
 }
+
+# What the cluster's machines get as var.captf_exports.
+output "exports" {
+  value = { network = terraform_data.network.output.name }
+}

@@ -10,16 +10,9 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
-	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/utils/ptr"
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
-	"sigs.k8s.io/cluster-api/controllers/clustercache"
-	capicluster "sigs.k8s.io/cluster-api/core/reconcilers/cluster"
-	capimachine "sigs.k8s.io/cluster-api/core/reconcilers/machine"
-	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/controller"
-	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	infrav1 "github.com/captf/captf/api/v1alpha1"
 	"github.com/captf/captf/internal/controller/engine"
@@ -102,45 +95,11 @@ func TestPaused(t *testing.T) {
 	})
 }
 
-// runClusterAPI runs Cluster API's own Cluster and Machine controllers (and the cluster
-// cache it needs, which finds no workload cluster to connect to here)
+// runClusterAPI runs Cluster API's own Cluster and Machine controllers
 // against the harness's API server until the test ends.
 func (h *harness) runClusterAPI() {
 	h.t.Helper()
-	scheme := runtime.NewScheme()
-	for _, add := range []func(*runtime.Scheme) error{clientgoscheme.AddToScheme, clusterv1.AddToScheme} {
-		if err := add(scheme); err != nil {
-			h.t.Fatal(err)
-		}
-	}
-	mgr, err := ctrl.NewManager(h.env.Config, ctrl.Options{Scheme: scheme, Metrics: metricsserver.Options{BindAddress: "0"}})
-	if err != nil {
-		h.t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(ctrl.LoggerInto(context.Background(), ctrl.Log))
-	cache, err := clustercache.SetupWithManager(ctx, mgr, clustercache.Options{
-		SecretClient: mgr.GetClient(), Client: clustercache.ClientOptions{UserAgent: "captf-test"},
-	}, controller.Options{})
-	if err != nil {
-		h.t.Fatal(err)
-	}
-	r := &capicluster.Reconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), ClusterCache: cache, RemoteConnectionGracePeriod: time.Minute}
-	skip := true
-	if err := r.SetupWithManager(ctx, mgr, controller.Options{SkipNameValidation: &skip}); err != nil {
-		h.t.Fatal(err)
-	}
-	m := &capimachine.Reconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), ClusterCache: cache, RemoteConditionsGracePeriod: 2 * time.Minute}
-	if err := m.SetupWithManager(ctx, mgr, controller.Options{SkipNameValidation: &skip}); err != nil {
-		h.t.Fatal(err)
-	}
-	done := make(chan error, 1)
-	go func() { done <- mgr.Start(ctx) }()
-	h.t.Cleanup(func() {
-		cancel()
-		if err := <-done; err != nil {
-			h.t.Errorf("Cluster API's manager: %v", err)
-		}
-	})
+	h.env.RunClusterAPI(h.t)
 }
 
 // TestClusterAPIReadsTheContract: Cluster API's own Cluster controller,

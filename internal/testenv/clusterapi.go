@@ -1,0 +1,59 @@
+package testenv
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"k8s.io/apimachinery/pkg/runtime"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
+	"sigs.k8s.io/cluster-api/controllers/clustercache"
+	capicluster "sigs.k8s.io/cluster-api/core/reconcilers/cluster"
+	capimachine "sigs.k8s.io/cluster-api/core/reconcilers/machine"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+)
+
+// RunClusterAPI runs Cluster API's own Cluster and Machine controllers
+// (and the cluster cache they need, which finds no workload cluster to
+// connect to here) against the API server until the test ends. The API
+// server must serve Cluster API's CRDs (StartWithClusterAPI).
+func (e *Env) RunClusterAPI(t testing.TB) {
+	t.Helper()
+	scheme := runtime.NewScheme()
+	for _, add := range []func(*runtime.Scheme) error{clientgoscheme.AddToScheme, clusterv1.AddToScheme} {
+		if err := add(scheme); err != nil {
+			t.Fatal(err)
+		}
+	}
+	mgr, err := ctrl.NewManager(e.Config, ctrl.Options{Scheme: scheme, Metrics: metricsserver.Options{BindAddress: "0"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(ctrl.LoggerInto(context.Background(), ctrl.Log))
+	cache, err := clustercache.SetupWithManager(ctx, mgr, clustercache.Options{
+		SecretClient: mgr.GetClient(), Client: clustercache.ClientOptions{UserAgent: "captf-test"},
+	}, controller.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	skip := true
+	c := &capicluster.Reconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), ClusterCache: cache, RemoteConnectionGracePeriod: time.Minute}
+	if err := c.SetupWithManager(ctx, mgr, controller.Options{SkipNameValidation: &skip}); err != nil {
+		t.Fatal(err)
+	}
+	m := &capimachine.Reconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), ClusterCache: cache, RemoteConditionsGracePeriod: 2 * time.Minute}
+	if err := m.SetupWithManager(ctx, mgr, controller.Options{SkipNameValidation: &skip}); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- mgr.Start(ctx) }()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("Cluster API's manager: %v", err)
+		}
+	})
+}
