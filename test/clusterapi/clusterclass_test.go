@@ -33,7 +33,8 @@ import (
 func env(t *testing.T) (*testenv.Env, client.Client) {
 	t.Helper()
 	kcp := filepath.Join(testenv.ClusterAPICRDs(t), "..", "..", "..", "..", "controlplane", "kubeadm", "config", "crd", "bases")
-	e := testenv.StartWithClusterAPI(t, "../..", kcp)
+	bootstrap := filepath.Join(testenv.ClusterAPICRDs(t), "..", "..", "..", "..", "bootstrap", "kubeadm", "config", "crd", "bases")
+	e := testenv.StartWithClusterAPI(t, "../..", kcp, bootstrap)
 	scheme := runtime.NewScheme()
 	for _, add := range []func(*runtime.Scheme) error{clientgoscheme.AddToScheme, apiextensionsv1.AddToScheme, clusterv1.AddToScheme, infrav1.AddToScheme} {
 		if err := add(scheme); err != nil {
@@ -47,6 +48,7 @@ func env(t *testing.T) (*testenv.Env, client.Client) {
 	// kubeadm's control plane labels its CRDs for the contract in its
 	// kustomization, which the bare CRD files lack.
 	labelCRD(t, c, "kubeadmcontrolplanetemplates.controlplane.cluster.x-k8s.io", map[string]string{"cluster.x-k8s.io/v1beta2": "v1beta2"})
+	labelCRD(t, c, "kubeadmconfigtemplates.bootstrap.cluster.x-k8s.io", map[string]string{"cluster.x-k8s.io/v1beta2": "v1beta2"})
 	return e, c
 }
 
@@ -103,6 +105,14 @@ func TestClusterClass(t *testing.T) {
 	if err := c.Create(ctx, kcp); err != nil {
 		t.Fatal(err)
 	}
+	bootstrap := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "bootstrap.cluster.x-k8s.io/v1beta2", "kind": "KubeadmConfigTemplate",
+		"metadata": map[string]any{"name": cc.Spec.Workers.MachineDeployments[0].Bootstrap.TemplateRef.Name, "namespace": cc.Namespace},
+		"spec":     map[string]any{"template": map[string]any{"spec": map[string]any{"format": "cloud-config"}}},
+	}}
+	if err := c.Create(ctx, bootstrap); err != nil {
+		t.Fatal(err)
+	}
 
 	reconciler := &clusterclass.Reconciler{Client: c}
 	key := types.NamespacedName{Namespace: cc.Namespace, Name: cc.Name}
@@ -127,6 +137,58 @@ func TestClusterClass(t *testing.T) {
 	}
 	if len(tmpl.OwnerReferences) != 1 || tmpl.OwnerReferences[0].Kind != "ClusterClass" || tmpl.OwnerReferences[0].UID != cc.UID {
 		t.Errorf("the template's owners %+v, want the ClusterClass", tmpl.OwnerReferences)
+	}
+
+	var mt infrav1.TerraformMachineTemplate
+	if err := c.Get(ctx, client.ObjectKey{Namespace: cc.Namespace, Name: cc.Spec.Workers.MachineDeployments[0].Infrastructure.TemplateRef.Name}, &mt); err != nil {
+		t.Fatal(err)
+	}
+	if cc.Spec.ControlPlane.MachineInfrastructure.TemplateRef.Name != mt.Name {
+		t.Fatalf("the sample's control plane machines are not TerraformMachines of %s", mt.Name)
+	}
+	if len(mt.OwnerReferences) != 1 || mt.OwnerReferences[0].UID != cc.UID {
+		t.Errorf("the machine template's owners %+v, want the ClusterClass", mt.OwnerReferences)
+	}
+	// The topology controller compares templates by a server-side-apply
+	// dry run of the spec it read (unstructured, as stored): it applies
+	// with no change.
+	stored := &unstructured.Unstructured{}
+	stored.SetGroupVersionKind(infrav1.GroupVersion.WithKind("TerraformMachineTemplate"))
+	if err := c.Get(ctx, client.ObjectKeyFromObject(&mt), stored); err != nil {
+		t.Fatal(err)
+	}
+	applied := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": infrav1.GroupVersion.String(), "kind": "TerraformMachineTemplate",
+		"metadata": map[string]any{"name": mt.Name, "namespace": mt.Namespace},
+		"spec":     stored.Object["spec"],
+	}}
+	if err := c.Patch(ctx, applied, client.Apply, client.FieldOwner("capi-topology"), client.ForceOwnership, client.DryRunAll); err != nil {
+		t.Fatalf("a dry-run apply of the machine template: %v", err)
+	}
+	if applied.GetGeneration() != stored.GetGeneration() {
+		t.Errorf("a dry-run apply of the unchanged machine template changes it: generation %d → %d\nstored %v\napplied %v", stored.GetGeneration(), applied.GetGeneration(), stored.Object["spec"], applied.Object["spec"])
+	}
+	// A change of what defines a machine is a new template for Cluster
+	// API, but the template itself takes it: no immutability rule.
+	changed := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": infrav1.GroupVersion.String(), "kind": "TerraformMachineTemplate",
+		"metadata": map[string]any{"name": mt.Name, "namespace": mt.Namespace},
+		"spec":     runtime.DeepCopyJSONValue(stored.Object["spec"]),
+	}}
+	if err := unstructured.SetNestedField(changed.Object, "registry.example.com/modules/demo-machine:1.0.1", "spec", "template", "spec", "image"); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Patch(ctx, changed, client.Apply, client.FieldOwner("capi-topology"), client.ForceOwnership, client.DryRunAll); err != nil {
+		t.Errorf("a dry-run apply of a new image into the machine template: %v", err)
+	}
+	// A MachineSet's machine from it: the template's spec as a
+	// TerraformMachine.
+	tm := &infrav1.TerraformMachine{
+		ObjectMeta: metav1.ObjectMeta{Name: "demo-1-md-abcde", Namespace: cc.Namespace, Labels: map[string]string{clusterv1.ClusterNameLabel: "demo-1"}},
+		Spec:       mt.Spec.Template.Spec,
+	}
+	if err := c.Create(ctx, tm); err != nil {
+		t.Fatalf("a TerraformMachine from the template: %v", err)
 	}
 
 	// What the topology controller makes of the template for a Cluster
