@@ -28,6 +28,7 @@ import (
 	"github.com/captf/captf/internal/controller/terraformcluster"
 	"github.com/captf/captf/internal/controller/terraformmachine"
 	"github.com/captf/captf/internal/version"
+	machinewebhook "github.com/captf/captf/internal/webhook/terraformmachine"
 	planwebhook "github.com/captf/captf/internal/webhook/terraformplan"
 )
 
@@ -156,8 +157,10 @@ func run(args []string, stdout io.Writer) error {
 		}
 	}
 	if *webhooks {
-		v := &planwebhook.Validator{ManagerUsername: *managerUsername}
-		if err := v.SetupWithManager(mgr); err != nil {
+		if err := (&planwebhook.Validator{ManagerUsername: *managerUsername}).SetupWithManager(mgr); err != nil {
+			return err
+		}
+		if err := (&machinewebhook.Validator{ManagerUsername: *managerUsername}).SetupWithManager(mgr); err != nil {
 			return err
 		}
 		if err := mgr.AddReadyzCheck("webhook", mgr.GetWebhookServer().StartedChecker()); err != nil {

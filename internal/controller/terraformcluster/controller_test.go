@@ -35,6 +35,7 @@ import (
 	"github.com/captf/captf/internal/testenv"
 	"github.com/captf/captf/internal/testnode"
 	"github.com/captf/captf/internal/tftest"
+	machinewebhook "github.com/captf/captf/internal/webhook/terraformmachine"
 	planwebhook "github.com/captf/captf/internal/webhook/terraformplan"
 )
 
@@ -80,8 +81,19 @@ func startWith(t *testing.T, webhooks bool) *harness {
 		return startEnv(t, testenv.Start(t, "../../.."), nil)
 	}
 	env := testenv.StartWithWebhooks(t, "../../..")
-	env.ServeWebhooks(t, (&planwebhook.Validator{ManagerUsername: managerUser}).SetupWithManager)
+	serveWebhooks(t, env)
 	return startEnv(t, env, env.ConfigAs(managerUser, "system:masters"))
+}
+
+// serveWebhooks serves the manager's webhooks, as the manager does with
+// --enable-webhooks, for a manager that runs as managerUser.
+func serveWebhooks(t *testing.T, env *testenv.Env) {
+	env.ServeWebhooks(t, func(mgr ctrl.Manager) error {
+		if err := (&planwebhook.Validator{ManagerUsername: managerUser}).SetupWithManager(mgr); err != nil {
+			return err
+		}
+		return (&machinewebhook.Validator{ManagerUsername: managerUser}).SetupWithManager(mgr)
+	})
 }
 
 // startEnv runs the manager (as cfg, else as the administrator), the test

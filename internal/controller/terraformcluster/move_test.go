@@ -25,7 +25,6 @@ import (
 	"github.com/captf/captf/internal/controller/engine"
 	"github.com/captf/captf/internal/testenv"
 	"github.com/captf/captf/internal/testnode"
-	planwebhook "github.com/captf/captf/internal/webhook/terraformplan"
 )
 
 // What clusterctl move (v1.14, its client library) needs to run between two
@@ -68,7 +67,7 @@ type moveEnv struct {
 func startMoveEnv(t *testing.T, more ...func(*testnode.Node)) *moveEnv {
 	t.Helper()
 	env := testenv.StartWithClusterAPIAndWebhooks(t, "../../..")
-	env.ServeWebhooks(t, (&planwebhook.Validator{ManagerUsername: managerUser}).SetupWithManager)
+	serveWebhooks(t, env)
 	h := startEnv(t, env, env.ConfigAs(managerUser, "system:masters"), more...)
 	ctx := context.Background()
 	// clusterctl init labels the components it installs; Cluster API's
