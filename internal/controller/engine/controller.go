@@ -123,7 +123,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if w := (*errWait)(nil); errors.As(err, &w) {
 		// A Job of related state runs; the kind's watches bring the
 		// object back when it ended. A provisioned object stays Ready.
-		if i := obj.GetRunnerStatus().Initialization; i == nil || i.Provisioned == nil || !*i.Provisioned || !obj.GetDeletionTimestamp().IsZero() {
+		if !provisioned(obj) || !obj.GetDeletionTimestamp().IsZero() {
 			setCondition(obj, infrav1.ConditionReady, false, w.Reason, w.Message)
 		}
 		res, err = ctrl.Result{RequeueAfter: r.recheck()}, nil

@@ -9,6 +9,7 @@ import (
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -188,6 +189,11 @@ func (r *Reconciler) activate(ctx context.Context, obj Object, job *batchv1.Job)
 		return err
 	}
 	obj.GetRunnerStatus().ActiveJob = &infrav1.ActiveJob{Name: job.Name, Operation: op}
+	if ready := condition(obj, infrav1.ConditionReady); op != infrav1.OperationDestroy && ready != nil && ready.Status == metav1.ConditionFalse && !provisioned(obj) {
+		// What the object waited for (its kind's inputs, a related Job)
+		// is there: Ready says the first apply goes on, not the wait.
+		setCondition(obj, infrav1.ConditionReady, false, infrav1.ReasonProvisioning, "The first apply runs.")
+	}
 	switch {
 	case op == infrav1.OperationPlan:
 		setCondition(obj, infrav1.ConditionApplyJobSucceeded, unknown, ReasonPlanning, "A plan Job runs; its plan will wait for approval.")

@@ -66,6 +66,13 @@ func setProvisioned(obj Object) {
 	setCondition(obj, infrav1.ConditionApplyJobSucceeded, true, ReasonApplied, "The inputs are applied.")
 }
 
+// provisioned reports whether obj's first apply succeeded
+// (status.initialization.provisioned).
+func provisioned(obj Object) bool {
+	i := obj.GetRunnerStatus().Initialization
+	return i != nil && i.Provisioned != nil && *i.Provisioned
+}
+
 // unhealthy is Ready's message while the health output says failed.
 const unhealthy = "Provisioned, but the module's health output says failed."
 
@@ -93,7 +100,7 @@ func setHealth(obj Object, state string) {
 // healthReady makes Ready follow the health of provisioned infrastructure:
 // False while it is failed, back to True when it is no longer.
 func healthReady(obj Object) {
-	if i := obj.GetRunnerStatus().Initialization; i == nil || i.Provisioned == nil || !*i.Provisioned {
+	if !provisioned(obj) {
 		return
 	}
 	h, ready := condition(obj, infrav1.ConditionInfrastructureHealthy), condition(obj, infrav1.ConditionReady)

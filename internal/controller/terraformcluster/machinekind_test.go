@@ -184,7 +184,7 @@ func TestMachines(t *testing.T) {
 			reasons = append(reasons, c.Reason)
 		}
 	}
-	want := []string{infrav1.ReasonWaitingForOwner, infrav1.ReasonWaitingForClusterInfrastructure, infrav1.ReasonWaitingForBootstrapData}
+	want := []string{infrav1.ReasonWaitingForOwner, infrav1.ReasonWaitingForClusterInfrastructure, infrav1.ReasonWaitingForBootstrapData, infrav1.ReasonProvisioning, engine.ReasonProvisioned}
 	if len(reasons) < len(want) || !slices.Equal(reasons[:len(want)], want) {
 		t.Errorf("Ready's reasons %v, want them to begin %v", reasons, want)
 	}
