@@ -6,6 +6,7 @@
 //	captf-release manifests --version v0.1.0 --registry ghcr.io/captf --out dist
 //	captf-release images --version v0.1.0 --platforms linux/amd64,linux/arm64 --out dist/images
 //	captf-release push --version v0.1.0 --registry ghcr.io/captf --in dist/images
+//	captf-release plugin --version v0.1.0 --url-base https://github.com/captf/captf/releases/download/v0.1.0 --out dist/plugin
 //	captf-release --version
 package main
 
@@ -34,6 +35,7 @@ const usage = `usage:
   captf-release manifests --version VERSION --registry REGISTRY [--out DIR] [--config DIR]
   captf-release images --version VERSION [--platforms LIST] [--out DIR] [--module DIR]
   captf-release push --version VERSION --registry REGISTRY [--in DIR]
+  captf-release plugin --version VERSION --url-base URL [--platforms LIST] [--out DIR] [--module DIR]
   captf-release --version`
 
 // programs are the release's images by name.
@@ -63,6 +65,8 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 		return images(ctx, args[1:], stdout)
 	case "push":
 		return push(ctx, args[1:], stdout)
+	case "plugin":
+		return plugin(ctx, args[1:], stdout)
 	case "--version", "-version":
 		if len(args) == 1 {
 			_, err := io.WriteString(stdout, version.Line("captf-release"))
@@ -155,6 +159,40 @@ func images(ctx context.Context, args []string, stdout io.Writer) error {
 		}
 		fmt.Fprintf(stdout, "%s %s\n", dir, d)
 	}
+	return nil
+}
+
+// plugin builds kubectl-captf's krew plugin: an archive per platform and
+// the manifest naming them under --url-base.
+func plugin(ctx context.Context, args []string, stdout io.Writer) error {
+	fs := flag.NewFlagSet("plugin", flag.ContinueOnError)
+	ver := fs.String("version", "", "the release's version, e.g. v0.1.0; stamped into the binaries (required)")
+	base := fs.String("url-base", "", "where the archives are published; each one's URL is this, a slash and its name (required)")
+	platforms := fs.String("platforms", "linux/amd64,linux/arm64,darwin/amd64,darwin/arm64,windows/amd64", "the platforms to build for, comma-separated")
+	out := fs.String("out", "dist/plugin", "the folder the archives and "+release.PluginManifestFile+" are written to")
+	module := fs.String("module", ".", "the folder of captf's go.mod")
+	if err := parse(fs, args); err != nil {
+		return err
+	}
+	if *ver == "" || *base == "" {
+		return errors.New("--version and --url-base are required")
+	}
+	ps, err := image.ParsePlatforms(*platforms)
+	if err != nil {
+		return fmt.Errorf("--platforms: %w", err)
+	}
+	created, err := sourceDate()
+	if err != nil {
+		return err
+	}
+	p, err := release.Plugin(ctx, release.PluginOptions{Module: *module, Version: *ver, Platforms: ps, URLBase: *base, Out: *out, Created: created})
+	if err != nil {
+		return err
+	}
+	for _, pl := range p.Spec.Platforms {
+		fmt.Fprintf(stdout, "%s %s\n", pl.URI, pl.Sha256)
+	}
+	fmt.Fprintln(stdout, filepath.Join(*out, release.PluginManifestFile))
 	return nil
 }
 

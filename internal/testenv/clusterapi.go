@@ -33,13 +33,15 @@ func (e *Env) RunClusterAPI(t testing.TB) {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithCancel(ctrl.LoggerInto(context.Background(), ctrl.Log))
+	// Controller names are unique per process unless told otherwise: a
+	// test process may run Cluster API more than once.
+	skip := true
 	cache, err := clustercache.SetupWithManager(ctx, mgr, clustercache.Options{
 		SecretClient: mgr.GetClient(), Client: clustercache.ClientOptions{UserAgent: "captf-test"},
-	}, controller.Options{})
+	}, controller.Options{SkipNameValidation: &skip})
 	if err != nil {
 		t.Fatal(err)
 	}
-	skip := true
 	c := &capicluster.Reconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), ClusterCache: cache, RemoteConnectionGracePeriod: time.Minute}
 	if err := c.SetupWithManager(ctx, mgr, controller.Options{SkipNameValidation: &skip}); err != nil {
 		t.Fatal(err)

@@ -71,10 +71,17 @@ func TestMetrics(t *testing.T) {
 	delta := func(what, name string, labels map[string]string) float64 {
 		return metric(t, name, labels) - before[what]
 	}
+	// A run is counted once its Job is marked processed, two writes after
+	// the status that shows its outcome: wait for the count, then check
+	// it went no further.
+	counted := func(what, name string, labels map[string]string, want float64) float64 {
+		h.waitFor(name+" counted", func() bool { return delta(what, name, labels) >= want })
+		return delta(what, name, labels)
+	}
 
 	tc := h.create("measured", infrav1.ApplyManual, "small")
 	h.wait(tc, "first apply", ready)
-	if d := delta("applied", "captf_runs_total", applied); d != 1 {
+	if d := counted("applied", "captf_runs_total", applied, 1); d != 1 {
 		t.Errorf("captf_runs_total{apply,applied} grew by %v after the first apply, want 1", d)
 	}
 	if n := metric(t, "captf_plans_awaiting_approval", awaiting); n != 0 {
@@ -83,7 +90,7 @@ func TestMetrics(t *testing.T) {
 
 	h.setSize(tc, "large")
 	plan := h.waitingPlan(tc, infrav1.ReasonPlanAwaitingApproval)
-	if d := delta("planned", "captf_runs_total", planned); d != 1 {
+	if d := counted("planned", "captf_runs_total", planned, 1); d != 1 {
 		t.Errorf("captf_runs_total{plan,planned} grew by %v, want 1", d)
 	}
 	h.waitFor("the plan counted as awaiting approval", func() bool { return metric(t, "captf_plans_awaiting_approval", awaiting) == 1 })
@@ -94,7 +101,7 @@ func TestMetrics(t *testing.T) {
 	}
 	h.approve(tc, plan.PlanHash)
 	h.wait(tc, "approved apply", func(tc *infrav1.TerraformCluster) bool { return ready(tc) && tc.Status.Plan == nil })
-	if d := delta("applied", "captf_runs_total", applied); d != 2 {
+	if d := counted("applied", "captf_runs_total", applied, 2); d != 2 {
 		t.Errorf("captf_runs_total{apply,applied} grew by %v after the approved apply, want 2", d)
 	}
 	if d := delta("approval", "captf_plan_approval_seconds", kind); d != 1 {
