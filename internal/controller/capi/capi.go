@@ -154,10 +154,11 @@ func TerraformClustersOf(ctx context.Context, c client.Reader, namespace, cluste
 
 // ClusterJob is a Wait while an apply or destroy Job of a TerraformCluster
 // of obj's cluster (its cluster-name label) has not finished: Jobs of
-// related state never run at once. c should be the API server itself: a
-// Job the cluster created a moment ago counts, whether or not its status
-// or a cache shows it yet.
-func ClusterJob(ctx context.Context, c client.Reader, obj client.Object) (*engine.Wait, error) {
+// related state never run at once. The TerraformClusters come from c (the
+// cache), their Jobs from api, the API server itself: a Job the cluster
+// created a moment ago counts, whether or not a cache or its status shows
+// it yet.
+func ClusterJob(ctx context.Context, c, api client.Reader, obj client.Object) (*engine.Wait, error) {
 	cluster := obj.GetLabels()[clusterv1.ClusterNameLabel]
 	if cluster == "" {
 		return nil, nil
@@ -168,7 +169,7 @@ func ClusterJob(ctx context.Context, c client.Reader, obj client.Object) (*engin
 	}
 	for _, tc := range tcs {
 		var jobs batchv1.JobList
-		if err := c.List(ctx, &jobs, client.InNamespace(tc.Namespace), client.MatchingLabels{
+		if err := api.List(ctx, &jobs, client.InNamespace(tc.Namespace), client.MatchingLabels{
 			infrav1.LabelOwnerKind: "TerraformCluster", infrav1.LabelOwnerName: engine.NameLabel(tc.Name)}); err != nil {
 			return nil, fmt.Errorf("Jobs of TerraformCluster %s: %w", tc.Name, err)
 		}

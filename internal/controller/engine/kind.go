@@ -63,8 +63,9 @@ type Kind interface {
 	Inputs(ctx context.Context, c client.Reader, obj Object) (map[string]render.Variable, *Wait, error)
 	// Gate says what a Job of obj waits for before it starts, a destroy
 	// too (a Job of related state that runs: a machine's cluster's apply);
-	// nil when nothing. c is the API server, not the cache.
-	Gate(ctx context.Context, c client.Reader, obj Object) (*Wait, error)
+	// nil when nothing. c is the cache, api the API server itself, for
+	// what a moment's lag of the cache would let through.
+	Gate(ctx context.Context, c, api client.Reader, obj Object) (*Wait, error)
 	// Watch adds the kind's own watches to the engine's (the objects of
 	// another API whose changes concern it), where mgr serves them.
 	Watch(b *builder.Builder, mgr ctrl.Manager) *builder.Builder

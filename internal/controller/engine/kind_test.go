@@ -53,7 +53,9 @@ func (testKind) Inputs(context.Context, client.Reader, Object) (map[string]rende
 	return nil, nil, nil
 }
 
-func (testKind) Gate(context.Context, client.Reader, Object) (*Wait, error) { return nil, nil }
+func (testKind) Gate(context.Context, client.Reader, client.Reader, Object) (*Wait, error) {
+	return nil, nil
+}
 
 func (testKind) Watch(b *builder.Builder, _ ctrl.Manager) *builder.Builder { return b }
 

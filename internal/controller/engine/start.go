@@ -56,7 +56,7 @@ type jobRequest struct {
 // it as the active Job. Before it creates one, it asks the API server
 // itself for an unprocessed Job of the object: there is at most one.
 func (r *Reconciler) startJob(ctx context.Context, obj Object, root *render.Root, req jobRequest) error {
-	if w, err := r.kind().Gate(ctx, r.Reader, obj); err != nil || w != nil {
+	if w, err := r.kind().Gate(ctx, r.Client, r.Reader, obj); err != nil || w != nil {
 		if w != nil {
 			return &errWait{w}
 		}

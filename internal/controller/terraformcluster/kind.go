@@ -151,7 +151,7 @@ func (cluster) Inputs(context.Context, client.Reader, engine.Object) (map[string
 }
 
 // Gate: no other kind's Job holds a cluster's back.
-func (cluster) Gate(context.Context, client.Reader, engine.Object) (*engine.Wait, error) {
+func (cluster) Gate(context.Context, client.Reader, client.Reader, engine.Object) (*engine.Wait, error) {
 	return nil, nil
 }
 

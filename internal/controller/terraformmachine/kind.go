@@ -134,8 +134,8 @@ func jsonOf(v any) json.RawMessage {
 
 // Gate: a Job of a machine waits while an apply or destroy of its cluster
 // runs.
-func (machine) Gate(ctx context.Context, c client.Reader, obj engine.Object) (*engine.Wait, error) {
-	return capi.ClusterJob(ctx, c, obj)
+func (machine) Gate(ctx context.Context, c, api client.Reader, obj engine.Object) (*engine.Wait, error) {
+	return capi.ClusterJob(ctx, c, api, obj)
 }
 
 // Watch: the owner Machines (their bootstrap data appears there), the
