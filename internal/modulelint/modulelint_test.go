@@ -215,6 +215,8 @@ func TestExamples(t *testing.T) {
 		// A root module for the CLI; as a cluster module it sets no
 		// contract output, which the cluster role allows.
 		"quickstart": modulecontract.RoleCluster,
+		// The Kubernetes quickstart's machine module.
+		"kubernetes/machine": modulecontract.RoleMachine,
 	}
 	root := filepath.Join("..", "..", "examples")
 	seen := map[string]bool{}

@@ -319,11 +319,13 @@ func applyComponents(ctx context.Context, t *testing.T, env *testenv.Env, objs [
 	}
 	vwc := get("admissionregistration.k8s.io/v1", "ValidatingWebhookConfiguration", "", "captf-validating-webhook-configuration")
 	hooks, _, _ := unstructured.NestedSlice(vwc.Object, "webhooks")
-	if len(hooks) != 1 {
-		t.Fatalf("webhooks = %d, want 1", len(hooks))
+	if len(hooks) != 2 {
+		t.Fatalf("webhooks = %d, want 2 (TerraformPlan, TerraformMachine)", len(hooks))
 	}
-	if ns, _, _ := unstructured.NestedString(hooks[0].(map[string]any), "clientConfig", "service", "namespace"); ns != targetNamespace {
-		t.Errorf("the webhook calls a Service in %q, want %q", ns, targetNamespace)
+	for _, h := range hooks {
+		if ns, _, _ := unstructured.NestedString(h.(map[string]any), "clientConfig", "service", "namespace"); ns != targetNamespace {
+			t.Errorf("a webhook calls a Service in %q, want %q", ns, targetNamespace)
+		}
 	}
 
 	// The RBAC lets the manager's ServiceAccount, in the target namespace,
