@@ -129,11 +129,7 @@ func images(ctx context.Context, args []string, stdout io.Writer) error {
 	if *ver == "" {
 		return errors.New("--version is required")
 	}
-	ps, err := image.ParsePlatforms(*platforms)
-	if err != nil {
-		return fmt.Errorf("--platforms: %w", err)
-	}
-	created, err := sourceDate()
+	ps, created, err := build(*platforms)
 	if err != nil {
 		return err
 	}
@@ -177,11 +173,7 @@ func plugin(ctx context.Context, args []string, stdout io.Writer) error {
 	if *ver == "" || *base == "" {
 		return errors.New("--version and --url-base are required")
 	}
-	ps, err := image.ParsePlatforms(*platforms)
-	if err != nil {
-		return fmt.Errorf("--platforms: %w", err)
-	}
-	created, err := sourceDate()
+	ps, created, err := build(*platforms)
 	if err != nil {
 		return err
 	}
@@ -194,6 +186,17 @@ func plugin(ctx context.Context, args []string, stdout io.Writer) error {
 	}
 	fmt.Fprintln(stdout, filepath.Join(*out, release.PluginManifestFile))
 	return nil
+}
+
+// build is what every build of the release takes: the platforms of
+// --platforms and the time its files carry (sourceDate).
+func build(platforms string) ([]v1.Platform, time.Time, error) {
+	ps, err := image.ParsePlatforms(platforms)
+	if err != nil {
+		return nil, time.Time{}, fmt.Errorf("--platforms: %w", err)
+	}
+	created, err := sourceDate()
+	return ps, created, err
 }
 
 // sourceDate is the time every file and image of the build carries:
