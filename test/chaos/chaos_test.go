@@ -59,8 +59,9 @@ type tally struct {
 }
 
 // TestChaos runs the fault matrix. In the test suite it is a bounded,
-// deterministic subset: the approve-by-annotation flow, every write of it
-// with the fault kind rotating over the writes, and the webhook down once.
+// deterministic subset: the approve-by-annotation flow, every other write
+// of it with the fault kind rotating over them, and the webhook down once;
+// and the first apply at the writes that once broke it (subset).
 // CAPTF_CHAOS=full runs every flow at every write with every fault kind
 // (make chaos); CAPTF_CHAOS_FLOWS and CAPTF_CHAOS_FAULTS (comma-separated
 // names) narrow a full run, and CAPTF_CHAOS_POINTS to fault points as the
@@ -122,8 +123,11 @@ func TestChaos(t *testing.T) {
 				trials = append(trials, trial{tr.fault, tr.at})
 			}
 		} else {
-			for i, p := range points {
-				trials = append(trials, trial{writeKinds[i%len(writeKinds)], p})
+			// Every other write, the fault kind rotating over them, keeps
+			// the suite's subset near three minutes; make chaos runs them
+			// all with every kind.
+			for i := 0; i < len(points); i += 2 {
+				trials = append(trials, trial{writeKinds[(i/2)%len(writeKinds)], points[i]})
 			}
 			trials = append(trials, trial{faultWebhookDown, point{}})
 		}
