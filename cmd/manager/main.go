@@ -131,11 +131,9 @@ func run(args []string, stdout io.Writer) error {
 		return fmt.Errorf("manager: %w", err)
 	}
 	kinds := []engine.Kind{terraformcluster.Kind}
-	if _, err := mgr.GetRESTMapper().RESTMapping(clusterv1.GroupVersion.WithKind("Machine").GroupKind(), clusterv1.GroupVersion.Version); err == nil {
+	if err := terraformmachine.Served(mgr.GetRESTMapper()); err == nil {
 		kinds = append(kinds, terraformmachine.Kind)
 	} else {
-		// A machine needs its owner Machine: without Cluster API there is
-		// none, and a watch of Machines would stop the manager.
 		ctrl.Log.Info("Cluster API's Machine (v1beta2) is not served: TerraformMachines are not reconciled", "error", err.Error())
 	}
 	for _, k := range kinds {

@@ -22,7 +22,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/rest"
-	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
@@ -146,7 +145,7 @@ func startEnv(t *testing.T, env *testenv.Env, cfg *rest.Config, more ...func(*te
 		t.Fatal(err)
 	}
 	kinds := []engine.Kind{Kind}
-	if _, err := mgr.GetRESTMapper().RESTMapping(clusterv1.GroupVersion.WithKind("Machine").GroupKind(), clusterv1.GroupVersion.Version); err == nil {
+	if terraformmachine.Served(mgr.GetRESTMapper()) == nil {
 		// Where Cluster API's CRDs are served, machines are reconciled
 		// too, as the manager does.
 		kinds = append(kinds, terraformmachine.Kind)

@@ -13,6 +13,7 @@ import (
 	"encoding/json"
 	"fmt"
 
+	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/types"
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -37,6 +38,15 @@ import (
 // Kind is the TerraformMachine kind: an engine.Reconciler with it
 // reconciles TerraformMachines.
 var Kind engine.Kind = machine{}
+
+// Served says whether mapper serves Cluster API's Machine (v1beta2), as
+// the kind needs: a machine waits for its owner Machine, and a watch of
+// Machines where none are served would stop the manager. The error says
+// why not.
+func Served(mapper meta.RESTMapper) error {
+	_, err := mapper.RESTMapping(clusterv1.GroupVersion.WithKind("Machine").GroupKind(), clusterv1.GroupVersion.Version)
+	return err
+}
 
 // machine is the TerraformMachine kind.
 type machine struct{}
