@@ -10,11 +10,14 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	infrav1 "github.com/captf/captf/api/v1alpha1"
 )
 
 // Cluster API's pause, as its infrastructure contract asks: while the
 // object carries the annotation cluster.x-k8s.io/paused (its presence,
-// whatever its value) or its owning Cluster has spec.paused, the manager
+// whatever its value) or its Cluster (its owner, else the one its
+// cluster-name label names: clusterOf) has spec.paused, the manager
 // starts no Job and changes nothing but the object's status, where the
 // Paused condition says why. A Job that already runs finishes; its outcome
 // is recorded once the pause is lifted (the finished Job is the record).
@@ -37,24 +40,48 @@ func (r *Reconciler) paused(ctx context.Context, obj Object) (string, error) {
 	if _, ok := obj.GetAnnotations()[AnnotationPaused]; ok {
 		return "the object has the annotation " + AnnotationPaused, nil
 	}
-	ref := ownerCluster(obj)
-	if ref == nil {
-		return "", nil
+	apiVersion, name, err := r.clusterOf(obj)
+	if err != nil || name == "" {
+		return "", err
 	}
 	u := &unstructured.Unstructured{}
-	u.SetAPIVersion(ref.APIVersion)
-	u.SetKind(ref.Kind)
-	err := r.Client.Get(ctx, client.ObjectKey{Namespace: obj.GetNamespace(), Name: ref.Name}, u)
+	u.SetAPIVersion(apiVersion)
+	u.SetKind(ClusterGroupKind.Kind)
+	err = r.Client.Get(ctx, client.ObjectKey{Namespace: obj.GetNamespace(), Name: name}, u)
 	if apierrors.IsNotFound(err) || meta.IsNoMatchError(err) {
 		return "", nil
 	}
 	if err != nil {
-		return "", fmt.Errorf("owner Cluster %s: %w", ref.Name, err)
+		return "", fmt.Errorf("Cluster %s: %w", name, err)
 	}
 	if p, _, _ := unstructured.NestedBool(u.Object, "spec", "paused"); p {
-		return "its Cluster " + ref.Name + " has spec.paused", nil
+		return "its Cluster " + name + " has spec.paused", nil
 	}
 	return "", nil
+}
+
+// clusterOf names the Cluster API Cluster whose pause pauses obj, and the
+// version to read it in: its owner Cluster (an infrastructure cluster's),
+// else the Cluster its cluster-name label names. Cluster API makes the
+// Machine the only owner of an infrastructure machine and labels it, and
+// pauses a cluster (clusterctl move too) by the Cluster's spec.paused
+// alone. "" when there is none, or Cluster API is not served.
+func (r *Reconciler) clusterOf(obj Object) (apiVersion, name string, err error) {
+	if ref := ownerCluster(obj); ref != nil {
+		return ref.APIVersion, ref.Name, nil
+	}
+	name = obj.GetLabels()[infrav1.LabelClusterName]
+	if name == "" {
+		return "", "", nil
+	}
+	m, err := r.Client.RESTMapper().RESTMapping(ClusterGroupKind)
+	if meta.IsNoMatchError(err) {
+		return "", "", nil
+	}
+	if err != nil {
+		return "", "", fmt.Errorf("Cluster %s: %w", name, err)
+	}
+	return m.GroupVersionKind.GroupVersion().String(), name, nil
 }
 
 // ownerCluster is obj's owner reference to a Cluster API Cluster, if any.

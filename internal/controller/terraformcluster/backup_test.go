@@ -27,9 +27,15 @@ import (
 
 // stateSecrets lists the Secrets that hold tc's terraform state.
 func (h *harness) stateSecrets(tc *infrav1.TerraformCluster) []corev1.Secret {
+	return h.stateSecretsOf(Kind, tc)
+}
+
+// stateSecretsOf lists the Secrets that hold the terraform state of obj,
+// of kind k.
+func (h *harness) stateSecretsOf(k engine.Kind, obj engine.Object) []corev1.Secret {
 	h.t.Helper()
 	var list corev1.SecretList
-	if err := h.c.List(context.Background(), &list, client.InNamespace(tc.Namespace), client.MatchingLabels{tfstate.LabelSuffix: engine.StateSuffix("tfc", tc.Name)}); err != nil {
+	if err := h.c.List(context.Background(), &list, client.InNamespace(obj.GetNamespace()), client.MatchingLabels{tfstate.LabelSuffix: engine.StateSuffix(k.Short(), obj.GetName())}); err != nil {
 		h.t.Fatal(err)
 	}
 	return list.Items
@@ -37,12 +43,18 @@ func (h *harness) stateSecrets(tc *infrav1.TerraformCluster) []corev1.Secret {
 
 // storedChunks is tc's state as the backend stores it, chunk by chunk.
 func (h *harness) storedChunks(tc *infrav1.TerraformCluster) [][]byte {
+	return h.storedChunksOf(Kind, tc)
+}
+
+// storedChunksOf is the state of obj, of kind k, as the backend stores
+// it, chunk by chunk.
+func (h *harness) storedChunksOf(k engine.Kind, obj engine.Object) [][]byte {
 	h.t.Helper()
 	var secrets []tfstate.Secret
-	for _, s := range h.stateSecrets(tc) {
+	for _, s := range h.stateSecretsOf(k, obj) {
 		secrets = append(secrets, tfstate.Secret{Name: s.Name, Labels: s.Labels, Annotations: s.Annotations, Data: s.Data})
 	}
-	chunks, err := tfstate.Chunks(engine.StateSuffix("tfc", tc.Name), secrets)
+	chunks, err := tfstate.Chunks(engine.StateSuffix(k.Short(), obj.GetName()), secrets)
 	if err != nil {
 		h.t.Fatal(err)
 	}
@@ -52,11 +64,17 @@ func (h *harness) storedChunks(tc *infrav1.TerraformCluster) [][]byte {
 // backupChunks is the backup of serial, chunk by chunk, as the restore
 // Job would mount it.
 func (h *harness) backupChunks(tc *infrav1.TerraformCluster, serial int64) [][]byte {
+	return h.backupChunksOf(Kind, tc, serial)
+}
+
+// backupChunksOf is the backup of serial of obj, of kind k, chunk by
+// chunk; it fails the test when a backup Secret would not move with obj.
+func (h *harness) backupChunksOf(k engine.Kind, obj engine.Object, serial int64) [][]byte {
 	h.t.Helper()
 	var list corev1.SecretList
-	sel := engine.OwnerLabels(Kind, tc)
+	sel := engine.OwnerLabels(k, obj)
 	sel[infrav1.LabelStateBackup] = strconv.FormatInt(serial, 10)
-	if err := h.c.List(context.Background(), &list, client.InNamespace(tc.Namespace), client.MatchingLabels(sel)); err != nil {
+	if err := h.c.List(context.Background(), &list, client.InNamespace(obj.GetNamespace()), client.MatchingLabels(sel)); err != nil {
 		h.t.Fatal(err)
 	}
 	chunks := make([][]byte, len(list.Items))
@@ -64,7 +82,7 @@ func (h *harness) backupChunks(tc *infrav1.TerraformCluster, serial int64) [][]b
 		if _, ok := s.Labels[infrav1.LabelMove]; !ok {
 			h.t.Errorf("backup %s has no move label", s.Name)
 		}
-		if ref := s.OwnerReferences; len(ref) != 1 || ref[0].UID != tc.UID {
+		if ref := s.OwnerReferences; len(ref) != 1 || ref[0].UID != obj.GetUID() {
 			h.t.Errorf("backup %s is not owned by the object: %v", s.Name, ref)
 		}
 		for k, v := range s.Data {
@@ -315,6 +333,37 @@ func TestChunkedStateBackup(t *testing.T) {
 	}
 }
 
+// lockState locks the state of the object named name, of the kind whose
+// short name is short, as terraform's kubernetes backend does for who
+// (user@hostname; in a pod, the pod's name), creating the Lease when
+// terraform has not yet.
+func (h *harness) lockState(short, name, who string) {
+	h.t.Helper()
+	ctx := context.Background()
+	id := fmt.Sprintf("6a826c08-0000-4000-8000-%012x", len(who))
+	info, _ := json.Marshal(map[string]string{"ID": id, "Operation": "OperationTypeApply",
+		"Info": "", "Who": who, "Version": "1.11.4", "Created": time.Now().UTC().Format(time.RFC3339Nano), "Path": ""})
+	var l coordinationv1.Lease
+	err := h.c.Get(ctx, client.ObjectKey{Namespace: "default", Name: engine.LockName(short, name)}, &l)
+	if err != nil {
+		l = coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Name: engine.LockName(short, name), Namespace: "default",
+			Labels: map[string]string{"tfstate": "true", tfstate.LabelSuffix: engine.StateSuffix(short, name), "tfstateWorkspace": "default", "app.kubernetes.io/managed-by": "terraform"}}}
+	}
+	if l.Annotations == nil {
+		l.Annotations = map[string]string{}
+	}
+	l.Annotations[tfstate.AnnotationLockInfo] = string(info)
+	l.Spec.HolderIdentity = &id
+	if l.ResourceVersion == "" {
+		err = h.c.Create(ctx, &l)
+	} else {
+		err = h.c.Update(ctx, &l)
+	}
+	if err != nil {
+		h.t.Fatal(err)
+	}
+}
+
 // TestStaleStateLock: a state lock that a runner pod of the object left
 // behind (terraform's own Lease, as a killed pod leaves it) fails the next
 // run; the manager then finds the pod gone, releases the lock with an
@@ -326,30 +375,7 @@ func TestStaleStateLock(t *testing.T) {
 	tc := h.create("locked", infrav1.ApplyAutomatic, "small")
 	h.wait(tc, "first apply", ready)
 	applied := h.stateHash(tc)
-	lock := func(who string) {
-		id := fmt.Sprintf("6a826c08-0000-4000-8000-%012x", len(who))
-		info, _ := json.Marshal(map[string]string{"ID": id, "Operation": "OperationTypeApply",
-			"Info": "", "Who": who, "Version": "1.11.4", "Created": time.Now().UTC().Format(time.RFC3339Nano), "Path": ""})
-		var l coordinationv1.Lease
-		err := h.c.Get(ctx, client.ObjectKey{Namespace: "default", Name: engine.LockName("tfc", tc.Name)}, &l)
-		if err != nil {
-			l = coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Name: engine.LockName("tfc", tc.Name), Namespace: "default",
-				Labels: map[string]string{"tfstate": "true", tfstate.LabelSuffix: engine.StateSuffix("tfc", tc.Name), "tfstateWorkspace": "default", "app.kubernetes.io/managed-by": "terraform"}}}
-		}
-		if l.Annotations == nil {
-			l.Annotations = map[string]string{}
-		}
-		l.Annotations[tfstate.AnnotationLockInfo] = string(info)
-		l.Spec.HolderIdentity = &id
-		if l.ResourceVersion == "" {
-			err = h.c.Create(ctx, &l)
-		} else {
-			err = h.c.Update(ctx, &l)
-		}
-		if err != nil {
-			t.Fatal(err)
-		}
-	}
+	lock := func(who string) { h.lockState("tfc", tc.Name, who) }
 	// A pod of an apply Job of the object, long gone.
 	lock("@" + tc.Name + "-apply-0a1b2-x7k9q")
 	h.setSize(tc, "large")

@@ -161,7 +161,7 @@ func (h *driftHarness) driftIs(tc *infrav1.TerraformCluster, reason string) {
 }
 
 // jobNames are the names of tc's Jobs of op.
-func (h *driftHarness) jobNames(tc *infrav1.TerraformCluster, op infrav1.Operation) []string {
+func (h *driftHarness) jobNames(tc client.Object, op infrav1.Operation) []string {
 	var names []string
 	for _, j := range h.jobs(tc) {
 		if j.Labels[engine.LabelOperation] == string(op) {

@@ -13,6 +13,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -161,20 +162,7 @@ func TestIdentity(t *testing.T) {
 	if env := h.given(&job); env["CLOUD_SECRET_KEY"] != cred {
 		t.Errorf("the runner was not given the credentials: %v", env)
 	}
-	credsVolume := false
-	for _, v := range job.Spec.Template.Spec.Volumes {
-		if v.Secret != nil && v.Secret.SecretName == engine.CredentialsName(job.Name) {
-			for _, m := range job.Spec.Template.Spec.Containers[0].VolumeMounts {
-				credsVolume = credsVolume || m.Name == v.Name && m.MountPath == engine.CredentialsPath && m.ReadOnly && ptr.Deref(v.Secret.DefaultMode, 0) == 0o440
-			}
-		}
-	}
-	if !credsVolume {
-		t.Errorf("no read-only credentials volume of mode 0440 at %s: %+v", engine.CredentialsPath, job.Spec.Template.Spec.Volumes)
-	}
-	if err := h.c.Get(ctx, client.ObjectKey{Namespace: "default", Name: engine.CredentialsName(job.Name)}, &corev1.Secret{}); !apierrors.IsNotFound(err) {
-		t.Errorf("the per-run credentials outlived the run: %v", err)
-	}
+	h.credentialsMounted(&job)
 	// A plan of the next change runs with them too; its TerraformPlan and
 	// everything recorded stay free of them.
 	h.setSize(tc, "large")
@@ -232,20 +220,42 @@ func TestIdentity(t *testing.T) {
 	h.noCredential(shared, cred)
 }
 
-// noCredential fails when cred is in tc's status, its events or its
-// TerraformPlans.
-func (h *harness) noCredential(tc *infrav1.TerraformCluster, cred string) {
+// credentialsMounted fails unless job, which ran, mounted its per-run
+// credentials read-only with mode 0440 at engine.CredentialsPath, and the
+// copy went with the run.
+func (h *harness) credentialsMounted(job *batchv1.Job) {
 	h.t.Helper()
-	b, _ := json.Marshal(tc.Status)
+	credsVolume := false
+	for _, v := range job.Spec.Template.Spec.Volumes {
+		if v.Secret != nil && v.Secret.SecretName == engine.CredentialsName(job.Name) {
+			for _, m := range job.Spec.Template.Spec.Containers[0].VolumeMounts {
+				credsVolume = credsVolume || m.Name == v.Name && m.MountPath == engine.CredentialsPath && m.ReadOnly && ptr.Deref(v.Secret.DefaultMode, 0) == 0o440
+			}
+		}
+	}
+	if !credsVolume {
+		h.t.Errorf("Job %s: no read-only credentials volume of mode 0440 at %s: %+v", job.Name, engine.CredentialsPath, job.Spec.Template.Spec.Volumes)
+	}
+	if err := h.c.Get(context.Background(), client.ObjectKey{Namespace: job.Namespace, Name: engine.CredentialsName(job.Name)}, &corev1.Secret{}); !apierrors.IsNotFound(err) {
+		h.t.Errorf("Job %s: the per-run credentials outlived the run: %v", job.Name, err)
+	}
+}
+
+// noCredential fails when cred is in obj's status, its events or its
+// TerraformPlans.
+func (h *harness) noCredential(obj engine.Object, cred string) {
+	h.t.Helper()
+	u, _ := runtime.DefaultUnstructuredConverter.ToUnstructured(obj)
+	b, _ := json.Marshal(u["status"])
 	if strings.Contains(string(b), cred) {
 		h.t.Error("a credential is in status")
 	}
-	for _, e := range h.events(tc) {
+	for _, e := range h.events(obj) {
 		if strings.Contains(e.Note, cred) {
 			h.t.Errorf("a credential is in event %s", e.Reason)
 		}
 	}
-	for _, p := range h.plans(tc) {
+	for _, p := range h.plans(obj) {
 		b, _ := json.Marshal(p)
 		if strings.Contains(string(b), cred) {
 			h.t.Errorf("a credential is in TerraformPlan %s", p.Name)

@@ -85,8 +85,9 @@ func (h *driftHarness) capiMachine(name, cluster, bootstrap string, controlPlane
 }
 
 // terraformMachine creates a TerraformMachine of the machine module whose
-// files go under dir, checked for drift every 2 seconds.
-func (h *driftHarness) terraformMachine(name, dir string) *infrav1.TerraformMachine {
+// files go under dir, checked for drift every 2 seconds; mutate change it
+// first.
+func (h *driftHarness) terraformMachine(name, dir string, mutate ...func(*infrav1.TerraformMachine)) *infrav1.TerraformMachine {
 	h.t.Helper()
 	tm := &infrav1.TerraformMachine{
 		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "default"},
@@ -95,6 +96,9 @@ func (h *driftHarness) terraformMachine(name, dir string) *infrav1.TerraformMach
 			Variables: []infrav1.Variable{{Name: "dir", Value: &apiextensionsv1.JSON{Raw: []byte(`"` + dir + `"`)}}},
 			Drift:     infrav1.DriftSpec{IntervalSeconds: ptr.To(int32(2))},
 		}},
+	}
+	for _, m := range mutate {
+		m(tm)
 	}
 	if err := h.c.Create(context.Background(), tm); err != nil {
 		h.t.Fatal(err)

@@ -19,15 +19,15 @@ import (
 )
 
 // plans lists the TerraformPlans of tc.
-func (h *harness) plans(tc *infrav1.TerraformCluster) map[string]*infrav1.TerraformPlan {
+func (h *harness) plans(tc client.Object) map[string]*infrav1.TerraformPlan {
 	h.t.Helper()
 	var list infrav1.TerraformPlanList
-	if err := h.c.List(context.Background(), &list, client.InNamespace(tc.Namespace)); err != nil {
+	if err := h.c.List(context.Background(), &list, client.InNamespace(tc.GetNamespace())); err != nil {
 		h.t.Fatal(err)
 	}
 	out := map[string]*infrav1.TerraformPlan{}
 	for i := range list.Items {
-		if list.Items[i].Spec.TargetRef.Name == tc.Name {
+		if list.Items[i].Spec.TargetRef.Name == tc.GetName() {
 			out[list.Items[i].Name] = &list.Items[i]
 		}
 	}
