@@ -119,6 +119,7 @@ func run(args []string, stdout io.Writer) error {
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
 		Scheme:                  scheme,
 		Cache:                   engine.CacheOptions(),
+		Client:                  engine.ClientOptions(),
 		Metrics:                 metricsserver.Options{BindAddress: *metrics},
 		HealthProbeBindAddress:  *probes,
 		LeaderElection:          *leaderElect,

@@ -3,7 +3,9 @@ package engine
 import (
 	"context"
 	"fmt"
+	"net/http"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -12,6 +14,9 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/rest"
+	"k8s.io/utils/ptr"
+	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -29,25 +34,11 @@ import (
 // Job, are read from the API server before the reconcile acts on them.
 func TestRunningJobReadFromCache(t *testing.T) {
 	env := testenv.Start(t, "../../..")
-	ctx, cancel := context.WithCancel(context.Background())
-	opts := CacheOptions()
-	opts.Scheme = env.Client.Scheme()
-	cch, err := cache.New(env.Config, opts)
-	if err != nil {
-		t.Fatal(err)
-	}
+	ctx := context.Background()
+	cch := startCache(t, env)
 	if err := IndexPlans(ctx, cch); err != nil {
 		t.Fatal(err)
 	}
-	stopped := make(chan error, 1)
-	go func() { stopped <- cch.Start(ctx) }()
-	// Stop the cache before the API server stops.
-	t.Cleanup(func() {
-		cancel()
-		if err := <-stopped; err != nil {
-			t.Errorf("cache: %v", err)
-		}
-	})
 	c, err := client.New(env.Config, client.Options{Scheme: env.Client.Scheme(), Cache: &client.CacheOptions{Reader: cch}})
 	if err != nil {
 		t.Fatal(err)
@@ -80,7 +71,7 @@ func TestRunningJobReadFromCache(t *testing.T) {
 			return c.List(ctx, list, opts...)
 		},
 	})
-	r := &Reconciler{Kind: testKind{}, Client: c, Reader: reader, RunnerImage: runnerImage}
+	r := &Reconciler{Kind: theTestKind, Client: c, Reader: reader, RunnerImage: runnerImage}
 
 	tc := &infrav1.TerraformCluster{
 		ObjectMeta: metav1.ObjectMeta{Name: "cached", Namespace: "default"},
@@ -203,5 +194,87 @@ func TestRunningJobReadFromCache(t *testing.T) {
 	got := current()
 	if got.Status.ActiveJob != nil || got.Status.LastRun == nil || got.Status.LastRun.Job != job.Name || got.Status.LastRun.Succeeded {
 		t.Errorf("active Job %+v, last run %+v: want the Job collected as a failed run", got.Status.ActiveJob, got.Status.LastRun)
+	}
+}
+
+// startCache starts the manager's cache (CacheOptions) on env until the
+// test ends, stopping it before the API server stops.
+func startCache(t *testing.T, env *testenv.Env) cache.Cache {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	opts := CacheOptions()
+	opts.Scheme = env.Client.Scheme()
+	cch, err := cache.New(env.Config, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	stopped := make(chan error, 1)
+	go func() { stopped <- cch.Start(ctx) }()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-stopped; err != nil {
+			t.Errorf("cache: %v", err)
+		}
+	})
+	if !cch.WaitForCacheSync(ctx) {
+		t.Fatal("the cache did not start")
+	}
+	return cch
+}
+
+// roundTripper counts the requests it sends.
+type roundTripper struct {
+	next  http.RoundTripper
+	count *atomic.Int32
+}
+
+func (rt roundTripper) RoundTrip(req *http.Request) (*http.Response, error) {
+	rt.count.Add(1)
+	return rt.next.RoundTrip(req)
+}
+
+// TestPausedReadFromCache: with the manager's client options, the pause
+// check reads an object's Cluster — by its owner reference, or a
+// machine's by its cluster-name label — from the cache, not the API
+// server, which would cost a request on every reconcile.
+func TestPausedReadFromCache(t *testing.T) {
+	env := testenv.StartWithClusterAPI(t, "../../..")
+	ctx := context.Background()
+	cluster := &clusterv1.Cluster{ObjectMeta: metav1.ObjectMeta{Name: "fleet", Namespace: "default"}, Spec: clusterv1.ClusterSpec{Paused: ptr.To(true)}}
+	if err := env.Client.Create(ctx, cluster); err != nil {
+		t.Fatal(err)
+	}
+	var requests atomic.Int32
+	cfg := rest.CopyConfig(env.Config)
+	cfg.Wrap(func(next http.RoundTripper) http.RoundTripper { return roundTripper{next: next, count: &requests} })
+	opts := ClientOptions()
+	opts.Scheme = env.Client.Scheme()
+	opts.Cache.Reader = startCache(t, env)
+	c, err := client.New(cfg, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := &Reconciler{Kind: theTestKind, Client: c}
+
+	owned := &infrav1.TerraformCluster{ObjectMeta: metav1.ObjectMeta{Name: "owned", Namespace: "default", OwnerReferences: []metav1.OwnerReference{{
+		APIVersion: clusterv1.GroupVersion.String(), Kind: "Cluster", Name: cluster.Name, UID: cluster.UID,
+	}}}}
+	labelled := &infrav1.TerraformCluster{ObjectMeta: metav1.ObjectMeta{Name: "labelled", Namespace: "default", Labels: map[string]string{infrav1.LabelClusterName: cluster.Name}}}
+	for _, obj := range []Object{owned, labelled} {
+		// The first check may discover the API (the REST mapping).
+		if _, err := r.paused(ctx, obj); err != nil {
+			t.Fatal(err)
+		}
+		requests.Store(0)
+		why, err := r.paused(ctx, obj)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if why == "" {
+			t.Errorf("%s: not paused by its Cluster's spec.paused", obj.GetName())
+		}
+		if n := requests.Load(); n != 0 {
+			t.Errorf("%s: the pause check sent %d requests to the API server, want none (the Cluster from the cache)", obj.GetName(), n)
+		}
 	}
 }

@@ -2,7 +2,10 @@ package engine
 
 import (
 	"context"
+	"fmt"
+	"reflect"
 
+	"k8s.io/apimachinery/pkg/api/meta"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -74,4 +77,66 @@ type Kind interface {
 // Wait is what an object waits for: the reason and message of Ready=False.
 type Wait struct {
 	Reason, Message string
+}
+
+// IndexReads indexes the objects of a kind by the variable sources they read
+// (readsIndex), so an event of a ConfigMap or Secret looks only at the
+// objects that may read it, not at every object of its namespace: the
+// manager's own Secrets change several times per run.
+const IndexReads = "captf.io/reads"
+
+// Basics is what every kind declares alike, from its Go type and list
+// type: its names, a new object, the objects reading a source, a copy of
+// a status. A kind embeds it (NewBasics) and declares the rest.
+type Basics struct {
+	name, short string
+	object      Object
+	list        client.ObjectList
+}
+
+// NewBasics is the Basics of the kind name with short name short, whose
+// objects are of object's type and listed in list's (both empty). Every
+// API type with a status subresource has a field Status; one without is
+// a programming error, and NewBasics panics.
+func NewBasics(name, short string, object Object, list client.ObjectList) Basics {
+	if f, ok := reflect.TypeOf(object).Elem().FieldByName("Status"); !ok || f.Type.Kind() != reflect.Struct {
+		panic(fmt.Sprintf("%T has no Status field", object))
+	}
+	return Basics{name: name, short: short, object: object, list: list}
+}
+
+func (b Basics) Name() string  { return b.name }
+func (b Basics) Short() string { return b.short }
+func (b Basics) New() Object   { return b.object.DeepCopyObject().(Object) }
+
+func (b Basics) ListReading(ctx context.Context, c client.Reader, namespace, key string) ([]Object, error) {
+	return ListReading(ctx, c, b.list.DeepCopyObject().(client.ObjectList), namespace, key)
+}
+
+// CopyStatus sets dst's Status field to a deep copy of src's.
+func (Basics) CopyStatus(dst, src Object) {
+	status := reflect.ValueOf(src.DeepCopyObject()).Elem().FieldByName("Status")
+	reflect.ValueOf(dst).Elem().FieldByName("Status").Set(status)
+}
+
+// ListReading lists into list (a kind's list type) the objects in
+// namespace whose variable sources IndexReads has under key: a Kind's
+// ListReading. The objects are the cache's own: read only.
+func ListReading(ctx context.Context, c client.Reader, list client.ObjectList, namespace, key string) ([]Object, error) {
+	if err := c.List(ctx, list, client.InNamespace(namespace), client.MatchingFields{IndexReads: key}, client.UnsafeDisableDeepCopy); err != nil {
+		return nil, err
+	}
+	items, err := meta.ExtractList(list)
+	if err != nil {
+		return nil, err
+	}
+	objs := make([]Object, 0, len(items))
+	for _, item := range items {
+		obj, ok := item.(Object)
+		if !ok {
+			return nil, fmt.Errorf("%T is not an object the run engine reconciles", item)
+		}
+		objs = append(objs, obj)
+	}
+	return objs, nil
 }

@@ -2,6 +2,7 @@ package engine
 
 import (
 	"context"
+	"testing"
 
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
@@ -17,21 +18,10 @@ import (
 // engine sees them, publishing nothing of the cluster kind's (its tests
 // are in internal/controller/terraformcluster). What it publishes after
 // an apply is a step of its own, so a test sees where the engine puts it.
-type testKind struct{}
+type testKind struct{ Basics }
 
-var _ Kind = testKind{}
-
-func (testKind) Name() string  { return "TerraformCluster" }
-func (testKind) Short() string { return "tfc" }
-func (testKind) New() Object   { return &infrav1.TerraformCluster{} }
-
-func (testKind) ListReading(ctx context.Context, c client.Reader, namespace, key string) ([]Object, error) {
-	return ListReading(ctx, c, &infrav1.TerraformClusterList{}, namespace, key)
-}
-
-func (testKind) CopyStatus(dst, src Object) {
-	dst.(*infrav1.TerraformCluster).Status = *src.(*infrav1.TerraformCluster).Status.DeepCopy()
-}
+// theTestKind is testKind with its basics.
+var theTestKind = testKind{NewBasics("TerraformCluster", "tfc", &infrav1.TerraformCluster{}, &infrav1.TerraformClusterList{})}
 
 func (testKind) Applied(_ Object, msg *runner.Message) []Step {
 	if msg.Endpoint == nil {
@@ -63,3 +53,29 @@ func (testKind) Watch(b *builder.Builder, _ ctrl.Manager) *builder.Builder { ret
 type published struct{ Host string }
 
 func (published) Apply(context.Context, *Reconciler, *StepContext) error { return nil }
+
+// TestBasics: CopyStatus copies the whole status, a kind's own fields
+// too, deeply and nothing else; New and ListReading's lists are fresh
+// objects of the kind's types.
+func TestBasics(t *testing.T) {
+	b := NewBasics("TerraformMachine", "tfm", &infrav1.TerraformMachine{}, &infrav1.TerraformMachineList{})
+	src := &infrav1.TerraformMachine{Spec: infrav1.TerraformMachineSpec{ProviderID: "src"}}
+	src.Status.Addresses = []infrav1.MachineAddress{{Type: "Hostname", Address: "a"}}
+	src.Status.ObservedGeneration = 3
+	dst := b.New().(*infrav1.TerraformMachine)
+	dst.Name, dst.Spec.ProviderID = "dst", "dst"
+	b.CopyStatus(dst, src)
+	src.Status.Addresses[0].Address = "changed"
+	if dst.Status.ObservedGeneration != 3 || len(dst.Status.Addresses) != 1 || dst.Status.Addresses[0].Address != "a" {
+		t.Errorf("status copied as %+v, want a deep copy of the source's", dst.Status)
+	}
+	if dst.Name != "dst" || dst.Spec.ProviderID != "dst" {
+		t.Errorf("CopyStatus changed more than the status: name %q, providerID %q", dst.Name, dst.Spec.ProviderID)
+	}
+	if again := b.New(); again == Object(dst) || again.GetName() != "" {
+		t.Errorf("New returned %v, want a fresh empty object", again)
+	}
+	if b.Name() != "TerraformMachine" || b.Short() != "tfm" {
+		t.Errorf("names %q, %q", b.Name(), b.Short())
+	}
+}

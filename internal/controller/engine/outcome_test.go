@@ -225,7 +225,7 @@ func TestDecide(t *testing.T) {
 				tt.before(tc)
 			}
 			unchanged := tc.DeepCopy()
-			got, steps := decide(testKind{}, tc, tt.o, now)
+			got, steps := decide(theTestKind, tc, tt.o, now)
 			st := got.(*infrav1.TerraformCluster).Status
 			if diff := cmp.Diff(tt.steps, steps); diff != "" {
 				t.Errorf("steps (-want +got):\n%s", diff)
@@ -338,7 +338,7 @@ func TestDecideDrift(t *testing.T) {
 				tc.Status.Failures = 3
 				setCondition(tc, infrav1.ConditionDriftDetected, true, infrav1.ReasonDriftRemediationFailed, "")
 			}
-			view, steps := decide(testKind{}, tc, outcome{Job: "demo-drift-1", Operation: infrav1.OperationDrift, Succeeded: !tt.failure, Msg: tt.msg}, now)
+			view, steps := decide(theTestKind, tc, outcome{Job: "demo-drift-1", Operation: infrav1.OperationDrift, Succeeded: !tt.failure, Msg: tt.msg}, now)
 			st := view.(*infrav1.TerraformCluster).Status
 			if c := condition(view, infrav1.ConditionDriftDetected); c == nil || c.Reason != tt.reason {
 				t.Errorf("DriftDetected %+v, want %s", c, tt.reason)
@@ -389,7 +389,7 @@ func TestDecideRestore(t *testing.T) {
 			tc.Status.StateSerial = ptr.To(int64(11))
 			o := tt.o
 			o.Job, o.Operation, o.RestoreSerial = "demo-restore-1", infrav1.OperationRestore, 7
-			view, steps := decide(testKind{}, tc, o, now)
+			view, steps := decide(theTestKind, tc, o, now)
 			st := view.(*infrav1.TerraformCluster).Status
 			if c := condition(view, infrav1.ConditionStateRestored); c == nil || c.Reason != tt.reason {
 				t.Errorf("StateRestored %+v, want %s", c, tt.reason)

@@ -58,7 +58,7 @@ func TestDeleteWaitsForUnrecordedJob(t *testing.T) {
 	if err := env.Client.Create(ctx, tc); err != nil {
 		t.Fatal(err)
 	}
-	r := &Reconciler{Kind: testKind{}, Client: laggingCache{env.Client}, Reader: env.Client, RunnerImage: runnerImage, RetryBase: time.Second}
+	r := &Reconciler{Kind: theTestKind, Client: laggingCache{env.Client}, Reader: env.Client, RunnerImage: runnerImage, RetryBase: time.Second}
 	job := r.buildJob(tc, moduleImage, nil, infrav1.OperationApply, "", false)
 	if err := env.Client.Create(ctx, job); err != nil {
 		t.Fatal(err)
@@ -88,7 +88,7 @@ func TestPruneNewestWithinASecond(t *testing.T) {
 	env := testenv.Start(t, "../../..")
 	ctx := context.Background()
 	c := env.Client
-	r := &Reconciler{Kind: testKind{}, Client: c, Reader: c, RunnerImage: runnerImage}
+	r := &Reconciler{Kind: theTestKind, Client: c, Reader: c, RunnerImage: runnerImage}
 	one := int32(1)
 	tc := &infrav1.TerraformCluster{
 		ObjectMeta: metav1.ObjectMeta{Name: "quick", Namespace: "default"},
@@ -161,7 +161,7 @@ func TestPruneHoldsWhilePausedOrDeleting(t *testing.T) {
 	env := testenv.Start(t, "../../..")
 	ctx := context.Background()
 	c := env.Client
-	r := &Reconciler{Kind: testKind{}, Client: c, Reader: c}
+	r := &Reconciler{Kind: theTestKind, Client: c, Reader: c}
 	tc := &infrav1.TerraformCluster{
 		ObjectMeta: metav1.ObjectMeta{Name: "held", Namespace: "default", Finalizers: []string{Finalizer},
 			Annotations: map[string]string{AnnotationPaused: "true"}},
@@ -232,7 +232,7 @@ func TestRemoveAnnotationKeepsOthers(t *testing.T) {
 	if err := env.Client.Patch(ctx, tc, client.MergeFrom(before)); err != nil {
 		t.Fatal(err)
 	}
-	r := &Reconciler{Kind: testKind{}, Client: env.Client}
+	r := &Reconciler{Kind: theTestKind, Client: env.Client}
 	if err := r.removeAnnotation(ctx, read, AnnotationBlockMove); err != nil {
 		t.Fatal(err)
 	}
@@ -258,7 +258,7 @@ func TestBackupPruneAndReplace(t *testing.T) {
 	if err := env.Client.Create(ctx, tc); err != nil {
 		t.Fatal(err)
 	}
-	r := &Reconciler{Kind: testKind{}, Client: env.Client, Reader: env.Client, StateBackups: 3}
+	r := &Reconciler{Kind: theTestKind, Client: env.Client, Reader: env.Client, StateBackups: 3}
 	// write stores a state of serial in parts Secrets, as terraform would,
 	// and backs it up as a reconcile does.
 	write := func(serial int64, lineage string, parts int) {

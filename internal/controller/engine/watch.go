@@ -2,11 +2,9 @@ package engine
 
 import (
 	"context"
-	"fmt"
 
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/selection"
@@ -20,12 +18,6 @@ import (
 
 	infrav1 "github.com/captf/captf/api/v1alpha1"
 )
-
-// IndexReads indexes the objects of a kind by the variable sources they read
-// (readsIndex), so an event of a ConfigMap or Secret looks only at the
-// objects that may read it, not at every object of its namespace: the
-// manager's own Secrets change several times per run.
-const IndexReads = "captf.io/reads"
 
 // readsIndex is the index key of each variable source of an object the
 // engine reconciles: "<kind>/<name>" for a valueFrom and for the Secret
@@ -111,6 +103,16 @@ func readsFrom(spec *infrav1.RunnerSpec, kind string, obj client.Object) bool {
 	return false
 }
 
+// ClientOptions are the options of the manager's client: objects read as
+// unstructured — Cluster API's Clusters, whose pause pauses an object
+// (paused.go), in whatever version is served — come from the cache like
+// the typed ones. Without it every reconcile of an object of a Cluster
+// would read the Cluster from the API server: a second request on each
+// idle re-check.
+func ClientOptions() client.Options {
+	return client.Options{Cache: &client.CacheOptions{Unstructured: true}}
+}
+
 // CacheOptions keeps the manager's cache of Jobs and Pods to those captf
 // made (labelled captf.io/managed=true): a cluster's other workloads are
 // neither watched nor held in memory. State backups are kept out of it too:
@@ -172,26 +174,4 @@ var jobEnded = predicate.Funcs{
 	},
 	DeleteFunc:  func(event.DeleteEvent) bool { return true },
 	GenericFunc: func(event.GenericEvent) bool { return true },
-}
-
-// ListReading lists into list (a kind's list type) the objects in
-// namespace whose variable sources IndexReads has under key: a Kind's
-// ListReading. The objects are the cache's own: read only.
-func ListReading(ctx context.Context, c client.Reader, list client.ObjectList, namespace, key string) ([]Object, error) {
-	if err := c.List(ctx, list, client.InNamespace(namespace), client.MatchingFields{IndexReads: key}, client.UnsafeDisableDeepCopy); err != nil {
-		return nil, err
-	}
-	items, err := meta.ExtractList(list)
-	if err != nil {
-		return nil, err
-	}
-	objs := make([]Object, 0, len(items))
-	for _, item := range items {
-		obj, ok := item.(Object)
-		if !ok {
-			return nil, fmt.Errorf("%T is not an object the run engine reconciles", item)
-		}
-		objs = append(objs, obj)
-	}
-	return objs, nil
 }
