@@ -21,7 +21,9 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	infrav1 "github.com/captf/captf/api/v1alpha1"
@@ -38,22 +40,10 @@ import (
 
 // Kind is the TerraformCluster kind: an engine.Reconciler with it
 // reconciles TerraformClusters.
-var Kind engine.Kind = cluster{}
+var Kind engine.Kind = cluster{engine.NewBasics("TerraformCluster", "tfc", &infrav1.TerraformCluster{}, &infrav1.TerraformClusterList{})}
 
 // cluster is the TerraformCluster kind.
-type cluster struct{}
-
-func (cluster) Name() string       { return "TerraformCluster" }
-func (cluster) Short() string      { return "tfc" }
-func (cluster) New() engine.Object { return &infrav1.TerraformCluster{} }
-
-func (cluster) ListReading(ctx context.Context, c client.Reader, namespace, key string) ([]engine.Object, error) {
-	return engine.ListReading(ctx, c, &infrav1.TerraformClusterList{}, namespace, key)
-}
-
-func (cluster) CopyStatus(dst, src engine.Object) {
-	dst.(*infrav1.TerraformCluster).Status = *src.(*infrav1.TerraformCluster).Status.DeepCopy()
-}
+type cluster struct{ engine.Basics }
 
 // Applied: the failure domains reach status.failureDomains, and the
 // control plane endpoint spec.controlPlaneEndpoint.
@@ -165,11 +155,19 @@ func (cluster) Watch(b *builder.Builder, mgr ctrl.Manager) *builder.Builder {
 		c.SetGroupVersionKind(m.GroupVersionKind)
 		b = b.Watches(c, handler.EnqueueRequestsFromMapFunc(infrastructureOf))
 	}
-	return b.Watches(&infrav1.TerraformMachine{}, handler.EnqueueRequestsFromMapFunc(clustersOf(mgr.GetClient())))
+	// Only a machine that is gone changes what a cluster does (its
+	// deletion waits for its machines); the many updates of a machine's
+	// runs would each cost a reconcile of its cluster.
+	return b.Watches(&infrav1.TerraformMachine{}, handler.EnqueueRequestsFromMapFunc(clustersOf(mgr.GetClient())),
+		builder.WithPredicates(predicate.Funcs{
+			CreateFunc: func(event.CreateEvent) bool { return false },
+			UpdateFunc: func(event.UpdateEvent) bool { return false },
+		}))
 }
 
-// clustersOf maps a TerraformMachine to the TerraformClusters of its
-// namespace whose cluster (engine.ClusterName) is the machine's.
+// clustersOf maps a TerraformMachine to the deleted TerraformClusters of
+// its namespace whose cluster (engine.ClusterName) is the machine's: those
+// whose deletion may wait for it.
 func clustersOf(c client.Reader) handler.MapFunc {
 	return func(ctx context.Context, obj client.Object) []reconcile.Request {
 		cluster := obj.GetLabels()[infrav1.LabelClusterName]
@@ -181,9 +179,11 @@ func clustersOf(c client.Reader) handler.MapFunc {
 			ctrl.LoggerFrom(ctx).Error(err, "TerraformClusters of a TerraformMachine")
 			return nil
 		}
-		reqs := make([]reconcile.Request, len(tcs))
-		for i, tc := range tcs {
-			reqs[i] = reconcile.Request{NamespacedName: client.ObjectKeyFromObject(tc)}
+		var reqs []reconcile.Request
+		for _, tc := range tcs {
+			if !tc.DeletionTimestamp.IsZero() {
+				reqs = append(reqs, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(tc)})
+			}
 		}
 		return reqs
 	}

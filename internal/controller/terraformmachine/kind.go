@@ -12,14 +12,18 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
 
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/ptr"
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	infrav1 "github.com/captf/captf/api/v1alpha1"
@@ -37,7 +41,7 @@ import (
 
 // Kind is the TerraformMachine kind: an engine.Reconciler with it
 // reconciles TerraformMachines.
-var Kind engine.Kind = machine{}
+var Kind engine.Kind = machine{engine.NewBasics("TerraformMachine", "tfm", &infrav1.TerraformMachine{}, &infrav1.TerraformMachineList{})}
 
 // Served says whether mapper serves Cluster API's Machine (v1beta2), as
 // the kind needs: a machine waits for its owner Machine, and a watch of
@@ -49,19 +53,7 @@ func Served(mapper meta.RESTMapper) error {
 }
 
 // machine is the TerraformMachine kind.
-type machine struct{}
-
-func (machine) Name() string       { return "TerraformMachine" }
-func (machine) Short() string      { return "tfm" }
-func (machine) New() engine.Object { return &infrav1.TerraformMachine{} }
-
-func (machine) ListReading(ctx context.Context, c client.Reader, namespace, key string) ([]engine.Object, error) {
-	return engine.ListReading(ctx, c, &infrav1.TerraformMachineList{}, namespace, key)
-}
-
-func (machine) CopyStatus(dst, src engine.Object) {
-	dst.(*infrav1.TerraformMachine).Status = *src.(*infrav1.TerraformMachine).Status.DeepCopy()
-}
+type machine struct{ engine.Basics }
 
 // Applied: the addresses and the failure domain reach the status, and the
 // provider ID spec.providerID, once.
@@ -154,11 +146,73 @@ func (machine) Gate(ctx context.Context, c, api client.Reader, obj engine.Object
 func (machine) Watch(b *builder.Builder, mgr ctrl.Manager) *builder.Builder {
 	c := mgr.GetClient()
 	return b.
-		Watches(&clusterv1.Machine{}, handler.EnqueueRequestsFromMapFunc(infrastructureOf)).
-		Watches(&clusterv1.Cluster{}, handler.EnqueueRequestsFromMapFunc(machinesOf(c, func(obj client.Object) string { return obj.GetName() }))).
+		Watches(&clusterv1.Machine{}, handler.EnqueueRequestsFromMapFunc(infrastructureOf),
+			builder.WithPredicates(predicate.TypedFuncs[client.Object]{UpdateFunc: machineChanged})).
+		Watches(&clusterv1.Cluster{}, handler.EnqueueRequestsFromMapFunc(machinesOf(c, func(obj client.Object) string { return obj.GetName() })),
+			builder.WithPredicates(predicate.TypedFuncs[client.Object]{UpdateFunc: clusterChanged})).
 		Watches(&infrav1.TerraformCluster{}, handler.EnqueueRequestsFromMapFunc(machinesOf(c, func(obj client.Object) string {
 			return engine.ClusterName(obj.(*infrav1.TerraformCluster))
-		})))
+		})), builder.WithPredicates(predicate.TypedFuncs[client.Object]{UpdateFunc: terraformClusterChanged}))
+}
+
+// machineChanged: an update of a Machine that its infrastructure machine
+// acts on — what its inputs are read from (its bootstrap data Secret, its
+// failure domain, its labels). The status Cluster API writes as the
+// Machine goes through its phases does not concern it.
+func machineChanged(e event.UpdateEvent) bool {
+	old, okOld := e.ObjectOld.(*clusterv1.Machine)
+	now, okNew := e.ObjectNew.(*clusterv1.Machine)
+	if !okOld || !okNew {
+		return true
+	}
+	return ptr.Deref(old.Spec.Bootstrap.DataSecretName, "") != ptr.Deref(now.Spec.Bootstrap.DataSecretName, "") ||
+		old.Spec.FailureDomain != now.Spec.FailureDomain || !maps.Equal(old.Labels, now.Labels) ||
+		old.Spec.InfrastructureRef != now.Spec.InfrastructureRef
+}
+
+// clusterChanged: an update of a Cluster that its machines act on — its
+// pause, its infrastructure provisioned or named. Cluster API writes a
+// Cluster's status whenever one of its machines changes; were each such
+// update a reconcile of every machine of the cluster, a cluster of M
+// machines would cost M² of them.
+func clusterChanged(e event.UpdateEvent) bool {
+	old, okOld := e.ObjectOld.(*clusterv1.Cluster)
+	now, okNew := e.ObjectNew.(*clusterv1.Cluster)
+	if !okOld || !okNew {
+		return true
+	}
+	return ptr.Deref(old.Spec.Paused, false) != ptr.Deref(now.Spec.Paused, false) ||
+		ptr.Deref(old.Status.Initialization.InfrastructureProvisioned, false) != ptr.Deref(now.Status.Initialization.InfrastructureProvisioned, false) ||
+		old.Spec.InfrastructureRef != now.Spec.InfrastructureRef
+}
+
+// terraformClusterChanged: an update of a TerraformCluster that its
+// machines act on — its exports or their condition, its cluster, or the
+// end of its apply or destroy Job (a machine's Job waits for it). A
+// cluster's other runs (plans, drift checks) and status do not concern
+// them.
+func terraformClusterChanged(e event.UpdateEvent) bool {
+	old, okOld := e.ObjectOld.(*infrav1.TerraformCluster)
+	now, okNew := e.ObjectNew.(*infrav1.TerraformCluster)
+	if !okOld || !okNew {
+		return true
+	}
+	// exports: the exports and their condition's status and reason.
+	exports := func(tc *infrav1.TerraformCluster) [3]string {
+		var e [3]string
+		if tc.Status.Exports != nil {
+			e[0] = string(tc.Status.Exports.Raw)
+		}
+		if c := meta.FindStatusCondition(tc.Status.Conditions, infrav1.ConditionExportsPublished); c != nil {
+			e[1], e[2] = string(c.Status), c.Reason
+		}
+		return e
+	}
+	gates := func(j *infrav1.ActiveJob) bool {
+		return j != nil && (j.Operation == infrav1.OperationApply || j.Operation == infrav1.OperationDestroy)
+	}
+	jobEnded := gates(old.Status.ActiveJob) && (now.Status.ActiveJob == nil || now.Status.ActiveJob.Name != old.Status.ActiveJob.Name)
+	return exports(old) != exports(now) || engine.ClusterName(old) != engine.ClusterName(now) || jobEnded
 }
 
 // infrastructureOf maps a Machine to the TerraformMachine its
