@@ -27,6 +27,8 @@ func addKnownTypes(s *runtime.Scheme) error {
 		&TerraformClusterTemplate{}, &TerraformClusterTemplateList{},
 		&TerraformMachine{}, &TerraformMachineList{},
 		&TerraformMachineTemplate{}, &TerraformMachineTemplateList{},
+		&TerraformMachinePool{}, &TerraformMachinePoolList{},
+		&TerraformMachinePoolTemplate{}, &TerraformMachinePoolTemplateList{},
 		&TerraformClusterIdentity{}, &TerraformClusterIdentityList{},
 	)
 	metav1.AddToGroupVersion(s, GroupVersion)

@@ -81,12 +81,14 @@ func TestComponentsKeepContractLabels(t *testing.T) {
 		clusterctlv1.ClusterctlLabel: "",
 	}
 	want := map[string]map[string]string{
-		"terraformclusters.infrastructure.cluster.x-k8s.io":          contract,
-		"terraformclustertemplates.infrastructure.cluster.x-k8s.io":  contract,
-		"terraformmachines.infrastructure.cluster.x-k8s.io":          contract,
-		"terraformmachinetemplates.infrastructure.cluster.x-k8s.io":  contract,
-		"terraformclusteridentities.infrastructure.cluster.x-k8s.io": {clusterctlv1.ClusterctlLabel: ""},
-		"terraformplans.infrastructure.cluster.x-k8s.io":             {clusterctlv1.ClusterctlLabel: ""},
+		"terraformclusters.infrastructure.cluster.x-k8s.io":             contract,
+		"terraformclustertemplates.infrastructure.cluster.x-k8s.io":     contract,
+		"terraformmachines.infrastructure.cluster.x-k8s.io":             contract,
+		"terraformmachinetemplates.infrastructure.cluster.x-k8s.io":     contract,
+		"terraformmachinepools.infrastructure.cluster.x-k8s.io":         contract,
+		"terraformmachinepooltemplates.infrastructure.cluster.x-k8s.io": contract,
+		"terraformclusteridentities.infrastructure.cluster.x-k8s.io":    {clusterctlv1.ClusterctlLabel: ""},
+		"terraformplans.infrastructure.cluster.x-k8s.io":                {clusterctlv1.ClusterctlLabel: ""},
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("the CRDs' labels (-want +got):\n%s", diff)
@@ -240,6 +242,8 @@ func checkComponents(t *testing.T, objs []unstructured.Unstructured, recheck str
 		"CustomResourceDefinition/terraformclustertemplates.infrastructure.cluster.x-k8s.io",
 		"CustomResourceDefinition/terraformmachines.infrastructure.cluster.x-k8s.io",
 		"CustomResourceDefinition/terraformmachinetemplates.infrastructure.cluster.x-k8s.io",
+		"CustomResourceDefinition/terraformmachinepools.infrastructure.cluster.x-k8s.io",
+		"CustomResourceDefinition/terraformmachinepooltemplates.infrastructure.cluster.x-k8s.io",
 		"CustomResourceDefinition/terraformclusteridentities.infrastructure.cluster.x-k8s.io",
 		"CustomResourceDefinition/terraformplans.infrastructure.cluster.x-k8s.io",
 		"ServiceAccount/captf-manager",

@@ -39,6 +39,8 @@ func TestDefaultInstalls(t *testing.T) {
 		"CustomResourceDefinition/terraformclustertemplates.infrastructure.cluster.x-k8s.io",
 		"CustomResourceDefinition/terraformmachines.infrastructure.cluster.x-k8s.io",
 		"CustomResourceDefinition/terraformmachinetemplates.infrastructure.cluster.x-k8s.io",
+		"CustomResourceDefinition/terraformmachinepools.infrastructure.cluster.x-k8s.io",
+		"CustomResourceDefinition/terraformmachinepooltemplates.infrastructure.cluster.x-k8s.io",
 		"CustomResourceDefinition/terraformplans.infrastructure.cluster.x-k8s.io",
 		"ValidatingWebhookConfiguration/captf-validating-webhook-configuration",
 		"Service/captf-webhook-service",

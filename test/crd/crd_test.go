@@ -102,8 +102,10 @@ func TestTerraformClusterTemplate(t *testing.T) {
 func TestProviderLabels(t *testing.T) {
 	env := testenv.Start(t, "../..")
 	ctx := context.Background()
-	contract := map[string]bool{"terraformclusters": true, "terraformclustertemplates": true, "terraformmachines": true, "terraformmachinetemplates": true}
-	for _, plural := range []string{"terraformclusters", "terraformclustertemplates", "terraformmachines", "terraformmachinetemplates", "terraformclusteridentities", "terraformplans"} {
+	contract := map[string]bool{"terraformclusters": true, "terraformclustertemplates": true, "terraformmachines": true, "terraformmachinetemplates": true,
+		"terraformmachinepools": true, "terraformmachinepooltemplates": true}
+	for _, plural := range []string{"terraformclusters", "terraformclustertemplates", "terraformmachines", "terraformmachinetemplates",
+		"terraformmachinepools", "terraformmachinepooltemplates", "terraformclusteridentities", "terraformplans"} {
 		var crd apiextensionsv1.CustomResourceDefinition
 		if err := env.Client.Get(ctx, client.ObjectKey{Name: plural + "." + infrav1.GroupVersion.Group}, &crd); err != nil {
 			t.Fatal(err)
