@@ -3,9 +3,11 @@
 # for each number of TerraformClusters, with the real kube-apiserver and
 # etcd and the manager binary, and prints one block of figures per N:
 # approval to apply Job latency, API requests per object per hour while
-# idle, and the manager's memory. Default: 100 500.
+# idle, and the manager's memory; then the same for the clusters'
+# TerraformMachines. Default: 100 500.
 #
-# Environment: CAPTF_SCALE_IDLE (idle window, default 2m),
+# Environment: CAPTF_SCALE_MACHINES (TerraformMachines per cluster,
+# default 2; 0 for clusters only), CAPTF_SCALE_IDLE (idle window, default 2m),
 # CAPTF_SCALE_RECHECK (--recheck-interval during the run, default 1m),
 # CAPTF_SCALE_TIMEOUT (longest phase, default 20m), CAPTF_SCALE_MANAGER_ARGS
 # (more manager flags).
@@ -13,6 +15,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 export KUBEBUILDER_ASSETS="${KUBEBUILDER_ASSETS:-$(hack/install-envtest.sh)}"
+export CAPTF_CAPI_CRDS="${CAPTF_CAPI_CRDS:-$(hack/install-capi-crds.sh)}"
 [[ $# -gt 0 ]] || set -- 100 500
 for n in "$@"; do
   if ! [[ "$n" =~ ^[1-9][0-9]*$ ]]; then

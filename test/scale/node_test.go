@@ -163,7 +163,8 @@ func (n *node) complete(ctx context.Context, job *batchv1.Job) error {
 
 // report is what a real runner would report for job: a plan Job a plan of
 // one update, an apply Job that it applied (a gated one with the fresh
-// plan, whose hash is the approved one).
+// plan, whose hash is the approved one; a machine's with its provider ID
+// and an address).
 func (n *node) report(job *batchv1.Job) (runner.Message, error) {
 	args := mainContainer(job).Command
 	op, expect := "", ""
@@ -186,6 +187,12 @@ func (n *node) report(job *batchv1.Job) (runner.Message, error) {
 		return runner.Message{Operation: op, Outcome: runner.OutcomeChecked, Drift: &runner.Changes{}}, nil
 	case string(infrav1.OperationApply):
 		msg := runner.Message{Operation: op, Outcome: runner.OutcomeApplied}
+		if job.Labels[infrav1.LabelOwnerKind] == "TerraformMachine" {
+			// A machine module's outputs: what the InfraMachine
+			// contract publishes.
+			msg.ProviderID = "scale:///" + owner
+			msg.Addresses = []runner.Address{{Type: "InternalIP", Address: "10.0.0.1"}}
+		}
 		if expect != "" {
 			msg.Plan = planReport(owner, job.Annotations["captf.io/inputs-hash"])
 			msg.Plan.PlanHash = expect

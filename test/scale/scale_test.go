@@ -1,7 +1,8 @@
 // Package scale measures the manager with many TerraformClusters under
 // applyPolicy Manual (issue 3, point 7): how long from an approval to the
 // approved apply Job, how many API requests an idle object costs per hour,
-// and how much memory the manager holds.
+// and how much memory the manager holds; then the same for the
+// TerraformMachines of those clusters (machines.go).
 //
 // TestScale is a benchmark run on demand (make scale, hack/scale.sh N...),
 // not part of the test suite: it is skipped unless CAPTF_SCALE_N is set,
@@ -47,13 +48,14 @@ const (
 )
 
 // settings are read from the environment: CAPTF_SCALE_N (the number of
-// TerraformClusters), CAPTF_SCALE_IDLE (the idle window, default 2m),
+// TerraformClusters), CAPTF_SCALE_MACHINES (TerraformMachines per
+// cluster, default 2; 0 measures clusters only), CAPTF_SCALE_IDLE (the idle window, default 2m),
 // CAPTF_SCALE_RECHECK (the manager's --recheck-interval during the run,
 // default 1m), CAPTF_SCALE_TIMEOUT (the longest each phase may take,
 // default 20m) and CAPTF_SCALE_MANAGER_ARGS (more manager flags, split on
 // spaces).
 type settings struct {
-	n                      int
+	n, machines            int
 	idle, recheck, timeout time.Duration
 	managerArgs            []string
 }
@@ -69,7 +71,12 @@ func readSettings(t *testing.T) settings {
 	if err != nil || n < 1 {
 		t.Fatalf("CAPTF_SCALE_N=%q: want a positive number of TerraformClusters", raw)
 	}
-	s.n = n
+	s.n, s.machines = n, 2
+	if raw := os.Getenv("CAPTF_SCALE_MACHINES"); raw != "" {
+		if s.machines, err = strconv.Atoi(raw); err != nil || s.machines < 0 {
+			t.Fatalf("CAPTF_SCALE_MACHINES=%q: want a number of TerraformMachines per cluster, 0 or more", raw)
+		}
+	}
 	for name, d := range map[string]*time.Duration{"CAPTF_SCALE_IDLE": &s.idle, "CAPTF_SCALE_RECHECK": &s.recheck, "CAPTF_SCALE_TIMEOUT": &s.timeout} {
 		v := os.Getenv(name)
 		if v == "" {
@@ -85,7 +92,9 @@ func readSettings(t *testing.T) settings {
 
 func TestScale(t *testing.T) {
 	s := readSettings(t)
-	env := testenv.Start(t, "../..")
+	// Cluster API's CRDs: the manager reconciles TerraformMachines only
+	// where Machines are served.
+	env := testenv.StartWithClusterAPI(t, "../..")
 	ctx := context.Background()
 
 	mgr := startManager(t, env, s)
@@ -191,28 +200,9 @@ func TestScale(t *testing.T) {
 	}
 
 	lat := sortedDurations(latencies)
-	requests := func(a, b metrics) float64 {
-		return b.sum("rest_client_requests_total") - a.sum("rest_client_requests_total")
-	}
-	cpu := func(a, b metrics) float64 {
-		return b.sum("process_cpu_seconds_total") - a.sum("process_cpu_seconds_total")
-	}
-	reconciles := func(a, b metrics) float64 {
-		return b.sum("controller_runtime_reconcile_total", `controller="terraformcluster"`) -
-			a.sum("controller_runtime_reconcile_total", `controller="terraformcluster"`)
-	}
-	idleRequests, idleReconciles := requests(idle0, idle1), reconciles(idle0, idle1)
+	idleRequests, idleReconciles := requests(idle0, idle1), reconciles(idle0, idle1, "terraformcluster")
 	perObjectRecheck := idleRequests / float64(s.n) / (s.idle.Minutes() / s.recheck.Minutes())
 	perHour := perObjectRecheck * (time.Hour.Minutes() / engine.Recheck.Minutes())
-	byMethod := func(a, b metrics) map[string]float64 {
-		out := map[string]float64{}
-		for k, v := range b.byLabel("rest_client_requests_total", "method") {
-			if d := v - a.byLabel("rest_client_requests_total", "method")[k]; d > 0 {
-				out[k] = d
-			}
-		}
-		return out
-	}
 	t.Logf("requests by method: create→Ready %s; new inputs→plan %s; approve→Ready %s",
 		formatCounts(byMethod(m0, m1)), formatCounts(byMethod(m1, m2)), formatCounts(byMethod(m2, m3)))
 	mb := func(b float64) float64 { return b / (1 << 20) }
@@ -225,12 +215,15 @@ func TestScale(t *testing.T) {
 		fmt.Sprintf("scale: N=%d memory VmHWM=%.0f MB VmRSS=%.0f MB heap in use=%.0f MB",
 			s.n, mb(float64(hwm)), mb(float64(rss)), mb(idle1.sum("go_memstats_heap_inuse_bytes"))),
 		fmt.Sprintf("scale: N=%d phases (per object: requests, reconciles; manager CPU): create→Ready %s (%.1f, %.1f; %.1fs), new inputs→plan awaiting %s (%.1f, %.1f; %.1fs), approve→Ready %s (%.1f, %.1f; %.1fs), idle (%.1fs); conflicts (409) %.0f, reconcile errors %.0f",
-			s.n, firstApply.Round(time.Second), requests(m0, m1)/float64(s.n), reconciles(m0, m1)/float64(s.n), cpu(m0, m1),
-			planned.Round(time.Second), requests(m1, m2)/float64(s.n), reconciles(m1, m2)/float64(s.n), cpu(m1, m2),
-			approvedFlow.Round(time.Second), requests(m2, m3)/float64(s.n), reconciles(m2, m3)/float64(s.n), cpu(m2, m3), cpu(idle0, idle1),
+			s.n, firstApply.Round(time.Second), requests(m0, m1)/float64(s.n), reconciles(m0, m1, "terraformcluster")/float64(s.n), cpu(m0, m1),
+			planned.Round(time.Second), requests(m1, m2)/float64(s.n), reconciles(m1, m2, "terraformcluster")/float64(s.n), cpu(m1, m2),
+			approvedFlow.Round(time.Second), requests(m2, m3)/float64(s.n), reconciles(m2, m3, "terraformcluster")/float64(s.n), cpu(m2, m3), cpu(idle0, idle1),
 			idle1.sum("rest_client_requests_total", `code="409"`), idle1.sum("controller_runtime_reconcile_errors_total", `controller="terraformcluster"`)),
 	}
-	lines = append(lines, driftPhase(t, c, s, mgr, nd, names, cpu, requests, byMethod)...)
+	if s.machines > 0 {
+		lines = append(lines, machinePhase(t, c, s, mgr, names, perObjectRecheck)...)
+	}
+	lines = append(lines, driftPhase(t, c, s, mgr, nd, names)...)
 	for _, l := range lines {
 		fmt.Println(l)
 		t.Log(l)
@@ -238,6 +231,34 @@ func TestScale(t *testing.T) {
 	if len(latencies) != s.n {
 		t.Errorf("%d latencies for %d objects", len(latencies), s.n)
 	}
+}
+
+// requests is how many requests the manager sent between scrapes a and b.
+func requests(a, b metrics) float64 {
+	return b.sum("rest_client_requests_total") - a.sum("rest_client_requests_total")
+}
+
+// cpu is the manager's CPU time between a and b, in seconds.
+func cpu(a, b metrics) float64 {
+	return b.sum("process_cpu_seconds_total") - a.sum("process_cpu_seconds_total")
+}
+
+// reconciles is how many reconciles the controller named ran between a
+// and b.
+func reconciles(a, b metrics, controller string) float64 {
+	match := fmt.Sprintf("controller=%q", controller)
+	return b.sum("controller_runtime_reconcile_total", match) - a.sum("controller_runtime_reconcile_total", match)
+}
+
+// byMethod is requests by HTTP method.
+func byMethod(a, b metrics) map[string]float64 {
+	out := map[string]float64{}
+	for k, v := range b.byLabel("rest_client_requests_total", "method") {
+		if d := v - a.byLabel("rest_client_requests_total", "method")[k]; d > 0 {
+			out[k] = d
+		}
+	}
+	return out
 }
 
 func ms(d time.Duration) string { return d.Round(time.Millisecond).String() }
@@ -301,33 +322,41 @@ func parallel(t *testing.T, names []string, do func(name string) error) {
 	}
 }
 
-// waitAll polls the objects until every one meets cond, logging progress
-// every half minute.
+// waitAll polls the TerraformClusters until every one meets cond.
 func waitAll(t *testing.T, c client.Client, s settings, m *manager, what string, cond func(*infrav1.TerraformCluster) bool) {
 	t.Helper()
-	began := time.Now()
-	deadline, lastLog := began.Add(s.timeout), began
-	for {
+	waitCount(t, s, m, what, s.n, func() (done, all int) {
 		var list infrav1.TerraformClusterList
 		if err := c.List(context.Background(), &list, client.InNamespace(namespace)); err != nil {
 			t.Fatal(err)
 		}
-		done := 0
 		for i := range list.Items {
 			if cond(&list.Items[i]) {
 				done++
 			}
 		}
-		if done == s.n && len(list.Items) == s.n {
-			t.Logf("%d objects %s after %s", s.n, what, time.Since(began).Round(time.Second))
+		return done, len(list.Items)
+	})
+}
+
+// waitCount polls count until want objects are there and every one is
+// done, logging progress every half minute.
+func waitCount(t *testing.T, s settings, m *manager, what string, want int, count func() (done, all int)) {
+	t.Helper()
+	began := time.Now()
+	deadline, lastLog := began.Add(s.timeout), began
+	for {
+		done, all := count()
+		if done == want && all == want {
+			t.Logf("%d objects %s after %s", want, what, time.Since(began).Round(time.Second))
 			return
 		}
 		if time.Since(lastLog) > 30*time.Second {
-			t.Logf("%d of %d objects %s after %s", done, s.n, what, time.Since(began).Round(time.Second))
+			t.Logf("%d of %d objects %s after %s", done, want, what, time.Since(began).Round(time.Second))
 			lastLog = time.Now()
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("%d of %d objects %s within %s; manager log: %s", done, s.n, what, s.timeout, m.LogPath)
+			t.Fatalf("%d of %d objects %s within %s; manager log: %s", done, want, what, s.timeout, m.LogPath)
 		}
 		time.Sleep(2 * time.Second)
 	}
@@ -365,8 +394,7 @@ const driftInterval = 20 * time.Second
 // manager's requests per drift check (the Job's own aside: the node plays
 // it) over the idle window, and from that the cost per object and hour at
 // the default interval.
-func driftPhase(t *testing.T, c client.Client, s settings, mgr *manager, nd *node, names []string,
-	cpu, requests func(a, b metrics) float64, byMethod func(a, b metrics) map[string]float64) []string {
+func driftPhase(t *testing.T, c client.Client, s settings, mgr *manager, nd *node, names []string) []string {
 	ctx := context.Background()
 	patch := fmt.Appendf(nil, `{"spec":{"drift":{"intervalSeconds":%d}}}`, int(driftInterval.Seconds()))
 	parallel(t, names, func(name string) error {
