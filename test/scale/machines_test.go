@@ -100,14 +100,7 @@ func machinePhase(t *testing.T, c client.Client, s settings, mgr *manager, clust
 	created := time.Since(began)
 	m1 := scrape(t, mgr.metricsURL)
 
-	time.Sleep(10 * time.Second)
-	idle0 := scrape(t, mgr.metricsURL)
-	time.Sleep(s.idle)
-	idle1 := scrape(t, mgr.metricsURL)
-	hwm, rss, err := procMemory(mgr.Cmd.Process.Pid)
-	if err != nil {
-		t.Fatal(err)
-	}
+	idle0, idle1, hwm, rss := idleWindow(t, s, mgr)
 
 	rechecks := s.idle.Minutes() / s.recheck.Minutes()
 	idle := requests(idle0, idle1)

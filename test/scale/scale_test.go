@@ -190,14 +190,7 @@ func TestScale(t *testing.T) {
 	m3 := scrape(t, mgr.metricsURL)
 
 	// 4. Idle: every object re-checks about idle/recheck times.
-	time.Sleep(10 * time.Second)
-	idle0 := scrape(t, mgr.metricsURL)
-	time.Sleep(s.idle)
-	idle1 := scrape(t, mgr.metricsURL)
-	hwm, rss, err := procMemory(mgr.Cmd.Process.Pid)
-	if err != nil {
-		t.Fatal(err)
-	}
+	idle0, idle1, hwm, rss := idleWindow(t, s, mgr)
 
 	lat := sortedDurations(latencies)
 	idleRequests, idleReconciles := requests(idle0, idle1), reconciles(idle0, idle1, "terraformcluster")
@@ -231,6 +224,22 @@ func TestScale(t *testing.T) {
 	if len(latencies) != s.n {
 		t.Errorf("%d latencies for %d objects", len(latencies), s.n)
 	}
+}
+
+// idleWindow waits for the last writes to settle, then scrapes the
+// manager's metrics at both ends of the idle window, and reads its
+// memory at the end.
+func idleWindow(t *testing.T, s settings, mgr *manager) (before, after metrics, hwm, rss int64) {
+	t.Helper()
+	time.Sleep(10 * time.Second)
+	before = scrape(t, mgr.metricsURL)
+	time.Sleep(s.idle)
+	after = scrape(t, mgr.metricsURL)
+	hwm, rss, err := procMemory(mgr.Cmd.Process.Pid)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return before, after, hwm, rss
 }
 
 // requests is how many requests the manager sent between scrapes a and b.

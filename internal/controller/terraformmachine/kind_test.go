@@ -7,6 +7,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 
 	infrav1 "github.com/captf/captf/api/v1alpha1"
@@ -22,11 +23,7 @@ func TestMachineChanged(t *testing.T) {
 			Spec:       clusterv1.MachineSpec{ClusterName: "fleet", FailureDomain: "a"},
 		}
 	}
-	for _, tt := range []struct {
-		name   string
-		change func(*clusterv1.Machine)
-		want   bool
-	}{
+	checkUpdates(t, machineChanged, base, []update[*clusterv1.Machine]{
 		{"phase and conditions", func(m *clusterv1.Machine) {
 			m.Status.Phase = "Provisioning"
 			m.Status.Conditions = []metav1.Condition{{Type: clusterv1.MachineInfrastructureReadyCondition, Status: metav1.ConditionFalse}}
@@ -34,15 +31,7 @@ func TestMachineChanged(t *testing.T) {
 		{"bootstrap data", func(m *clusterv1.Machine) { m.Spec.Bootstrap.DataSecretName = ptr.To("fleet-0-bootstrap") }, true},
 		{"failure domain", func(m *clusterv1.Machine) { m.Spec.FailureDomain = "b" }, true},
 		{"control plane label", func(m *clusterv1.Machine) { m.Labels[clusterv1.MachineControlPlaneLabel] = "" }, true},
-	} {
-		t.Run(tt.name, func(t *testing.T) {
-			old, now := base(), base()
-			tt.change(now)
-			if got := machineChanged(event.UpdateEvent{ObjectOld: old, ObjectNew: now}); got != tt.want {
-				t.Errorf("machineChanged = %v, want %v", got, tt.want)
-			}
-		})
-	}
+	})
 }
 
 // TestClusterChanged: of a Cluster's updates, only its pause, its
@@ -55,11 +44,7 @@ func TestClusterChanged(t *testing.T) {
 		c.Status.Initialization.InfrastructureProvisioned = ptr.To(true)
 		return c
 	}
-	for _, tt := range []struct {
-		name   string
-		change func(*clusterv1.Cluster)
-		want   bool
-	}{
+	checkUpdates(t, clusterChanged, base, []update[*clusterv1.Cluster]{
 		{"machine counts and conditions", func(c *clusterv1.Cluster) {
 			c.Status.Conditions = []metav1.Condition{{Type: "WorkersAvailable", Status: metav1.ConditionTrue}}
 			c.Status.Workers = &clusterv1.WorkersStatus{Replicas: ptr.To(int32(3))}
@@ -67,15 +52,7 @@ func TestClusterChanged(t *testing.T) {
 		{"paused", func(c *clusterv1.Cluster) { c.Spec.Paused = ptr.To(true) }, true},
 		{"infrastructure no longer provisioned", func(c *clusterv1.Cluster) { c.Status.Initialization.InfrastructureProvisioned = nil }, true},
 		{"another infrastructure", func(c *clusterv1.Cluster) { c.Spec.InfrastructureRef.Name = "other" }, true},
-	} {
-		t.Run(tt.name, func(t *testing.T) {
-			old, now := base(), base()
-			tt.change(now)
-			if got := clusterChanged(event.UpdateEvent{ObjectOld: old, ObjectNew: now}); got != tt.want {
-				t.Errorf("clusterChanged = %v, want %v", got, tt.want)
-			}
-		})
-	}
+	})
 }
 
 // TestTerraformClusterChanged: of a TerraformCluster's updates, only its
@@ -126,6 +103,28 @@ func TestTerraformClusterChanged(t *testing.T) {
 			}
 			if got := terraformClusterChanged(event.UpdateEvent{ObjectOld: old, ObjectNew: now}); got != tt.want {
 				t.Errorf("terraformClusterChanged = %v, want %v", got, tt.want)
+			}
+		})
+	}
+}
+
+// update is a change of an object, and whether a predicate lets it
+// through.
+type update[T client.Object] struct {
+	name   string
+	change func(T)
+	want   bool
+}
+
+// checkUpdates runs pred on each update of an object made by base.
+func checkUpdates[T client.Object](t *testing.T, pred func(event.UpdateEvent) bool, base func() T, updates []update[T]) {
+	t.Helper()
+	for _, u := range updates {
+		t.Run(u.name, func(t *testing.T) {
+			old, now := base(), base()
+			u.change(now)
+			if got := pred(event.UpdateEvent{ObjectOld: old, ObjectNew: now}); got != u.want {
+				t.Errorf("= %v, want %v", got, u.want)
 			}
 		})
 	}
