@@ -14,6 +14,8 @@ cd "$(dirname "$0")/.."
 
 export CAPTF_TERRAFORM="${CAPTF_TERRAFORM:-$(hack/install-terraform.sh)}"
 export KUBEBUILDER_ASSETS="${KUBEBUILDER_ASSETS:-$(hack/install-envtest.sh)}"
+# Cluster API's CRDs, which the flows of TerraformMachines need.
+export CAPTF_CAPI_CRDS="${CAPTF_CAPI_CRDS:-$(hack/install-capi-crds.sh)}"
 echo "terraform: $CAPTF_TERRAFORM ($(TF_CLI_CONFIG_FILE=/dev/null "$CAPTF_TERRAFORM" version | head -1))"
 echo "envtest:   $KUBEBUILDER_ASSETS"
 

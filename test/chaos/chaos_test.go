@@ -72,11 +72,12 @@ func TestChaos(t *testing.T) {
 	if full {
 		selected = pick(flows, os.Getenv("CAPTF_CHAOS_FLOWS"), func(fl *flow) string { return fl.name })
 	}
-	provider := false
+	provider, clusterAPI := false, false
 	for _, fl := range selected {
-		provider = provider || fl.drift || fl.rooted
+		provider = provider || fl.provider()
+		clusterAPI = clusterAPI || fl.clusterAPI
 	}
-	f := newFixture(t, provider)
+	f := newFixture(t, provider, clusterAPI)
 	tl := &tally{points: map[string]int{}, kinds: map[string]bool{}, began: time.Now()}
 
 	kinds := writeKinds
@@ -170,7 +171,7 @@ func (f *fixture) runOnce(t *testing.T, fl *flow, fault string, p point, clean *
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	ns, node := f.namespace(t)
-	r := &run{t: t, f: f, ctx: ctx, ns: ns, node: node, flow: fl, obs: watchNamespace(ctx, t, f.watcher, ns)}
+	r := &run{t: t, f: f, ctx: ctx, ns: ns, node: node, flow: fl, obs: watchNamespace(ctx, t, f.watcher, ns, fl.subject())}
 	defer func() {
 		f.proxy.Set()
 		f.gate.Open()

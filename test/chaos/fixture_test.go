@@ -86,12 +86,18 @@ type fixture struct {
 }
 
 // newFixture starts what every run shares; withProvider installs the
-// captftest provider for the flows of the drift and provider-root modules.
-func newFixture(t *testing.T, withProvider bool) *fixture {
+// captftest provider for the flows of the drift, provider-root and
+// machine modules; withClusterAPI serves Cluster API's CRDs, so that the
+// manager reconciles TerraformMachines too.
+func newFixture(t *testing.T, withProvider, withClusterAPI bool) *fixture {
 	t.Helper()
 	// The test's own clients log nothing worth reading.
 	ctrllog.SetLogger(logr.Discard())
-	env := testenv.StartWithWebhooks(t, "../..")
+	start := testenv.StartWithWebhooks
+	if withClusterAPI {
+		start = func(t testing.TB, root string) *testenv.Env { return testenv.StartWithClusterAPIAndWebhooks(t, root) }
+	}
+	env := start(t, "../..")
 	f := &fixture{env: env, approver: env.ClientAs(t, approverUser, "system:masters")}
 	watcher, err := client.NewWithWatch(env.Config, client.Options{Scheme: env.Client.Scheme()})
 	if err != nil {
@@ -158,6 +164,15 @@ func newFixture(t *testing.T, withProvider bool) *fixture {
 		t.Fatal(err)
 	}
 	f.images[rootedImage] = []testnode.Image{{Path: infrav1.PathModule, Dir: rooted}, {Path: infrav1.PathRuntime, Dir: runtimeDir}}
+	// The controller tests' machine module, and their cluster module that
+	// publishes exports to its machines.
+	for image, dir := range map[string]string{machineImage: "machine", exportsImage: "exports"} {
+		abs, err := filepath.Abs(filepath.Join("../../internal/controller/terraformcluster/testdata", dir))
+		if err != nil {
+			t.Fatal(err)
+		}
+		f.images[image] = []testnode.Image{{Path: infrav1.PathModule, Dir: abs}, {Path: infrav1.PathRuntime, Dir: runtimeDir}}
+	}
 	return f
 }
 

@@ -27,7 +27,25 @@ type flow struct {
 	// check is what the flow's own outcome must be, beyond the invariants
 	// every flow keeps (invariants_test.go).
 	check func(*run) []violation
+	// of is the object the invariants every flow keeps are about, when it
+	// is not the run's TerraformCluster (clusterSubject).
+	of *subject
+	// clusterAPI: the flow needs Cluster API's CRDs (its Cluster and
+	// Machine), so the manager reconciles TerraformMachines.
+	clusterAPI bool
 }
+
+// subject is the object the flow's invariants are about.
+func (fl *flow) subject() subject {
+	if fl.of != nil {
+		return *fl.of
+	}
+	return clusterSubject
+}
+
+// provider: the flow's modules need the captftest provider (a Cluster
+// API flow's machine module does).
+func (fl *flow) provider() bool { return fl.drift || fl.rooted || fl.clusterAPI }
 
 // firstApplied creates the object under Manual and waits for its first
 // apply, which is not gated.

@@ -20,7 +20,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	infrav1 "github.com/captf/captf/api/v1alpha1"
+	"github.com/captf/captf/internal/controller/engine"
 	"github.com/captf/captf/internal/render"
+	"github.com/captf/captf/internal/tfstate"
 )
 
 // The invariants of issue 9, section 3, by the name the figures use.
@@ -56,7 +58,9 @@ func (r *run) check(actErr error, clean *summary) ([]violation, summary) {
 	if clean != nil && actErr == nil {
 		r.awaitEnd(clean)
 	}
-	jobs, overlaps, states := r.obs.snapshot()
+	subject := r.flow.subject()
+	all, overlaps, states := r.obs.snapshot()
+	jobs := subject.jobs(all)
 
 	// No apply Job without an approval of the exact hash it expects; the
 	// first apply (no apply succeeded before it was created) aside. Under
@@ -120,13 +124,13 @@ func (r *run) check(actErr error, clean *summary) ([]violation, summary) {
 			appliedHashes[j.approved] = true
 		}
 	}
-	tc, err := r.get()
+	obj, err := r.object(subject)
 	if err != nil {
 		add(invConverges, "read the object: %v", err)
 	}
-	if tc != nil {
+	if !absent(obj) {
 		for _, key := range []string{infrav1.AnnotationApprovePlan, infrav1.AnnotationApproveDestructivePlan} {
-			if h := tc.Annotations[key]; h != "" && appliedHashes[h] {
+			if h := obj.GetAnnotations()[key]; h != "" && appliedHashes[h] {
 				add(invApprovalOnce, "the annotation approval %s (%s) was applied but never consumed", short(h), key)
 			}
 		}
@@ -154,7 +158,7 @@ func (r *run) check(actErr error, clean *summary) ([]violation, summary) {
 	}
 
 	// TerraformPlan phases.
-	out = append(out, r.checkPhases(tc)...)
+	out = append(out, r.checkPhases(obj)...)
 
 	// A refused apply leaves the state as it was.
 	for _, j := range jobs {
@@ -174,7 +178,7 @@ func (r *run) check(actErr error, clean *summary) ([]violation, summary) {
 	} else if r.flow.check != nil {
 		out = append(out, r.flow.check(r)...)
 	}
-	got := r.summarize(tc, states)
+	got := r.summarize(obj)
 	if clean != nil && actErr == nil {
 		if d := clean.diff(got); d != "" {
 			add(invConverges, "end state differs from the clean run: %s", d)
@@ -196,19 +200,19 @@ func (r *run) check(actErr error, clean *summary) ([]violation, summary) {
 // supersede). What is not reached by then is a violation.
 func (r *run) awaitEnd(clean *summary) {
 	for deadline := time.Now().Add(converge); time.Now().Before(deadline); time.Sleep(500 * time.Millisecond) {
-		tc, err := r.get()
+		obj, err := r.object(r.flow.subject())
 		if err != nil {
 			continue
 		}
-		_, _, states := r.obs.snapshot()
-		if clean.diff(r.summarize(tc, states)) == "" && len(r.checkPhases(tc)) == 0 {
+		if clean.diff(r.summarize(obj)) == "" && len(r.checkPhases(obj)) == 0 {
 			return
 		}
 	}
 }
 
-// checkPhases compares the TerraformPlans' phase labels with the flow's.
-func (r *run) checkPhases(tc *infrav1.TerraformCluster) []violation {
+// checkPhases compares the TerraformPlans' phase labels with the flow's;
+// a live one must be obj's.
+func (r *run) checkPhases(obj engine.Object) []violation {
 	var out []violation
 	var list infrav1.TerraformPlanList
 	if err := r.f.env.Client.List(r.ctx, &list, client.InNamespace(r.ns)); err != nil {
@@ -223,7 +227,7 @@ func (r *run) checkPhases(tc *infrav1.TerraformCluster) []violation {
 		// A deleted object's plans would go with it (garbage collection,
 		// which envtest has not): the live one stays as it was.
 		live := phase == infrav1.PlanPending || phase == infrav1.PlanApproved
-		if live && tc != nil && (tc.Status.PendingPlanRef == nil || tc.Status.PendingPlanRef.Name != p.Name) {
+		if ref := livePlan(obj); live && !absent(obj) && (ref == nil || ref.Name != p.Name) {
 			out = append(out, violation{invPlanPhases, fmt.Sprintf("plan %s is %s but not the object's live plan", p.Name, phase)})
 		}
 		for _, a := range r.approvals {
@@ -248,16 +252,25 @@ func (r *run) checkPhases(tc *infrav1.TerraformCluster) []violation {
 	return out
 }
 
-// events counts the events.k8s.io/v1 Events of reason about the object,
-// a series counting as its count.
+// livePlan is obj's pendingPlanRef; nil when it has none or is gone.
+func livePlan(obj engine.Object) *infrav1.PlanReference {
+	if absent(obj) {
+		return nil
+	}
+	return obj.GetRunnerStatus().PendingPlanRef
+}
+
+// events counts the events.k8s.io/v1 Events of reason about the flow's
+// subject, a series counting as its count.
 func (r *run) events(reason string) int {
+	s := r.flow.subject()
 	var list eventsv1.EventList
 	if err := r.f.env.Client.List(r.ctx, &list, client.InNamespace(r.ns)); err != nil {
 		return -1
 	}
 	n := 0
 	for _, e := range list.Items {
-		if e.Reason != reason || e.Regarding.Name != objectName || e.Regarding.Kind != "TerraformCluster" {
+		if e.Reason != reason || e.Regarding.Name != s.name || e.Regarding.Kind != s.kind.Name() {
 			continue
 		}
 		if e.Series != nil && e.Series.Count > 1 {
@@ -298,17 +311,18 @@ type summary struct {
 	Outputs [32]byte
 }
 
-func (r *run) summarize(tc *infrav1.TerraformCluster, states []stateWrite) summary {
-	s := summary{Gone: tc == nil}
-	if tc != nil {
-		s.Ready = condition(tc, infrav1.ConditionReady) != nil && condition(tc, infrav1.ConditionReady).Status == metav1.ConditionTrue
-		s.LastRunOK = tc.Status.LastRun != nil && tc.Status.LastRun.Succeeded
-		s.Plan, s.PendingPlan = tc.Status.Plan != nil, tc.Status.PendingPlanRef != nil
-		s.ApproveAnnotation = tc.Annotations[infrav1.AnnotationApprovePlan] != "" || tc.Annotations[infrav1.AnnotationApproveDestructivePlan] != ""
-		if c := condition(tc, infrav1.ConditionApplyJobSucceeded); c != nil {
+func (r *run) summarize(obj engine.Object) summary {
+	s := summary{Gone: absent(obj)}
+	if !s.Gone {
+		st := obj.GetRunnerStatus()
+		s.Ready = condition(obj, infrav1.ConditionReady) != nil && condition(obj, infrav1.ConditionReady).Status == metav1.ConditionTrue
+		s.LastRunOK = st.LastRun != nil && st.LastRun.Succeeded
+		s.Plan, s.PendingPlan = st.Plan != nil, st.PendingPlanRef != nil
+		s.ApproveAnnotation = obj.GetAnnotations()[infrav1.AnnotationApprovePlan] != "" || obj.GetAnnotations()[infrav1.AnnotationApproveDestructivePlan] != ""
+		if c := condition(obj, infrav1.ConditionApplyJobSucceeded); c != nil {
 			s.ApplyReason = c.Reason
 		}
-		s.Failures = tc.Status.Failures
+		s.Failures = st.Failures
 	}
 	// A Secret of a Job that is gone (a per-run Secret whose Job was
 	// deleted) is garbage collection's, which envtest has not.
@@ -331,11 +345,13 @@ func (r *run) summarize(tc *infrav1.TerraformCluster, states []stateWrite) summa
 	return s
 }
 
-// stateOutputs hashes the root outputs of the state, but captf's own
-// inputs hash (keyed per object, so it differs between runs).
+// stateOutputs hashes the root outputs of the subject's state, but
+// captf's own inputs hash (keyed per object, so it differs between runs).
 func (r *run) stateOutputs() [32]byte {
+	s := r.flow.subject()
 	var secrets corev1.SecretList
-	if err := r.f.env.Client.List(r.ctx, &secrets, client.InNamespace(r.ns), client.MatchingLabels{"tfstate": "true"}); err != nil || len(secrets.Items) == 0 {
+	if err := r.f.env.Client.List(r.ctx, &secrets, client.InNamespace(r.ns),
+		client.MatchingLabels{tfstate.LabelState: "true", tfstate.LabelSuffix: engine.StateSuffix(s.kind.Short(), s.name)}); err != nil || len(secrets.Items) == 0 {
 		return [32]byte{}
 	}
 	zr, err := gzip.NewReader(bytes.NewReader(secrets.Items[0].Data["tfstate"]))

@@ -3,6 +3,7 @@ package chaos
 import (
 	"context"
 	"crypto/sha256"
+	"encoding/json"
 	"sort"
 	"strconv"
 	"strings"
@@ -14,14 +15,18 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/watch"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
 
 	infrav1 "github.com/captf/captf/api/v1alpha1"
+	"github.com/captf/captf/internal/controller/engine"
 	"github.com/captf/captf/internal/tfstate"
 )
 
 // observer watches a run's namespace from before the flow starts: every
-// Job (to see two active at once, and the order of creations and
-// completions) and the state Secret (to see every write to the state).
+// Job (to see two of an object active at once, and the order of creations
+// and completions), the state Secret of the flow's subject (to see every
+// write to its state) and the subject itself (every version of it, to
+// look for what must not reach it).
 // Order is the API server's: resourceVersions of one etcd, compared as
 // the revision numbers they are.
 type observer struct {
@@ -30,10 +35,15 @@ type observer struct {
 	// overlaps are the Jobs created while another was active.
 	overlaps []overlap
 	states   []stateWrite
+	// versions are the subject as each watch event carried it, as JSON.
+	versions [][]byte
 }
 
 type jobRecord struct {
 	name, operation string
+	// ownerKind and ownerName are the object the Job is of (its
+	// captf.io/owner-kind and captf.io/owner-name labels).
+	ownerKind, ownerName string
 	// expect is --expect-plan of the runner, approved the Job's
 	// captf.io/approved-plan annotation.
 	expect, approved string
@@ -70,19 +80,43 @@ type stateWrite struct {
 	chunk []byte
 }
 
-// watchNamespace starts the observer; it stops when ctx ends.
-func watchNamespace(ctx context.Context, t *testing.T, c client.WithWatch, ns string) *observer {
+// watchNamespace starts the observer of the run's subject s in ns; it
+// stops when ctx ends.
+func watchNamespace(ctx context.Context, t *testing.T, c client.WithWatch, ns string, s subject) *observer {
 	t.Helper()
 	o := &observer{jobs: map[string]*jobRecord{}}
 	jobs, err := c.Watch(ctx, &batchv1.JobList{}, client.InNamespace(ns))
 	if err != nil {
 		t.Fatal(err)
 	}
-	// terraform's kubernetes backend labels its state Secrets tfstate=true.
-	states, err := c.Watch(ctx, &corev1.SecretList{}, client.InNamespace(ns), client.MatchingLabels{"tfstate": "true"})
+	// terraform's kubernetes backend labels its state Secrets tfstate=true
+	// and with their secret_suffix, the object's.
+	states, err := c.Watch(ctx, &corev1.SecretList{}, client.InNamespace(ns),
+		client.MatchingLabels{tfstate.LabelState: "true", tfstate.LabelSuffix: engine.StateSuffix(s.kind.Short(), s.name)})
 	if err != nil {
 		t.Fatal(err)
 	}
+	gvk, err := apiutil.GVKForObject(s.kind.New(), c.Scheme())
+	if err != nil {
+		t.Fatal(err)
+	}
+	list, err := c.Scheme().New(gvk.GroupVersion().WithKind(gvk.Kind + "List"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	objects, err := c.Watch(ctx, list.(client.ObjectList), client.InNamespace(ns), client.MatchingFields{"metadata.name": s.name})
+	if err != nil {
+		t.Fatal(err)
+	}
+	go func() {
+		for ev := range objects.ResultChan() {
+			if b, err := json.Marshal(ev.Object); err == nil {
+				o.mu.Lock()
+				o.versions = append(o.versions, b)
+				o.mu.Unlock()
+			}
+		}
+	}()
 	go func() {
 		for ev := range jobs.ResultChan() {
 			if j, ok := ev.Object.(*batchv1.Job); ok {
@@ -101,6 +135,7 @@ func watchNamespace(ctx context.Context, t *testing.T, c client.WithWatch, ns st
 		<-ctx.Done()
 		jobs.Stop()
 		states.Stop()
+		objects.Stop()
 	}()
 	return o
 }
@@ -116,6 +151,7 @@ func (o *observer) job(typ watch.EventType, j *batchv1.Job) {
 	r := o.jobs[j.Name]
 	if r == nil {
 		r = &jobRecord{name: j.Name, operation: j.Labels["captf.io/operation"], approved: j.Annotations[infrav1.AnnotationApprovedPlan],
+			ownerKind: j.Labels[infrav1.LabelOwnerKind], ownerName: j.Labels[infrav1.LabelOwnerName],
 			plan: j.Annotations[infrav1.AnnotationPlan], inputs: j.Annotations[annotationInputsHash], created: rv(j)}
 		if len(j.Spec.Template.Spec.Containers) > 0 {
 			c := j.Spec.Template.Spec.Containers[0]
@@ -126,8 +162,10 @@ func (o *observer) job(typ watch.EventType, j *batchv1.Job) {
 				r.guard = r.guard || a == "--guard"
 			}
 		}
+		// Jobs of two objects may run at once (a gate between them is an
+		// invariant of their own).
 		for _, other := range o.sortedJobs() {
-			if other.finished == 0 {
+			if other.finished == 0 && other.ownerKind == r.ownerKind && other.ownerName == r.ownerName {
 				o.overlaps = append(o.overlaps, overlap{job: r.name + " (" + r.operation + ")", active: other.name + " (" + other.operation + ")"})
 			}
 		}
@@ -193,4 +231,11 @@ func (o *observer) snapshot() (jobs []jobRecord, overlaps []overlap, states []st
 		jobs = append(jobs, *r)
 	}
 	return jobs, append([]overlap(nil), o.overlaps...), append([]stateWrite(nil), o.states...)
+}
+
+// seen is every version of the subject the watch carried, as JSON.
+func (o *observer) seen() [][]byte {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return append([][]byte(nil), o.versions...)
 }

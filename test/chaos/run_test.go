@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"reflect"
 	"strconv"
 	"strings"
 	"testing"
@@ -20,12 +21,41 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	infrav1 "github.com/captf/captf/api/v1alpha1"
+	"github.com/captf/captf/internal/controller/engine"
+	"github.com/captf/captf/internal/controller/terraformcluster"
 	"github.com/captf/captf/internal/faultproxy"
 	"github.com/captf/captf/internal/testnode"
 )
 
 // objectName is the TerraformCluster of every run (one per namespace).
 const objectName = "chaos"
+
+// subject is an object of a run by its kind and name: the one a flow's
+// invariants are about is the flow's subject.
+type subject struct {
+	kind engine.Kind
+	name string
+}
+
+// clusterSubject is the run's TerraformCluster, every flow's subject but
+// those that name another.
+var clusterSubject = subject{terraformcluster.Kind, objectName}
+
+// owns reports whether j is a Job of s (its owner labels).
+func (s subject) owns(j jobRecord) bool {
+	return j.ownerKind == s.kind.Name() && j.ownerName == engine.NameLabel(s.name)
+}
+
+// jobs are the Jobs of s among jobs.
+func (s subject) jobs(jobs []jobRecord) []jobRecord {
+	var out []jobRecord
+	for _, j := range jobs {
+		if s.owns(j) {
+			out = append(out, j)
+		}
+	}
+	return out
+}
 
 // converge is how long a step of a flow may take to reach its state.
 const converge = 2 * time.Minute
@@ -65,6 +95,11 @@ type run struct {
 	// unreachable (webhook-down runs).
 	webhookDown       bool
 	planJobsWhileDown int
+	// machineCreated is the resourceVersion of the TerraformMachine's
+	// creation (machine-lifecycle).
+	machineCreated uint64
+	// bootstrapReached: the bootstrap data reached the machine module.
+	bootstrapReached bool
 }
 
 type approval struct {
@@ -75,39 +110,50 @@ type approval struct {
 	rv   uint64
 }
 
-func (r *run) key() client.ObjectKey { return client.ObjectKey{Namespace: r.ns, Name: objectName} }
-
-// get reads the object; nil once it is gone.
-func (r *run) get() (*infrav1.TerraformCluster, error) {
-	var tc infrav1.TerraformCluster
-	err := r.f.env.Client.Get(r.ctx, r.key(), &tc)
+// object reads the run's object s; nil once it is gone.
+func (r *run) object(s subject) (engine.Object, error) {
+	obj := s.kind.New()
+	err := r.f.env.Client.Get(r.ctx, client.ObjectKey{Namespace: r.ns, Name: s.name}, obj)
 	if apierrors.IsNotFound(err) {
 		return nil, nil
 	}
 	if err != nil {
 		return nil, err
 	}
-	return &tc, nil
+	return obj, nil
 }
 
-// wait polls the object until cond holds, restarting the manager when a
-// fault killed it. A flow that does not reach the state is a finding (the
-// invariant "converges"), returned as an error.
+// get reads the run's TerraformCluster; nil once it is gone.
+func (r *run) get() (*infrav1.TerraformCluster, error) {
+	obj, err := r.object(clusterSubject)
+	tc, _ := obj.(*infrav1.TerraformCluster)
+	return tc, err
+}
+
+// wait polls the run's TerraformCluster until cond holds (waitFor).
 func (r *run) wait(what string, cond func(*infrav1.TerraformCluster) bool) (*infrav1.TerraformCluster, error) {
+	return waitFor(r, clusterSubject, what, cond)
+}
+
+// waitFor polls the run's object s, of type T, until cond holds (cond
+// gets a nil T while it is gone), restarting the manager when a fault
+// killed it. A flow that does not reach the state is a finding (the
+// invariant "converges"), returned as an error.
+func waitFor[T engine.Object](r *run, s subject, what string, cond func(T) bool) (T, error) {
 	deadline := time.Now().Add(converge)
-	var last *infrav1.TerraformCluster
+	var zero T
 	for {
 		r.keepManager()
-		tc, err := r.get()
+		obj, err := r.object(s)
 		if err != nil {
-			return nil, fmt.Errorf("%s: %w", what, err)
+			return zero, fmt.Errorf("%s: %w", what, err)
 		}
-		if cond(tc) {
-			return tc, nil
+		got, _ := obj.(T)
+		if cond(got) {
+			return got, nil
 		}
-		last = tc
 		if time.Now().After(deadline) {
-			return nil, fmt.Errorf("%s: not within %s; status: %s", what, converge, describe(last))
+			return zero, fmt.Errorf("%s: not within %s; status: %s", what, converge, describe(obj))
 		}
 		time.Sleep(200 * time.Millisecond)
 	}
@@ -121,31 +167,37 @@ func (r *run) keepManager() {
 }
 
 // describe is an object's status in words and hashes, never a value.
-func describe(tc *infrav1.TerraformCluster) string {
-	if tc == nil {
+func describe(obj engine.Object) string {
+	if absent(obj) {
 		return "gone"
 	}
+	st := obj.GetRunnerStatus()
 	var b strings.Builder
-	for _, c := range tc.Status.Conditions {
+	for _, c := range st.Conditions {
 		fmt.Fprintf(&b, "%s=%s/%s ", c.Type, c.Status, c.Reason)
 	}
-	if tc.Status.ActiveJob != nil {
-		fmt.Fprintf(&b, "activeJob=%s(%s) ", tc.Status.ActiveJob.Name, tc.Status.ActiveJob.Operation)
+	if st.ActiveJob != nil {
+		fmt.Fprintf(&b, "activeJob=%s(%s) ", st.ActiveJob.Name, st.ActiveJob.Operation)
 	}
-	if tc.Status.Plan != nil {
-		fmt.Fprintf(&b, "plan=%s ", short(tc.Status.Plan.PlanHash))
+	if st.Plan != nil {
+		fmt.Fprintf(&b, "plan=%s ", short(st.Plan.PlanHash))
 	}
-	if tc.Status.PendingPlanRef != nil {
-		fmt.Fprintf(&b, "pendingPlanRef=%s ", tc.Status.PendingPlanRef.Name)
+	if st.PendingPlanRef != nil {
+		fmt.Fprintf(&b, "pendingPlanRef=%s ", st.PendingPlanRef.Name)
 	}
-	if h := tc.Annotations[infrav1.AnnotationApprovePlan]; h != "" {
+	if h := obj.GetAnnotations()[infrav1.AnnotationApprovePlan]; h != "" {
 		fmt.Fprintf(&b, "approve-plan=%s ", short(h))
 	}
-	if h := tc.Annotations[infrav1.AnnotationApproveDestructivePlan]; h != "" {
+	if h := obj.GetAnnotations()[infrav1.AnnotationApproveDestructivePlan]; h != "" {
 		fmt.Fprintf(&b, "approve-destructive-plan=%s ", short(h))
 	}
-	fmt.Fprintf(&b, "failures=%d generation=%d observed=%d", tc.Status.Failures, tc.Generation, tc.Status.ObservedGeneration)
+	fmt.Fprintf(&b, "failures=%d generation=%d observed=%d", st.Failures, obj.GetGeneration(), st.ObservedGeneration)
 	return b.String()
+}
+
+// absent: obj is gone (no object, or a nil one of its type).
+func absent(obj engine.Object) bool {
+	return obj == nil || reflect.ValueOf(obj).IsNil()
 }
 
 // short is the start of a p2: hash, enough to tell plans apart in a report.
@@ -156,18 +208,19 @@ func short(hash string) string {
 	return hash
 }
 
-func condition(tc *infrav1.TerraformCluster, typ string) *metav1.Condition {
-	return meta.FindStatusCondition(tc.Status.Conditions, typ)
+func condition(obj engine.Object, typ string) *metav1.Condition {
+	return meta.FindStatusCondition(obj.GetRunnerStatus().Conditions, typ)
 }
 
 // ready: applied, nothing running, the latest spec seen.
-func ready(tc *infrav1.TerraformCluster) bool {
-	if tc == nil {
+func ready[T engine.Object](obj T) bool {
+	if absent(obj) {
 		return false
 	}
-	c := condition(tc, infrav1.ConditionReady)
-	return c != nil && c.Status == metav1.ConditionTrue && tc.Status.ActiveJob == nil &&
-		tc.Status.ObservedGeneration == tc.Generation && tc.Status.LastRun != nil && tc.Status.LastRun.Succeeded
+	st := obj.GetRunnerStatus()
+	c := condition(obj, infrav1.ConditionReady)
+	return c != nil && c.Status == metav1.ConditionTrue && st.ActiveJob == nil &&
+		st.ObservedGeneration == obj.GetGeneration() && st.LastRun != nil && st.LastRun.Succeeded
 }
 
 // applied: ready, no plan waiting, the approval consumed.
@@ -188,7 +241,7 @@ func waiting(reason, not string) func(*infrav1.TerraformCluster) bool {
 	}
 }
 
-func gone(tc *infrav1.TerraformCluster) bool { return tc == nil }
+func gone[T engine.Object](obj T) bool { return absent(obj) }
 
 // create makes the run's object under policy: of the runner's module
 // with size small, of the drift module with its files in the run's own
@@ -364,21 +417,38 @@ func (r *run) planJobs() int {
 	return n
 }
 
-// release makes the manager forget the run's object: deleted, its
-// finalizer removed (the node is gone, so no destroy would ever run).
+// release makes the manager forget the run's objects, its subject and
+// its TerraformCluster: deleted, their finalizers removed (the node is
+// gone, so no destroy would ever run).
 func (r *run) release() error {
-	tc := &infrav1.TerraformCluster{ObjectMeta: metav1.ObjectMeta{Name: objectName, Namespace: r.ns}}
-	if err := r.f.env.Client.Delete(r.ctx, tc); err != nil && !apierrors.IsNotFound(err) {
+	objects := []subject{clusterSubject}
+	if s := r.flow.subject(); s != clusterSubject {
+		objects = append([]subject{s}, objects...)
+	}
+	var errs []error
+	for _, s := range objects {
+		if err := r.releaseObject(s); err != nil {
+			errs = append(errs, fmt.Errorf("%s %s: %w", s.kind.Name(), s.name, err))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+func (r *run) releaseObject(s subject) error {
+	obj := s.kind.New()
+	obj.SetNamespace(r.ns)
+	obj.SetName(s.name)
+	if err := r.f.env.Client.Delete(r.ctx, obj); err != nil && !apierrors.IsNotFound(err) {
 		return err
 	}
 	deadline := time.Now().Add(30 * time.Second)
 	for {
-		err := r.f.env.Client.Patch(r.ctx, tc, client.RawPatch(types.MergePatchType, []byte(`{"metadata":{"finalizers":null}}`)))
+		err := r.f.env.Client.Patch(r.ctx, obj, client.RawPatch(types.MergePatchType, []byte(`{"metadata":{"finalizers":null}}`)))
 		if apierrors.IsNotFound(err) {
 			return nil
 		}
 		if err == nil {
-			got, err := r.get()
+			got, err := r.object(s)
 			if err == nil && got == nil {
 				return nil
 			}

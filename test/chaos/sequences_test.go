@@ -235,18 +235,24 @@ func (r *run) setRoot(name string) error {
 	return err
 }
 
-// awaitJob waits until the observer saw a Job of op.
+// awaitJob waits until the observer saw a Job of op of the flow's subject.
 func (r *run) awaitJob(op infrav1.Operation) (jobRecord, error) {
+	return r.awaitJobOf(r.flow.subject(), op, 0)
+}
+
+// awaitJobOf waits until the observer saw a Job of op of s created after
+// the resourceVersion after.
+func (r *run) awaitJobOf(s subject, op infrav1.Operation, after uint64) (jobRecord, error) {
 	for deadline := time.Now().Add(converge); ; time.Sleep(50 * time.Millisecond) {
 		r.keepManager()
 		jobs, _, _ := r.obs.snapshot()
-		for _, j := range jobs {
-			if j.operation == string(op) {
+		for _, j := range s.jobs(jobs) {
+			if j.operation == string(op) && j.created > after {
 				return j, nil
 			}
 		}
 		if time.Now().After(deadline) {
-			return jobRecord{}, fmt.Errorf("no %s Job within %s", op, converge)
+			return jobRecord{}, fmt.Errorf("no %s Job of %s %s within %s", op, s.kind.Name(), s.name, converge)
 		}
 	}
 }
