@@ -75,6 +75,11 @@ const (
 	// LabelOwnerKind and LabelOwnerName name the object a Secret belongs to.
 	LabelOwnerKind = "captf.io/owner-kind"
 	LabelOwnerName = "captf.io/owner-name"
+	// LabelCluster is on every runner Job: the Cluster API cluster its
+	// object belongs to (the cluster-name label, or a TerraformCluster's
+	// own name), shortened as LabelOwnerName is. A cluster's apply finds
+	// its machines' Jobs by it.
+	LabelCluster = "captf.io/cluster"
 )
 
 // ApplyPolicy says whether a change is applied at once or after approval.
@@ -286,6 +291,30 @@ const (
 	MaxExportsBytes = 32 * 1024
 )
 
+// A pool's members: the provider IDs its module's provider_ids output
+// holds, read from the state at each new serial.
+const (
+	// ConditionMembersPublished says whether spec.providerIDList and
+	// status.replicas hold the provider_ids output of the pool's state,
+	// and why not. While it is False they keep what was last published:
+	// Cluster API deletes the Node of an ID that leaves the list.
+	ConditionMembersPublished = "MembersPublished"
+	// ReasonMembersPublished (True): the list holds the output's IDs.
+	ReasonMembersPublished = "MembersPublished"
+	// ReasonMembersMissing (False): the state has no provider_ids output.
+	ReasonMembersMissing = "MembersMissing"
+	// ReasonMembersSensitive (False): the output is sensitive, so it is
+	// never published; its value is never shown.
+	ReasonMembersSensitive = "MembersSensitive"
+	// ReasonMembersInvalid (False): the output is not a list of at most
+	// MaxProviderIDs distinct strings of 1 to 512 characters, or the state
+	// could not be read; the message says which entry, never its value.
+	ReasonMembersInvalid = "MembersInvalid"
+
+	// MaxProviderIDs bounds a pool's spec.providerIDList.
+	MaxProviderIDs = 10000
+)
+
 // ReasonMachinesRemain (Ready False): a deleted TerraformCluster waits for
 // the TerraformMachines of its cluster to be gone before anything is
 // destroyed or released, since they may run on what it would destroy.
@@ -310,4 +339,8 @@ const (
 	// TerraformCluster runs; a Job of the machine waits for it to end, so
 	// Jobs of related state never run at once.
 	ReasonClusterJobRuns = "ClusterJobRuns"
+	// ReasonMachineJobRuns: an apply or destroy of a TerraformMachine of
+	// the cluster runs; the cluster's apply or destroy waits for it to
+	// end.
+	ReasonMachineJobRuns = "MachineJobRuns"
 )

@@ -27,6 +27,7 @@ import (
 	"github.com/captf/captf/internal/controller/engine"
 	"github.com/captf/captf/internal/controller/terraformcluster"
 	"github.com/captf/captf/internal/controller/terraformmachine"
+	"github.com/captf/captf/internal/controller/terraformmachinepool"
 	"github.com/captf/captf/internal/version"
 	machinewebhook "github.com/captf/captf/internal/webhook/terraformmachine"
 	planwebhook "github.com/captf/captf/internal/webhook/terraformplan"
@@ -136,6 +137,11 @@ func run(args []string, stdout io.Writer) error {
 		kinds = append(kinds, terraformmachine.Kind)
 	} else {
 		ctrl.Log.Info("Cluster API's Machine (v1beta2) is not served: TerraformMachines are not reconciled", "error", err.Error())
+	}
+	if err := terraformmachinepool.Served(mgr.GetRESTMapper()); err == nil {
+		kinds = append(kinds, terraformmachinepool.Kind)
+	} else {
+		ctrl.Log.Info("Cluster API's MachinePool (v1beta2) is not served: TerraformMachinePools are not reconciled", "error", err.Error())
 	}
 	for _, k := range kinds {
 		r := &engine.Reconciler{

@@ -30,7 +30,6 @@ const (
 	OutputAddresses      = "addresses"
 	OutputFailureDomain  = "failure_domain"
 	OutputProviderIDs    = "provider_ids"
-	OutputReplicas       = "replicas"
 )
 
 // Variables the manager sets.
@@ -43,6 +42,8 @@ const (
 	VariablePoolName       = "captf_pool_name"
 	VariableReplicas       = "captf_replicas"
 	VariableFailureDomains = "captf_failure_domains"
+	VariableNodeLabels     = "captf_node_labels"
+	VariableNodeTaints     = "captf_node_taints"
 )
 
 // Health states: the words the health output's state may hold. Any other
@@ -82,6 +83,11 @@ const (
 	// KindAddresses is a list of objects with a type (one of AddressTypes)
 	// and an address.
 	KindAddresses
+	// KindStringMap is a map of strings.
+	KindStringMap
+	// KindTaints is a list of objects with key, value and effect (a
+	// Kubernetes taint's fields).
+	KindTaints
 )
 
 // String says what a value of the kind is, to complete "the manager reads …".
@@ -105,6 +111,10 @@ func (k Kind) String() string {
 		return `an object whose state is "running", "pending", "failed" or "unknown", or that word alone`
 	case KindAddresses:
 		return "a list of objects with type and address"
+	case KindStringMap:
+		return "a map of strings"
+	case KindTaints:
+		return "a list of objects with key, value and effect"
 	}
 	return "an unknown kind"
 }
@@ -183,8 +193,8 @@ var contracts = []Contract{
 	{
 		Role: RolePool,
 		Outputs: []Output{
-			{Name: OutputProviderIDs, Kind: KindStringList, Required: true, ReadFor: "the pool's spec.providerIDList"},
-			{Name: OutputReplicas, Kind: KindNumber, Required: true, ReadFor: "the pool's status.replicas"},
+			{Name: OutputProviderIDs, Kind: KindStringList, Required: true, ReadFor: "the pool's spec.providerIDList and status.replicas"},
+			{Name: OutputProviderID, Kind: KindString, ReadFor: "the pool's spec.providerID"},
 			health,
 		},
 		Variables: []Variable{
@@ -192,6 +202,8 @@ var contracts = []Contract{
 			{Name: VariablePoolName, Kind: KindString, Required: true, Holds: "the MachinePool's name"},
 			{Name: VariableReplicas, Kind: KindNumber, Required: true, Holds: "how many machines the pool should run"},
 			{Name: VariableFailureDomains, Kind: KindStringList, Holds: "the failure domains the pool may use"},
+			{Name: VariableNodeLabels, Kind: KindStringMap, Holds: "the labels of the MachinePool's machine template"},
+			{Name: VariableNodeTaints, Kind: KindTaints, Holds: "the taints of the MachinePool's machine template"},
 			bootstrap,
 		},
 	},

@@ -30,8 +30,8 @@ func TestContracts(t *testing.T) {
 			Secret:   []string{VariableBootstrapData},
 		},
 		RolePool: {
-			Required: []string{OutputProviderIDs, OutputReplicas, VariablePoolName, VariableReplicas, VariableBootstrapData},
-			Optional: []string{OutputHealth, VariableExports, VariableFailureDomains},
+			Required: []string{OutputProviderIDs, VariablePoolName, VariableReplicas, VariableBootstrapData},
+			Optional: []string{OutputProviderID, OutputHealth, VariableExports, VariableFailureDomains, VariableNodeLabels, VariableNodeTaints},
 			Secret:   []string{VariableBootstrapData},
 		},
 	}

@@ -115,6 +115,15 @@ func accepts(k modulecontract.Kind, t cty.Type) bool {
 		return (t.IsListType() || t.IsSetType()) && (t.ElementType() == cty.String || t.ElementType() == cty.DynamicPseudoType)
 	case modulecontract.KindObject:
 		return objectLike(t)
+	case modulecontract.KindStringMap:
+		return t.IsMapType() && (t.ElementType() == cty.String || t.ElementType() == cty.DynamicPseudoType)
+	case modulecontract.KindTaints:
+		if !t.IsListType() && !t.IsSetType() {
+			return false
+		}
+		e := t.ElementType()
+		return e == cty.DynamicPseudoType || e.IsMapType() ||
+			(e.IsObjectType() && e.HasAttribute("key") && e.HasAttribute("value") && e.HasAttribute("effect") && len(e.AttributeTypes()) == 3)
 	}
 	return false
 }

@@ -135,13 +135,11 @@ func TestCheck(t *testing.T) {
 
 		// The pool's outputs and variables.
 		{"pool-provider-ids", pool, []string{
-			`main.tf:10: error: output "provider_ids": the value is a string; for the pool's spec.providerIDList the manager reads a list of strings`,
+			`main.tf:10: error: output "provider_ids": the value is a string; for the pool's spec.providerIDList and status.replicas the manager reads a list of strings`,
 		}},
-		{"pool-replicas", pool, []string{
-			`main.tf:14: error: output "replicas": the value is a string; for the pool's status.replicas the manager reads a number`,
-		}},
-		{"pool-replicas-missing", pool, []string{
-			`.: error: output "replicas" is missing: the manager reads it for the pool's status.replicas, and a pool module must declare it`,
+		{"pool-node-types", pool, []string{
+			`variables.tf:17: error: variable "captf_node_labels": type is map(number); the manager sets a map of strings: the labels of the MachinePool's machine template`,
+			`variables.tf:21: error: variable "captf_node_taints": type is list(string); the manager sets a list of objects with key, value and effect: the taints of the MachinePool's machine template`,
 		}},
 		{"pool-failure-domains-type", pool, []string{
 			`variables.tf:17: error: variable "captf_failure_domains": type is string; the manager sets a list of strings: the failure domains the pool may use`,
@@ -172,8 +170,7 @@ func TestCheckTheRoleMatters(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := []string{
-		`.: error: output "provider_ids" is missing: the manager reads it for the pool's spec.providerIDList, and a pool module must declare it`,
-		`.: error: output "replicas" is missing: the manager reads it for the pool's status.replicas, and a pool module must declare it`,
+		`.: error: output "provider_ids" is missing: the manager reads it for the pool's spec.providerIDList and status.replicas, and a pool module must declare it`,
 		`.: error: variable "captf_bootstrap_data" is missing: the manager sets it to the bootstrap data the machine joins the cluster with, and a pool module must declare it`,
 		`.: error: variable "captf_pool_name" is missing: the manager sets it to the MachinePool's name, and a pool module must declare it`,
 		`.: error: variable "captf_replicas" is missing: the manager sets it to how many machines the pool should run, and a pool module must declare it`,

@@ -333,15 +333,18 @@ func applyComponents(ctx context.Context, t *testing.T, env *testenv.Env, objs [
 	}
 
 	// The RBAC lets the manager's ServiceAccount, in the target namespace,
-	// do its work: reconcile TerraformClusters and TerraformMachines
-	// anywhere (watching Cluster API's Machines), run Jobs, and hold its
-	// leader lease.
+	// do its work: reconcile TerraformClusters, TerraformMachines and
+	// TerraformMachinePools anywhere (watching Cluster API's Machines and
+	// MachinePools), run Jobs, and hold its leader lease.
 	user := "system:serviceaccount:" + targetNamespace + ":captf-manager"
 	for _, ra := range []authorizationv1.ResourceAttributes{
 		{Verb: "watch", Group: "infrastructure.cluster.x-k8s.io", Resource: "terraformclusters"},
 		{Verb: "patch", Group: "infrastructure.cluster.x-k8s.io", Resource: "terraformmachines", Namespace: "default"},
 		{Verb: "patch", Group: "infrastructure.cluster.x-k8s.io", Resource: "terraformmachines", Subresource: "status", Namespace: "default"},
 		{Verb: "watch", Group: "cluster.x-k8s.io", Resource: "machines"},
+		{Verb: "patch", Group: "infrastructure.cluster.x-k8s.io", Resource: "terraformmachinepools", Namespace: "default"},
+		{Verb: "patch", Group: "infrastructure.cluster.x-k8s.io", Resource: "terraformmachinepools", Subresource: "status", Namespace: "default"},
+		{Verb: "watch", Group: "cluster.x-k8s.io", Resource: "machinepools"},
 		{Verb: "patch", Group: "infrastructure.cluster.x-k8s.io", Resource: "terraformclusters", Subresource: "status", Namespace: "default"},
 		{Verb: "create", Group: "batch", Resource: "jobs", Namespace: "default"},
 		{Verb: "update", Group: "coordination.k8s.io", Resource: "leases", Namespace: targetNamespace},

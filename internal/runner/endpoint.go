@@ -38,10 +38,16 @@ const (
 	OutputExports = modulecontract.OutputExports
 )
 
+// OutputProviderIDs are a pool's members' provider IDs: forwarded to the
+// root, so the state holds them, and read by the manager from the state,
+// never reported by the runner (up to 10,000 of them do not fit a
+// report).
+const OutputProviderIDs = modulecontract.OutputProviderIDs
+
 // contractOutputs are the outputs the runner forwards, in order: the
 // cluster contract's, the exports, the machine contract's (machine.go),
-// and the module's health (health.go).
-var contractOutputs = []string{OutputEndpointHost, OutputEndpointPort, OutputFailureDomains, OutputExports, OutputProviderID, OutputAddresses, OutputFailureDomain, OutputHealth}
+// a pool's members, and the module's health (health.go).
+var contractOutputs = []string{OutputEndpointHost, OutputEndpointPort, OutputFailureDomains, OutputExports, OutputProviderID, OutputAddresses, OutputFailureDomain, OutputProviderIDs, OutputHealth}
 
 // endpointFile is the root file that forwards the module's outputs.
 const endpointFile = "captf_endpoint.tf.json"

@@ -5,21 +5,25 @@ import (
 	"testing"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 	"sigs.k8s.io/cluster-api/controllers/clustercache"
 	capicluster "sigs.k8s.io/cluster-api/core/reconcilers/cluster"
 	capimachine "sigs.k8s.io/cluster-api/core/reconcilers/machine"
+	capimachinepool "sigs.k8s.io/cluster-api/core/reconcilers/machinepool"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 )
 
-// RunClusterAPI runs Cluster API's own Cluster and Machine controllers
-// (and the cluster cache they need, which finds no workload cluster to
-// connect to here) against the API server until the test ends. The API
-// server must serve Cluster API's CRDs (StartWithClusterAPI).
+// RunClusterAPI runs Cluster API's own Cluster, Machine and MachinePool
+// controllers (and the cluster cache they need, which connects to a
+// workload cluster only where a test made its kubeconfig Secret, as
+// WorkloadKubeconfig does) against the API server until the test ends.
+// The API server must serve Cluster API's CRDs (StartWithClusterAPI).
 func (e *Env) RunClusterAPI(t testing.TB) {
 	t.Helper()
 	scheme := runtime.NewScheme()
@@ -50,6 +54,10 @@ func (e *Env) RunClusterAPI(t testing.TB) {
 	if err := m.SetupWithManager(ctx, mgr, controller.Options{SkipNameValidation: &skip}); err != nil {
 		t.Fatal(err)
 	}
+	mp := &capimachinepool.Reconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), ClusterCache: cache}
+	if err := mp.SetupWithManager(ctx, mgr, controller.Options{SkipNameValidation: &skip}); err != nil {
+		t.Fatal(err)
+	}
 	done := make(chan error, 1)
 	go func() { done <- mgr.Start(ctx) }()
 	t.Cleanup(func() {
@@ -57,5 +65,33 @@ func (e *Env) RunClusterAPI(t testing.TB) {
 		if err := <-done; err != nil {
 			t.Errorf("Cluster API's manager: %v", err)
 		}
+		// The caches of workload clusters run until the cluster cache
+		// shuts down, which the manager's stop does not do: left
+		// running, their watches hold the API server's stop.
+		if s, ok := cache.(interface{ Shutdown() }); ok {
+			s.Shutdown()
+		}
 	})
+}
+
+// WorkloadKubeconfig makes the kubeconfig Secret of the Cluster cluster in
+// namespace (<cluster>-kubeconfig, key value) reach this API server as an
+// administrator, so that Cluster API's cluster cache connects to it as
+// the cluster's workload cluster once its infrastructure is provisioned.
+// Cluster API's MachinePool controller copies a pool's members only
+// while connected.
+func (e *Env) WorkloadKubeconfig(t testing.TB, namespace, cluster string) {
+	t.Helper()
+	kubeconfig, err := e.KubeconfigOf("workload-"+cluster, "system:masters")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := &corev1.Secret{
+		ObjectMeta: metav1.ObjectMeta{Name: cluster + "-kubeconfig", Namespace: namespace, Labels: map[string]string{clusterv1.ClusterNameLabel: cluster}},
+		Type:       clusterv1.ClusterSecretType,
+		Data:       map[string][]byte{"value": kubeconfig},
+	}
+	if err := e.Client.Create(context.Background(), s); err != nil {
+		t.Fatal(err)
+	}
 }

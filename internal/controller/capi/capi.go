@@ -1,9 +1,11 @@
-// Package capi reads what the kinds of the run engine that Cluster API
-// owns (machines, pools) need from its objects: the owner Machine, the
-// Cluster by the cluster-name label, the exports of the cluster's
-// TerraformCluster, bootstrap data, and whether a Job of the cluster runs.
-// Each read that finds something missing says what the object waits for,
-// as an engine.Wait, never as an error.
+// Package capi is what the kinds of the run engine that Cluster API owns
+// (machines, pools) share: reads of its objects — the owner Machine or
+// MachinePool, the Cluster by the cluster-name label, the exports of the
+// cluster's TerraformCluster, bootstrap data, whether a Job of the
+// cluster runs — the watches of Clusters and TerraformClusters that bring
+// them back (watch.go), and the step that publishes spec.providerID once
+// (providerid.go). Each read that finds something missing says what the
+// object waits for, as an engine.Wait, never as an error.
 package capi
 
 import (
@@ -36,22 +38,47 @@ const BootstrapKey = "value"
 // through c; a Wait when obj has no cluster-name label, no such owner, or
 // the Machine is not there.
 func OwnerMachine(ctx context.Context, c client.Reader, obj client.Object) (*clusterv1.Machine, *engine.Wait, error) {
+	return owner[clusterv1.Machine](ctx, c, obj, "Machine")
+}
+
+// OwnerMachinePool is obj's controller owner, a Cluster API MachinePool,
+// read through c; a Wait as OwnerMachine's.
+func OwnerMachinePool(ctx context.Context, c client.Reader, obj client.Object) (*clusterv1.MachinePool, *engine.Wait, error) {
+	return owner[clusterv1.MachinePool](ctx, c, obj, "MachinePool")
+}
+
+// owner is obj's controller owner, a Cluster API object of kind (of Go
+// type T); a Wait when obj has no cluster-name label (the owner's
+// controller sets it), no such owner, or the owner is not there.
+func owner[T any, P interface {
+	*T
+	client.Object
+}](ctx context.Context, c client.Reader, obj client.Object, kind string) (P, *engine.Wait, error) {
 	if obj.GetLabels()[clusterv1.ClusterNameLabel] == "" {
-		return nil, &engine.Wait{Reason: infrav1.ReasonWaitingForOwner, Message: "The object has no " + clusterv1.ClusterNameLabel + " label yet; Cluster API's Machine controller sets it."}, nil
+		return nil, &engine.Wait{Reason: infrav1.ReasonWaitingForOwner, Message: "The object has no " + clusterv1.ClusterNameLabel + " label yet; Cluster API's " + kind + " controller sets it."}, nil
 	}
 	ref := metav1.GetControllerOf(obj)
-	if ref == nil || ref.Kind != "Machine" || groupOf(ref.APIVersion) != clusterv1.GroupVersion.Group {
-		return nil, &engine.Wait{Reason: infrav1.ReasonWaitingForOwner, Message: "No Cluster API Machine is the object's controller owner yet."}, nil
+	if ref == nil || ref.Kind != kind || groupOf(ref.APIVersion) != clusterv1.GroupVersion.Group {
+		return nil, &engine.Wait{Reason: infrav1.ReasonWaitingForOwner, Message: "No Cluster API " + kind + " is the object's controller owner yet."}, nil
 	}
-	var m clusterv1.Machine
-	err := c.Get(ctx, client.ObjectKey{Namespace: obj.GetNamespace(), Name: ref.Name}, &m)
-	if apierrors.IsNotFound(err) || (err == nil && m.UID != ref.UID) {
-		return nil, &engine.Wait{Reason: infrav1.ReasonWaitingForOwner, Message: fmt.Sprintf("The owner Machine %s is not there.", ref.Name)}, nil
+	into := P(new(T))
+	err := c.Get(ctx, client.ObjectKey{Namespace: obj.GetNamespace(), Name: ref.Name}, into)
+	if apierrors.IsNotFound(err) || (err == nil && into.GetUID() != ref.UID) {
+		return nil, &engine.Wait{Reason: infrav1.ReasonWaitingForOwner, Message: fmt.Sprintf("The owner %s %s is not there.", kind, ref.Name)}, nil
 	}
 	if err != nil {
-		return nil, nil, fmt.Errorf("Machine %s: %w", ref.Name, err)
+		return nil, nil, fmt.Errorf("%s %s: %w", kind, ref.Name, err)
 	}
-	return &m, nil, nil
+	return into, nil, nil
+}
+
+// Served says whether mapper serves Cluster API's kind (v1beta2), as the
+// kind of captf it owns needs: such an object waits for its owner, and a
+// watch of a kind that is not served would stop the manager. The error
+// says why not.
+func Served(mapper meta.RESTMapper, kind string) error {
+	_, err := mapper.RESTMapping(clusterv1.GroupVersion.WithKind(kind).GroupKind(), clusterv1.GroupVersion.Version)
+	return err
 }
 
 // groupOf is the API group of apiVersion ("" for the core group or one
@@ -116,12 +143,25 @@ func Exports(ctx context.Context, c client.Reader, cluster *clusterv1.Cluster) (
 // BootstrapData is the bootstrap data of m: the key value of the Secret
 // its spec.bootstrap.dataSecretName names; a Wait while there is none.
 func BootstrapData(ctx context.Context, c client.Reader, m *clusterv1.Machine) ([]byte, *engine.Wait, error) {
-	name := ptr.Deref(m.Spec.Bootstrap.DataSecretName, "")
+	return bootstrapData(ctx, c, m.Namespace, "Machine "+m.Name, "spec.bootstrap.dataSecretName", m.Spec.Bootstrap.DataSecretName)
+}
+
+// PoolBootstrapData is the bootstrap data of mp: the key value of the
+// Secret its spec.template.spec.bootstrap.dataSecretName names; a Wait
+// while there is none.
+func PoolBootstrapData(ctx context.Context, c client.Reader, mp *clusterv1.MachinePool) ([]byte, *engine.Wait, error) {
+	return bootstrapData(ctx, c, mp.Namespace, "MachinePool "+mp.Name, "spec.template.spec.bootstrap.dataSecretName", mp.Spec.Template.Spec.Bootstrap.DataSecretName)
+}
+
+// bootstrapData is the key value of the Secret secret in namespace, which
+// owner names in its field; a Wait while there is none.
+func bootstrapData(ctx context.Context, c client.Reader, namespace, owner, field string, secret *string) ([]byte, *engine.Wait, error) {
+	name := ptr.Deref(secret, "")
 	if name == "" {
-		return nil, &engine.Wait{Reason: infrav1.ReasonWaitingForBootstrapData, Message: fmt.Sprintf("The Machine %s names no bootstrap data Secret yet (spec.bootstrap.dataSecretName).", m.Name)}, nil
+		return nil, &engine.Wait{Reason: infrav1.ReasonWaitingForBootstrapData, Message: fmt.Sprintf("The %s names no bootstrap data Secret yet (%s).", owner, field)}, nil
 	}
 	var s corev1.Secret
-	err := c.Get(ctx, client.ObjectKey{Namespace: m.Namespace, Name: name}, &s)
+	err := c.Get(ctx, client.ObjectKey{Namespace: namespace, Name: name}, &s)
 	if apierrors.IsNotFound(err) {
 		return nil, &engine.Wait{Reason: infrav1.ReasonWaitingForBootstrapData, Message: fmt.Sprintf("The bootstrap data Secret %s is not there.", name)}, nil
 	}

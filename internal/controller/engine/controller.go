@@ -57,7 +57,10 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, opts controller.Options)
 		Watches(&corev1.ConfigMap{}, handler.EnqueueRequestsFromMapFunc(r.sourcesOf("ConfigMap"))).
 		Watches(&corev1.Secret{}, handler.EnqueueRequestsFromMapFunc(r.sourcesOf("Secret"))).
 		Watches(&corev1.Pod{}, handler.EnqueueRequestsFromMapFunc(r.podOwner))
-	b = r.kind().Watch(b, mgr)
+	b, err := r.kind().Watch(b, mgr)
+	if err != nil {
+		return fmt.Errorf("watches of %s: %w", r.kind().Name(), err)
+	}
 	return b.WithOptions(opts).Complete(r)
 }
 
@@ -213,8 +216,14 @@ func (r *Reconciler) reconcileDue(ctx context.Context, s *scope, root *render.Ro
 	}
 	if last := obj.GetRunnerStatus().StateSerial; state != nil && (last == nil || *last != state.Serial) {
 		// A new serial: what the kind publishes from the state is read
-		// again (before the backup records the serial as seen).
-		r.kind().FromState(obj, state.output)
+		// again (before the backup records the serial as seen, so a step
+		// that failed is tried again).
+		x := &StepContext{Obj: obj}
+		for _, step := range r.kind().FromState(obj, state.output) {
+			if err := step.Apply(ctx, r, x); err != nil {
+				return ctrl.Result{}, err
+			}
+		}
 	}
 	if err := r.syncBackups(ctx, obj, state); err != nil {
 		return ctrl.Result{}, err

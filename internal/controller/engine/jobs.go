@@ -150,6 +150,7 @@ func Processed(job *batchv1.Job) bool { return job.Annotations[infrav1.Annotatio
 func (r *Reconciler) buildJob(obj Object, image string, identity *infrav1.IdentityReference, op infrav1.Operation, expect string, gated bool) *batchv1.Job {
 	labels := OwnerLabels(r.kind(), obj)
 	labels[LabelOperation] = string(op)
+	labels[infrav1.LabelCluster] = NameLabel(ClusterName(obj))
 	annotations := map[string]string{AnnotationCreatedAt: time.Now().UTC().Format(createdAtLayout)}
 	// The identity the Job runs with, "" for none; a Job from before this
 	// annotation runs with spec.identityRef (jobIdentity).

@@ -40,8 +40,10 @@ type Kind interface {
 	Applied(view Object, msg *runner.Message) []Step
 	// FromState writes into obj's status what the kind publishes from the
 	// root outputs of its state (read through output), each time the state
-	// has a new serial.
-	FromState(obj Object, output func(name string) (tfstate.Output, error))
+	// has a new serial, and returns the steps that publish the rest (a
+	// spec field of the contract: a pool's providerIDList). The serial
+	// counts as read only once the steps succeeded.
+	FromState(obj Object, output func(name string) (tfstate.Output, error)) []Step
 	// Signs are the signs of a past apply the kind's object itself
 	// carries (a published field an apply wrote).
 	Signs(obj Object) []string
@@ -70,8 +72,9 @@ type Kind interface {
 	// what a moment's lag of the cache would let through.
 	Gate(ctx context.Context, c, api client.Reader, obj Object) (*Wait, error)
 	// Watch adds the kind's own watches to the engine's (the objects of
-	// another API whose changes concern it), where mgr serves them.
-	Watch(b *builder.Builder, mgr ctrl.Manager) *builder.Builder
+	// another API whose changes concern it), where mgr serves them, and
+	// the indexes they use.
+	Watch(b *builder.Builder, mgr ctrl.Manager) (*builder.Builder, error)
 }
 
 // Wait is what an object waits for: the reason and message of Ready=False.

@@ -34,7 +34,7 @@ func (testKind) Signs(Object) []string { return nil }
 
 func (testKind) DeletionWaits(context.Context, client.Reader, Object) (*Wait, error) { return nil, nil }
 
-func (testKind) FromState(Object, func(string) (tfstate.Output, error)) {}
+func (testKind) FromState(Object, func(string) (tfstate.Output, error)) []Step { return nil }
 
 func (testKind) Frozen() bool { return false }
 func (testKind) Plans() bool  { return true }
@@ -47,7 +47,7 @@ func (testKind) Gate(context.Context, client.Reader, client.Reader, Object) (*Wa
 	return nil, nil
 }
 
-func (testKind) Watch(b *builder.Builder, _ ctrl.Manager) *builder.Builder { return b }
+func (testKind) Watch(b *builder.Builder, _ ctrl.Manager) (*builder.Builder, error) { return b, nil }
 
 // published is testKind's step after an apply; it does nothing.
 type published struct{ Host string }

@@ -6,6 +6,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"k8s.io/apimachinery/pkg/util/validation"
 )
@@ -223,5 +224,34 @@ func TestNamesWithinLimits(t *testing.T) {
 				t.Errorf("Job name %q is longer than %d (its pods' job-name label)", job, MaxLabel)
 			}
 		})
+	}
+}
+
+// TestClusterStartsSerialized: a Job start of an object holds the
+// starts of the other objects of its cluster, whatever their kind, and
+// no other cluster's.
+func TestClusterStartsSerialized(t *testing.T) {
+	var k keyedMutex
+	unlock := k.lock("default/fleet")
+	other := make(chan struct{})
+	go func() {
+		defer close(other)
+		k.lock("default/other")()
+	}()
+	<-other
+	same := make(chan struct{})
+	go func() {
+		defer close(same)
+		k.lock("default/fleet")()
+	}()
+	select {
+	case <-same:
+		t.Fatal("a second start of the same cluster went on while the first held it")
+	case <-time.After(100 * time.Millisecond):
+	}
+	unlock()
+	<-same
+	if len(k.locks) != 0 {
+		t.Errorf("%d keys kept after every holder left", len(k.locks))
 	}
 }

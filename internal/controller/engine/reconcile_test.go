@@ -60,6 +60,9 @@ func TestDeleteWaitsForUnrecordedJob(t *testing.T) {
 	}
 	r := &Reconciler{Kind: theTestKind, Client: laggingCache{env.Client}, Reader: env.Client, RunnerImage: runnerImage, RetryBase: time.Second}
 	job := r.buildJob(tc, moduleImage, nil, infrav1.OperationApply, "", false)
+	if got := job.Labels[infrav1.LabelCluster]; got != tc.Name {
+		t.Errorf("the Job's %s label is %q, want its cluster %q", infrav1.LabelCluster, got, tc.Name)
+	}
 	if err := env.Client.Create(ctx, job); err != nil {
 		t.Fatal(err)
 	}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"sync"
 
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -52,10 +53,56 @@ type jobRequest struct {
 	applied *appliedRun
 }
 
+// clusterStarts serializes the Job starts of the objects of one cluster,
+// whatever their kind, in this manager (with --leader-elect the only one
+// that starts Jobs).
+var clusterStarts keyedMutex
+
+// keyedMutex is a mutex per key; a key's entry lives while it is held or
+// waited for.
+type keyedMutex struct {
+	mu    sync.Mutex
+	locks map[string]*keyedLock
+}
+
+type keyedLock struct {
+	sync.Mutex
+	users int
+}
+
+// lock takes key's mutex and returns what releases it.
+func (k *keyedMutex) lock(key string) (unlock func()) {
+	k.mu.Lock()
+	if k.locks == nil {
+		k.locks = map[string]*keyedLock{}
+	}
+	l := k.locks[key]
+	if l == nil {
+		l = &keyedLock{}
+		k.locks[key] = l
+	}
+	l.users++
+	k.mu.Unlock()
+	l.Lock()
+	return func() {
+		l.Unlock()
+		k.mu.Lock()
+		if l.users--; l.users == 0 {
+			delete(k.locks, key)
+		}
+		k.mu.Unlock()
+	}
+}
+
 // startJob creates a runner Job and its per-run inputs Secret and records
 // it as the active Job. Before it creates one, it asks the API server
 // itself for an unprocessed Job of the object: there is at most one.
 func (r *Reconciler) startJob(ctx context.Context, obj Object, root *render.Root, req jobRequest) error {
+	// The kind's gate and the Job's creation are one step for the objects
+	// of a cluster: otherwise a cluster and its machine could each find
+	// the other's Job not there yet, and both start.
+	unlock := clusterStarts.lock(obj.GetNamespace() + "/" + ClusterName(obj))
+	defer unlock()
 	if w, err := r.kind().Gate(ctx, r.Client, r.Reader, obj); err != nil || w != nil {
 		if w != nil {
 			return &errWait{w}

@@ -30,6 +30,7 @@ import (
 	infrav1 "github.com/captf/captf/api/v1alpha1"
 	"github.com/captf/captf/internal/controller/engine"
 	"github.com/captf/captf/internal/controller/terraformmachine"
+	"github.com/captf/captf/internal/controller/terraformmachinepool"
 	"github.com/captf/captf/internal/render"
 	"github.com/captf/captf/internal/testenv"
 	"github.com/captf/captf/internal/testnode"
@@ -149,6 +150,9 @@ func startEnv(t *testing.T, env *testenv.Env, cfg *rest.Config, more ...func(*te
 		// Where Cluster API's CRDs are served, machines are reconciled
 		// too, as the manager does.
 		kinds = append(kinds, terraformmachine.Kind)
+	}
+	if terraformmachinepool.Served(mgr.GetRESTMapper()) == nil {
+		kinds = append(kinds, terraformmachinepool.Kind)
 	}
 	for _, k := range kinds {
 		r := &engine.Reconciler{Kind: k, Client: mgr.GetClient(), Reader: mgr.GetAPIReader(), RunnerImage: runnerImage, RetryBase: time.Second}

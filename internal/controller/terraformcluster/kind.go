@@ -66,7 +66,7 @@ func (cluster) Signs(obj engine.Object) []string {
 // canonical (keys sorted, no spaces), when it is an object that is not
 // sensitive and fits MaxExportsBytes; otherwise status.exports is unset
 // and ExportsPublished says why, never with a value.
-func (cluster) FromState(obj engine.Object, output func(name string) (tfstate.Output, error)) {
+func (cluster) FromState(obj engine.Object, output func(name string) (tfstate.Output, error)) []engine.Step {
 	tc := obj.(*infrav1.TerraformCluster)
 	exports, reason, msg := readExports(output)
 	tc.Status.Exports = exports
@@ -76,6 +76,7 @@ func (cluster) FromState(obj engine.Object, output func(name string) (tfstate.Ou
 	}
 	meta.SetStatusCondition(&tc.Status.Conditions, metav1.Condition{Type: infrav1.ConditionExportsPublished,
 		Status: status, Reason: reason, Message: msg, ObservedGeneration: tc.Generation})
+	return nil
 }
 
 // readExports reads the exports output: the canonical object, or why
@@ -140,34 +141,44 @@ func (cluster) Inputs(context.Context, client.Reader, engine.Object) (map[string
 	return nil, nil, nil
 }
 
-// Gate: no other kind's Job holds a cluster's back.
-func (cluster) Gate(context.Context, client.Reader, client.Reader, engine.Object) (*engine.Wait, error) {
-	return nil, nil
+// Gate: a Job of a cluster waits while an apply or destroy of one of its
+// machines runs, as theirs wait for its.
+func (cluster) Gate(ctx context.Context, _, api client.Reader, obj engine.Object) (*engine.Wait, error) {
+	return capi.MachineJob(ctx, api, obj)
 }
 
 // Watch: where Cluster API is installed, its Clusters are watched, so
 // lifting a Cluster's pause acts at once (without it the manager runs
 // alone); and TerraformMachines, so a deleted cluster waiting for its
-// machines goes on when the last is gone.
-func (cluster) Watch(b *builder.Builder, mgr ctrl.Manager) *builder.Builder {
+// machines goes on when the last is gone, and a Job waiting for a
+// machine's when that ends.
+func (cluster) Watch(b *builder.Builder, mgr ctrl.Manager) (*builder.Builder, error) {
 	if m, err := mgr.GetRESTMapper().RESTMapping(engine.ClusterGroupKind); err == nil {
 		c := &unstructured.Unstructured{}
 		c.SetGroupVersionKind(m.GroupVersionKind)
 		b = b.Watches(c, handler.EnqueueRequestsFromMapFunc(infrastructureOf))
 	}
-	// Only a machine that is gone changes what a cluster does (its
-	// deletion waits for its machines); the many updates of a machine's
-	// runs would each cost a reconcile of its cluster.
+	// Only a machine that is gone (a deleted cluster waits for its
+	// machines) and the end of a machine's apply or destroy (a cluster's
+	// Job waits for it) change what a cluster does; the many other
+	// updates of a machine's runs would each cost a reconcile.
 	return b.Watches(&infrav1.TerraformMachine{}, handler.EnqueueRequestsFromMapFunc(clustersOf(mgr.GetClient())),
 		builder.WithPredicates(predicate.Funcs{
 			CreateFunc: func(event.CreateEvent) bool { return false },
-			UpdateFunc: func(event.UpdateEvent) bool { return false },
-		}))
+			UpdateFunc: machineChangeEnded,
+		})), nil
 }
 
-// clustersOf maps a TerraformMachine to the deleted TerraformClusters of
-// its namespace whose cluster (engine.ClusterName) is the machine's: those
-// whose deletion may wait for it.
+// machineChangeEnded: an update of a TerraformMachine whose apply or
+// destroy Job ended.
+func machineChangeEnded(e event.UpdateEvent) bool {
+	old, okOld := e.ObjectOld.(engine.Object)
+	now, okNew := e.ObjectNew.(engine.Object)
+	return okOld && okNew && capi.ChangeEnded(old, now)
+}
+
+// clustersOf maps a TerraformMachine to the TerraformClusters of its
+// namespace whose cluster (engine.ClusterName) is the machine's.
 func clustersOf(c client.Reader) handler.MapFunc {
 	return func(ctx context.Context, obj client.Object) []reconcile.Request {
 		cluster := obj.GetLabels()[infrav1.LabelClusterName]
@@ -179,11 +190,9 @@ func clustersOf(c client.Reader) handler.MapFunc {
 			ctrl.LoggerFrom(ctx).Error(err, "TerraformClusters of a TerraformMachine")
 			return nil
 		}
-		var reqs []reconcile.Request
-		for _, tc := range tcs {
-			if !tc.DeletionTimestamp.IsZero() {
-				reqs = append(reqs, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(tc)})
-			}
+		reqs := make([]reconcile.Request, len(tcs))
+		for i, tc := range tcs {
+			reqs[i] = reconcile.Request{NamespacedName: client.ObjectKeyFromObject(tc)}
 		}
 		return reqs
 	}

@@ -123,7 +123,7 @@ func TestMachineEngine(t *testing.T) {
 	})
 	// Cluster API's Machine controller took the machine up: it waits for
 	// its bootstrap data only.
-	h.readyReason(tm, infrav1.ReasonWaitingForBootstrapData)
+	readyReason(h, tm, infrav1.ReasonWaitingForBootstrapData)
 	if slices.ContainsFunc(tm.OwnerReferences, func(o metav1.OwnerReference) bool { return o.Kind == "Cluster" }) {
 		t.Fatalf("the machine has a Cluster among its owners %v: the test would not show the label's Cluster pausing it", tm.OwnerReferences)
 	}

@@ -40,26 +40,82 @@ const (
 )
 
 // startMachines is a drift harness on an API server with Cluster API's
-// CRDs and controllers, whose node also runs the machine and exports
-// modules.
+// CRDs and controllers, whose node also runs the machine, pool and
+// exports modules.
 func startMachines(t *testing.T) *driftHarness {
 	machine, _ := filepath.Abs("testdata/machine")
+	pool, _ := filepath.Abs("testdata/pool")
 	exports, _ := filepath.Abs("testdata/exports")
 	h := startDriftOn(t, testenv.StartWithClusterAPI(t, "../../.."), func(n *testnode.Node) {
 		n.Images[machineImage] = []testnode.Image{{Path: infrav1.PathModule, Dir: machine}, n.Images[driftImage][1]}
+		n.Images[poolImage] = []testnode.Image{{Path: infrav1.PathModule, Dir: pool}, n.Images[driftImage][1]}
 		n.Images[exportsImage] = []testnode.Image{{Path: infrav1.PathModule, Dir: exports}, n.Images[moduleImage][1]}
 	})
 	h.runClusterAPI()
 	return h
 }
 
-// readyReason waits for the machine's Ready condition to have reason.
-func (h *driftHarness) readyReason(tm *infrav1.TerraformMachine, reason string) {
+// readyReason waits for obj's Ready condition to have reason.
+func readyReason[T engine.Object](h *driftHarness, obj T, reason string) {
 	h.t.Helper()
-	waitFor(h.harness, tm, "Ready reason "+reason, func(tm *infrav1.TerraformMachine) bool {
-		c := meta.FindStatusCondition(tm.Status.Conditions, infrav1.ConditionReady)
+	waitFor(h.harness, obj, "Ready reason "+reason, func(obj T) bool {
+		c := meta.FindStatusCondition(obj.GetRunnerStatus().Conditions, infrav1.ConditionReady)
 		return c != nil && c.Reason == reason
 	})
+}
+
+// readyReasons are the reasons of Ready that the versions seen of the
+// object name went through, each once in a row.
+func readyReasons[T engine.Object](seen []T, name string) []string {
+	var reasons []string
+	for _, v := range seen {
+		if v.GetName() != name {
+			continue
+		}
+		if c := meta.FindStatusCondition(v.GetRunnerStatus().Conditions, infrav1.ConditionReady); c != nil && (len(reasons) == 0 || reasons[len(reasons)-1] != c.Reason) {
+			reasons = append(reasons, c.Reason)
+		}
+	}
+	return reasons
+}
+
+// noCanary fails the test when canary is in any of what (each marshaled
+// as JSON), the manager's log or the logs of the node's Jobs.
+func (h *driftHarness) noCanary(canary string, what map[string]any) {
+	h.t.Helper()
+	managerLog.mu.Lock()
+	log := managerLog.buf.String()
+	managerLog.mu.Unlock()
+	all, err := h.node.Logs()
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	var logs strings.Builder
+	for _, b := range all {
+		logs.Write(b)
+	}
+	what["manager log"], what["Job logs"] = log, logs.String()
+	for name, v := range what {
+		if b, _ := json.Marshal(v); strings.Contains(string(b), canary) {
+			h.t.Errorf("the canary reached the %s", name)
+		}
+	}
+	if logs.Len() == 0 || log == "" {
+		h.t.Error("no Job log or manager log to look in: the check proves nothing")
+	}
+}
+
+// exportsCluster creates the TerraformCluster of the Cluster u, of the
+// exports module, exporting zone, and waits for its first apply.
+func (h *driftHarness) exportsCluster(u client.Object, zone string) *infrav1.TerraformCluster {
+	h.t.Helper()
+	tc := h.create(u.GetName(), infrav1.ApplyAutomatic, "", func(tc *infrav1.TerraformCluster) {
+		tc.Spec.Image = exportsImage
+		tc.Spec.Variables = []infrav1.Variable{{Name: "exports", Value: &apiextensionsv1.JSON{Raw: []byte(`{"zone": "` + zone + `"}`)}}}
+		tc.OwnerReferences = []metav1.OwnerReference{{APIVersion: "cluster.x-k8s.io/v1beta2", Kind: "Cluster", Name: u.GetName(), UID: u.GetUID()}}
+	})
+	h.wait(tc, "the cluster's first apply", ready)
+	return tc
 }
 
 // capiMachine creates a Cluster API Machine of cluster whose
@@ -123,21 +179,16 @@ func TestMachines(t *testing.T) {
 
 	// A machine with no owner yet waits for one.
 	cp := h.terraformMachine("fleet-cp-0", "fleet")
-	h.readyReason(cp, infrav1.ReasonWaitingForOwner)
+	readyReason(h, cp, infrav1.ReasonWaitingForOwner)
 	// Its Machine, in a Cluster whose TerraformCluster is not there: the
 	// cluster's infrastructure is waited for.
 	u := h.cluster("fleet", false)
 	cpMachine := h.capiMachine("fleet-cp-0", "fleet", "fleet-bootstrap", true)
-	h.readyReason(cp, infrav1.ReasonWaitingForClusterInfrastructure)
+	readyReason(h, cp, infrav1.ReasonWaitingForClusterInfrastructure)
 
-	tc := h.create("fleet", infrav1.ApplyAutomatic, "", func(tc *infrav1.TerraformCluster) {
-		tc.Spec.Image = exportsImage
-		tc.Spec.Variables = []infrav1.Variable{{Name: "exports", Value: &apiextensionsv1.JSON{Raw: []byte(`{"zone": "zone-b"}`)}}}
-		tc.OwnerReferences = []metav1.OwnerReference{{APIVersion: "cluster.x-k8s.io/v1beta2", Kind: "Cluster", Name: u.GetName(), UID: u.GetUID()}}
-	})
-	h.wait(tc, "the cluster's first apply", ready)
+	tc := h.exportsCluster(u, "zone-b")
 	// Provisioned and its exports published; no bootstrap data yet.
-	h.readyReason(cp, infrav1.ReasonWaitingForBootstrapData)
+	readyReason(h, cp, infrav1.ReasonWaitingForBootstrapData)
 	if jobs := h.jobs(cp); len(jobs) != 0 {
 		t.Fatalf("%d Jobs of a machine waiting for its bootstrap data", len(jobs))
 	}
@@ -179,15 +230,7 @@ func TestMachines(t *testing.T) {
 		}
 	}
 	// The waits, in order, each seen.
-	var reasons []string
-	for _, v := range seen.all() {
-		if v.Name != cp.Name {
-			continue
-		}
-		if c := meta.FindStatusCondition(v.Status.Conditions, infrav1.ConditionReady); c != nil && (len(reasons) == 0 || reasons[len(reasons)-1] != c.Reason) {
-			reasons = append(reasons, c.Reason)
-		}
-	}
+	reasons := readyReasons(seen.all(), cp.Name)
 	want := []string{infrav1.ReasonWaitingForOwner, infrav1.ReasonWaitingForClusterInfrastructure, infrav1.ReasonWaitingForBootstrapData, infrav1.ReasonProvisioning, engine.ReasonProvisioned}
 	if len(reasons) < len(want) || !slices.Equal(reasons[:len(want)], want) {
 		t.Errorf("Ready's reasons %v, want them to begin %v", reasons, want)
@@ -314,25 +357,7 @@ func TestMachines(t *testing.T) {
 	if err := h.c.Get(ctx, client.ObjectKeyFromObject(cp), cp); err != nil {
 		t.Fatal(err)
 	}
-	managerLog.mu.Lock()
-	log := managerLog.buf.String()
-	managerLog.mu.Unlock()
-	all, err := h.node.Logs()
-	if err != nil {
-		t.Fatal(err)
-	}
-	var logs strings.Builder
-	for _, b := range all {
-		logs.Write(b)
-	}
-	for what, v := range map[string]any{"status": cp.Status, "events": append(h.events(cp), h.events(md)...), "manager log": log, "Job logs": logs.String(), "seen machines": seen.all()} {
-		if b, _ := json.Marshal(v); strings.Contains(string(b), bootstrapCanary) {
-			t.Errorf("the bootstrap data reached the %s", what)
-		}
-	}
-	if logs.Len() == 0 || log == "" {
-		t.Error("no Job log or manager log to look in: the check proves nothing")
-	}
+	h.noCanary(bootstrapCanary, map[string]any{"status": cp.Status, "events": append(h.events(cp), h.events(md)...), "seen machines": seen.all()})
 }
 
 // machineFile is the file name under the test's machine directory.

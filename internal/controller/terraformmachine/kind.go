@@ -11,11 +11,9 @@ package terraformmachine
 import (
 	"context"
 	"encoding/json"
-	"fmt"
 	"maps"
 
 	"k8s.io/apimachinery/pkg/api/meta"
-	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -47,10 +45,7 @@ var Kind engine.Kind = machine{engine.NewBasics("TerraformMachine", "tfm", &infr
 // the kind needs: a machine waits for its owner Machine, and a watch of
 // Machines where none are served would stop the manager. The error says
 // why not.
-func Served(mapper meta.RESTMapper) error {
-	_, err := mapper.RESTMapping(clusterv1.GroupVersion.WithKind("Machine").GroupKind(), clusterv1.GroupVersion.Version)
-	return err
-}
+func Served(mapper meta.RESTMapper) error { return capi.Served(mapper, "Machine") }
 
 // machine is the TerraformMachine kind.
 type machine struct{ engine.Basics }
@@ -67,8 +62,11 @@ func (machine) Applied(view engine.Object, msg *runner.Message) []engine.Step {
 	if msg.ProviderID == "" {
 		return nil
 	}
-	return []engine.Step{publishProviderID{ID: msg.ProviderID}}
+	return []engine.Step{capi.PublishProviderID{ID: msg.ProviderID, Field: providerID}}
 }
+
+// providerID is a TerraformMachine's spec.providerID.
+func providerID(obj engine.Object) *string { return &obj.(*infrav1.TerraformMachine).Spec.ProviderID }
 
 func (machine) Signs(obj engine.Object) []string {
 	if obj.(*infrav1.TerraformMachine).Spec.ProviderID != "" {
@@ -79,7 +77,9 @@ func (machine) Signs(obj engine.Object) []string {
 
 // FromState: a machine publishes nothing from its state's outputs beyond
 // what its apply reported.
-func (machine) FromState(engine.Object, func(string) (tfstate.Output, error)) {}
+func (machine) FromState(engine.Object, func(string) (tfstate.Output, error)) []engine.Step {
+	return nil
+}
 
 // DeletionWaits: nothing of Cluster API runs on a machine's
 // infrastructure but the machine's own node; its destroy waits only for a
@@ -140,19 +140,21 @@ func (machine) Gate(ctx context.Context, c, api client.Reader, obj engine.Object
 	return capi.ClusterJob(ctx, c, api, obj)
 }
 
-// Watch: the owner Machines (their bootstrap data appears there), the
-// Clusters (their infrastructure is provisioned) and the TerraformClusters
-// (their exports, their Jobs) bring the machines back that wait on them.
-func (machine) Watch(b *builder.Builder, mgr ctrl.Manager) *builder.Builder {
-	c := mgr.GetClient()
-	return b.
-		Watches(&clusterv1.Machine{}, handler.EnqueueRequestsFromMapFunc(infrastructureOf),
-			builder.WithPredicates(predicate.TypedFuncs[client.Object]{UpdateFunc: machineChanged})).
-		Watches(&clusterv1.Cluster{}, handler.EnqueueRequestsFromMapFunc(machinesOf(c, func(obj client.Object) string { return obj.GetName() })),
-			builder.WithPredicates(predicate.TypedFuncs[client.Object]{UpdateFunc: clusterChanged})).
-		Watches(&infrav1.TerraformCluster{}, handler.EnqueueRequestsFromMapFunc(machinesOf(c, func(obj client.Object) string {
-			return engine.ClusterName(obj.(*infrav1.TerraformCluster))
-		})), builder.WithPredicates(predicate.TypedFuncs[client.Object]{UpdateFunc: terraformClusterChanged}))
+// Watch: the owner Machines (their bootstrap data Secret named there),
+// the bootstrap data Secrets they name as they are created, the Clusters
+// (their infrastructure is provisioned) and the TerraformClusters (their
+// exports, their Jobs) bring the machines back that wait on them.
+func (machine) Watch(b *builder.Builder, mgr ctrl.Manager) (*builder.Builder, error) {
+	b = b.Watches(&clusterv1.Machine{}, handler.EnqueueRequestsFromMapFunc(infrastructureOf),
+		builder.WithPredicates(predicate.TypedFuncs[client.Object]{UpdateFunc: machineChanged}))
+	b, err := capi.WatchBootstrapData(b, mgr, &clusterv1.Machine{}, func() client.ObjectList { return &clusterv1.MachineList{} },
+		func(obj client.Object) string {
+			return ptr.Deref(obj.(*clusterv1.Machine).Spec.Bootstrap.DataSecretName, "")
+		}, infrastructureOf)
+	if err != nil {
+		return nil, err
+	}
+	return capi.WatchClusters(b, mgr.GetClient(), func() client.ObjectList { return &infrav1.TerraformMachineList{} }), nil
 }
 
 // machineChanged: an update of a Machine that its infrastructure machine
@@ -170,51 +172,6 @@ func machineChanged(e event.UpdateEvent) bool {
 		old.Spec.InfrastructureRef != now.Spec.InfrastructureRef
 }
 
-// clusterChanged: an update of a Cluster that its machines act on — its
-// pause, its infrastructure provisioned or named. Cluster API writes a
-// Cluster's status whenever one of its machines changes; were each such
-// update a reconcile of every machine of the cluster, a cluster of M
-// machines would cost M² of them.
-func clusterChanged(e event.UpdateEvent) bool {
-	old, okOld := e.ObjectOld.(*clusterv1.Cluster)
-	now, okNew := e.ObjectNew.(*clusterv1.Cluster)
-	if !okOld || !okNew {
-		return true
-	}
-	return ptr.Deref(old.Spec.Paused, false) != ptr.Deref(now.Spec.Paused, false) ||
-		ptr.Deref(old.Status.Initialization.InfrastructureProvisioned, false) != ptr.Deref(now.Status.Initialization.InfrastructureProvisioned, false) ||
-		old.Spec.InfrastructureRef != now.Spec.InfrastructureRef
-}
-
-// terraformClusterChanged: an update of a TerraformCluster that its
-// machines act on — its exports or their condition, its cluster, or the
-// end of its apply or destroy Job (a machine's Job waits for it). A
-// cluster's other runs (plans, drift checks) and status do not concern
-// them.
-func terraformClusterChanged(e event.UpdateEvent) bool {
-	old, okOld := e.ObjectOld.(*infrav1.TerraformCluster)
-	now, okNew := e.ObjectNew.(*infrav1.TerraformCluster)
-	if !okOld || !okNew {
-		return true
-	}
-	// exports: the exports and their condition's status and reason.
-	exports := func(tc *infrav1.TerraformCluster) [3]string {
-		var e [3]string
-		if tc.Status.Exports != nil {
-			e[0] = string(tc.Status.Exports.Raw)
-		}
-		if c := meta.FindStatusCondition(tc.Status.Conditions, infrav1.ConditionExportsPublished); c != nil {
-			e[1], e[2] = string(c.Status), c.Reason
-		}
-		return e
-	}
-	gates := func(j *infrav1.ActiveJob) bool {
-		return j != nil && (j.Operation == infrav1.OperationApply || j.Operation == infrav1.OperationDestroy)
-	}
-	jobEnded := gates(old.Status.ActiveJob) && (now.Status.ActiveJob == nil || now.Status.ActiveJob.Name != old.Status.ActiveJob.Name)
-	return exports(old) != exports(now) || engine.ClusterName(old) != engine.ClusterName(now) || jobEnded
-}
-
 // infrastructureOf maps a Machine to the TerraformMachine its
 // spec.infrastructureRef names.
 func infrastructureOf(_ context.Context, obj client.Object) []reconcile.Request {
@@ -222,40 +179,5 @@ func infrastructureOf(_ context.Context, obj client.Object) []reconcile.Request 
 	if !ok {
 		return nil
 	}
-	ref := m.Spec.InfrastructureRef
-	if ref.Kind != "TerraformMachine" || ref.APIGroup != infrav1.GroupVersion.Group || ref.Name == "" {
-		return nil
-	}
-	return []reconcile.Request{{NamespacedName: types.NamespacedName{Namespace: m.Namespace, Name: ref.Name}}}
-}
-
-// machinesOf maps an object to the TerraformMachines of its namespace
-// whose cluster-name label is the cluster clusterOf names.
-func machinesOf(c client.Reader, clusterOf func(client.Object) string) handler.MapFunc {
-	return func(ctx context.Context, obj client.Object) []reconcile.Request {
-		var list infrav1.TerraformMachineList
-		if err := c.List(ctx, &list, client.InNamespace(obj.GetNamespace()), client.MatchingLabels{clusterv1.ClusterNameLabel: clusterOf(obj)}); err != nil {
-			ctrl.LoggerFrom(ctx).Error(err, "List TerraformMachines of a cluster")
-			return nil
-		}
-		reqs := make([]reconcile.Request, len(list.Items))
-		for i := range list.Items {
-			reqs[i] = reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&list.Items[i])}
-		}
-		return reqs
-	}
-}
-
-// publishProviderID writes spec.providerID, the Cluster API contract's
-// field, once: a machine's ID never changes (the API refuses a change).
-type publishProviderID struct{ ID string }
-
-func (s publishProviderID) Apply(ctx context.Context, r *engine.Reconciler, x *engine.StepContext) error {
-	if x.Obj.(*infrav1.TerraformMachine).Spec.ProviderID != "" {
-		return nil
-	}
-	if err := r.PatchObject(ctx, x.Obj, func(obj engine.Object) { obj.(*infrav1.TerraformMachine).Spec.ProviderID = s.ID }); err != nil {
-		return fmt.Errorf("provider ID: %w", err)
-	}
-	return nil
+	return capi.Infrastructure(m.Namespace, m.Spec.InfrastructureRef, "TerraformMachine")
 }

@@ -10,8 +10,8 @@ output "provider_ids" {
   value = [for n in terraform_data.node : "example://${n.id}"]
 }
 
-output "replicas" {
-  value = length(terraform_data.node)
+output "provider_id" {
+  value = "example://pool/${var.captf_pool_name}"
 }
 
 output "health" {

@@ -17,3 +17,17 @@ variable "captf_failure_domains" {
   type    = list(string)
   default = []
 }
+
+variable "captf_node_labels" {
+  type    = map(string)
+  default = {}
+}
+
+variable "captf_node_taints" {
+  type = list(object({
+    key    = string
+    value  = string
+    effect = string
+  }))
+  default = []
+}

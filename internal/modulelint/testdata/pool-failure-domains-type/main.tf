@@ -10,6 +10,3 @@ output "provider_ids" {
   value = [for n in terraform_data.node : "example://${n.id}"]
 }
 
-output "replicas" {
-  value = length(terraform_data.node)
-}

@@ -12,3 +12,11 @@ variable "captf_bootstrap_data" {
   type      = string
   sensitive = true
 }
+
+variable "captf_node_labels" {
+  type = map(number)
+}
+
+variable "captf_node_taints" {
+  type = list(string)
+}

@@ -10,6 +10,3 @@ output "provider_ids" {
   value = "example://pool"
 }
 
-output "replicas" {
-  value = length(terraform_data.node)
-}

@@ -1,0 +1,108 @@
+package capi
+
+import (
+	"context"
+	"strings"
+	"testing"
+
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	infrav1 "github.com/captf/captf/api/v1alpha1"
+	"github.com/captf/captf/internal/controller/engine"
+	"github.com/captf/captf/internal/testenv"
+)
+
+// TestMachineJob: a cluster's Job waits while an apply or destroy Job of
+// one of its machines has not finished, read from the API server by the
+// Jobs' captf.io/cluster label; a drift check of a machine, a finished
+// apply and a machine of another cluster do not hold it.
+func TestMachineJob(t *testing.T) {
+	env := testenv.Start(t, "../../..")
+	ctx := context.Background()
+	tc := &infrav1.TerraformCluster{ObjectMeta: metav1.ObjectMeta{Name: "fleet", Namespace: "default"}}
+	job := func(name, cluster string, op infrav1.Operation) *batchv1.Job {
+		t.Helper()
+		j := &batchv1.Job{
+			ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "default", Labels: map[string]string{
+				infrav1.LabelOwnerKind: "TerraformMachine", infrav1.LabelOwnerName: name,
+				infrav1.LabelCluster: cluster, engine.LabelOperation: string(op),
+			}},
+			Spec: batchv1.JobSpec{Template: corev1.PodTemplateSpec{Spec: corev1.PodSpec{
+				RestartPolicy: corev1.RestartPolicyNever,
+				Containers:    []corev1.Container{{Name: "runner", Image: "example.test/runner:1"}},
+			}}},
+		}
+		if err := env.Client.Create(ctx, j); err != nil {
+			t.Fatal(err)
+		}
+		return j
+	}
+	waits := func() string {
+		t.Helper()
+		w, err := MachineJob(ctx, env.Client, tc)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if w == nil {
+			return ""
+		}
+		if w.Reason != infrav1.ReasonMachineJobRuns {
+			t.Errorf("reason %q", w.Reason)
+		}
+		return w.Message
+	}
+
+	job("fleet-md-0-drift-1", "fleet", infrav1.OperationDrift)
+	job("other-md-0-apply-1", "other", infrav1.OperationApply)
+	if msg := waits(); msg != "" {
+		t.Errorf("a drift check, and another cluster's machine, hold the cluster: %s", msg)
+	}
+	apply := job("fleet-md-0-apply-1", "fleet", infrav1.OperationApply)
+	if msg := waits(); !strings.Contains(msg, "apply Job fleet-md-0-apply-1 of TerraformMachine fleet-md-0-apply-1") {
+		t.Errorf("a running machine apply: wait %q", msg)
+	}
+	now := metav1.Now()
+	apply.Status.StartTime, apply.Status.CompletionTime, apply.Status.Succeeded = &now, &now, 1
+	apply.Status.Conditions = []batchv1.JobCondition{
+		{Type: batchv1.JobSuccessCriteriaMet, Status: corev1.ConditionTrue, LastTransitionTime: now, LastProbeTime: now},
+		{Type: batchv1.JobComplete, Status: corev1.ConditionTrue, LastTransitionTime: now, LastProbeTime: now},
+	}
+	if err := env.Client.Status().Update(ctx, apply); err != nil {
+		t.Fatal(err)
+	}
+	if msg := waits(); msg != "" {
+		t.Errorf("a finished machine apply holds the cluster: %s", msg)
+	}
+	job("fleet-md-1-destroy-1", "fleet", infrav1.OperationDestroy)
+	if msg := waits(); !strings.Contains(msg, "destroy Job fleet-md-1-destroy-1") {
+		t.Errorf("a running machine destroy: wait %q", msg)
+	}
+}
+
+// TestChangeEnded: only the end of an apply or destroy is an end a Job of
+// related state waits for.
+func TestChangeEnded(t *testing.T) {
+	with := func(job *infrav1.ActiveJob) engine.Object {
+		tm := &infrav1.TerraformMachine{}
+		tm.Status.ActiveJob = job
+		return tm
+	}
+	apply := &infrav1.ActiveJob{Name: "m-apply-1", Operation: infrav1.OperationApply}
+	for _, tt := range []struct {
+		name     string
+		old, now *infrav1.ActiveJob
+		want     bool
+	}{
+		{"an apply ends", apply, nil, true},
+		{"a destroy follows an apply", apply, &infrav1.ActiveJob{Name: "m-destroy-1", Operation: infrav1.OperationDestroy}, true},
+		{"an apply starts", nil, apply, false},
+		{"an apply goes on", apply, apply, false},
+		{"a drift check ends", &infrav1.ActiveJob{Name: "m-drift-1", Operation: infrav1.OperationDrift}, nil, false},
+	} {
+		if got := ChangeEnded(with(tt.old), with(tt.now)); got != tt.want {
+			t.Errorf("%s: ChangeEnded = %v, want %v", tt.name, got, tt.want)
+		}
+	}
+}

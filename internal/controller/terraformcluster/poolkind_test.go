@@ -1,0 +1,215 @@
+package terraformcluster
+
+import (
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"slices"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	infrav1 "github.com/captf/captf/api/v1alpha1"
+	"github.com/captf/captf/internal/controller/engine"
+)
+
+// The TerraformMachinePool kind on the run engine, with Cluster API's own
+// Cluster and MachinePool controllers, the test node, the real runner and
+// terraform with the test provider.
+
+// poolImage holds testdata/pool.
+const poolImage = "example.test/pool:1"
+
+// capiMachinePool creates a Cluster API MachinePool of cluster with
+// replicas, whose infrastructure is the TerraformMachinePool name and
+// whose bootstrap data is the Secret bootstrap.
+func (h *driftHarness) capiMachinePool(name, cluster, bootstrap string, replicas int32) *clusterv1.MachinePool {
+	h.t.Helper()
+	mp := &clusterv1.MachinePool{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "default", Labels: map[string]string{clusterv1.ClusterNameLabel: cluster}},
+		Spec: clusterv1.MachinePoolSpec{
+			ClusterName:    cluster,
+			Replicas:       ptr.To(replicas),
+			FailureDomains: []string{"zone-a", "zone-b"},
+			Template: clusterv1.MachineTemplateSpec{
+				ObjectMeta: clusterv1.ObjectMeta{Labels: map[string]string{"node-role.kubernetes.io/pool": ""}},
+				Spec: clusterv1.MachineSpec{
+					ClusterName:       cluster,
+					Bootstrap:         clusterv1.Bootstrap{DataSecretName: ptr.To(bootstrap)},
+					InfrastructureRef: clusterv1.ContractVersionedObjectReference{APIGroup: infrav1.GroupVersion.Group, Kind: "TerraformMachinePool", Name: name},
+					Taints:            []clusterv1.MachineTaint{{Key: "dedicated", Value: "pool", Effect: corev1.TaintEffectNoSchedule, Propagation: clusterv1.MachineTaintPropagationAlways}},
+				},
+			},
+		},
+	}
+	if err := h.c.Create(context.Background(), mp); err != nil {
+		h.t.Fatal(err)
+	}
+	return mp
+}
+
+// waitPool polls a TerraformMachinePool until cond holds.
+func (h *driftHarness) waitPool(p *infrav1.TerraformMachinePool, what string, cond func(*infrav1.TerraformMachinePool) bool) {
+	h.t.Helper()
+	waitFor(h.harness, p, "TerraformMachinePool "+p.Name+": "+what, cond)
+}
+
+// TestPools: a TerraformMachinePool owned by a Cluster API MachinePool
+// waits (for its owner, the cluster's infrastructure and bootstrap data)
+// each with its reason, then applies with the cluster's exports, the
+// MachinePool's name, replicas, failure domains, labels and taints and
+// the bootstrap data. Its own provider ID reaches spec.providerID, and
+// its members' IDs, read from the state, spec.providerIDList and
+// status.replicas, which Cluster API's MachinePool controller copies into
+// the MachinePool with its infrastructure provisioned. A scale-up under
+// applyPolicy Manual waits as a TerraformPlan of the pool, applies once
+// approved, and the list follows. The bootstrap data reaches nothing but
+// the module.
+func TestPools(t *testing.T) {
+	h := startMachines(t)
+	ctx := context.Background()
+	seen := record[*infrav1.TerraformMachinePool](h.harness, &infrav1.TerraformMachinePoolList{}, "default")
+
+	// A pool with no owner yet waits for one.
+	p := &infrav1.TerraformMachinePool{
+		ObjectMeta: metav1.ObjectMeta{Name: "fleet-pool", Namespace: "default"},
+		Spec: infrav1.TerraformMachinePoolSpec{RunnerSpec: infrav1.RunnerSpec{
+			Image:     poolImage,
+			Variables: []infrav1.Variable{{Name: "dir", Value: &apiextensionsv1.JSON{Raw: []byte(`"fleet"`)}}},
+		}},
+	}
+	if err := h.c.Create(ctx, p); err != nil {
+		t.Fatal(err)
+	}
+	readyReason(h, p, infrav1.ReasonWaitingForOwner)
+	// Its MachinePool, in a Cluster whose TerraformCluster is not there:
+	// the cluster's infrastructure is waited for. Cluster API's cluster
+	// cache reaches this API server as the workload cluster, as the
+	// MachinePool controller needs to copy the members.
+	u := h.cluster("fleet", false)
+	h.env.WorkloadKubeconfig(t, "default", "fleet")
+	mp := h.capiMachinePool("fleet-pool", "fleet", "fleet-pool-bootstrap", 2)
+	readyReason(h, p, infrav1.ReasonWaitingForClusterInfrastructure)
+
+	h.exportsCluster(u, "zone-b")
+	readyReason(h, p, infrav1.ReasonWaitingForBootstrapData)
+	if jobs := h.jobs(p); len(jobs) != 0 {
+		t.Fatalf("%d Jobs of a pool waiting for its bootstrap data", len(jobs))
+	}
+
+	bootstrap := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "fleet-pool-bootstrap", Namespace: "default"}, Data: map[string][]byte{"value": []byte(bootstrapCanary)}}
+	if err := h.c.Create(ctx, bootstrap); err != nil {
+		t.Fatal(err)
+	}
+	members := func(n int) []string {
+		var ids []string
+		for i := range n {
+			ids = append(ids, "captftest:///fleet/fleet-pool-"+string(rune('0'+i))+".txt")
+		}
+		return ids
+	}
+	h.waitPool(p, "provisioned with 2 members", func(p *infrav1.TerraformMachinePool) bool {
+		return p.Status.Initialization != nil && ptr.Deref(p.Status.Initialization.Provisioned, false) && p.Status.Ready && len(p.Spec.ProviderIDList) == 2
+	})
+	if want := "captftest:///fleet/fleet-pool"; p.Spec.ProviderID != want {
+		t.Errorf("spec.providerID %q, want %q", p.Spec.ProviderID, want)
+	}
+	if !slices.Equal(p.Spec.ProviderIDList, members(2)) || p.Status.Replicas != 2 {
+		t.Errorf("spec.providerIDList %v, status.replicas %d; want %v, 2", p.Spec.ProviderIDList, p.Status.Replicas, members(2))
+	}
+	if c := meta.FindStatusCondition(p.Status.Conditions, infrav1.ConditionMembersPublished); c == nil || c.Status != metav1.ConditionTrue {
+		t.Errorf("MembersPublished: %+v", c)
+	}
+	// What each member got: the exports, the failure domains, the
+	// template's labels and taints, and the bootstrap data as the file's
+	// secret.
+	for _, name := range []string{"fleet-pool-0.txt", "fleet-pool-1.txt"} {
+		var got struct {
+			Zone    string            `json:"zone"`
+			Domains []string          `json:"domains"`
+			Labels  map[string]string `json:"labels"`
+			Taints  []struct {
+				Key, Value, Effect string
+			} `json:"taints"`
+		}
+		if err := json.Unmarshal([]byte(h.machineFile(name)), &got); err != nil {
+			t.Fatal(err)
+		}
+		if got.Zone != "zone-b" || !slices.Equal(got.Domains, []string{"zone-a", "zone-b"}) || len(got.Labels) != 1 ||
+			len(got.Taints) != 1 || got.Taints[0].Key != "dedicated" || got.Taints[0].Effect != "NoSchedule" {
+			t.Errorf("%s: the module got %+v", name, got)
+		}
+		secret, err := os.ReadFile(filepath.Join(h.files, "fleet", "."+name+".captftest-secret"))
+		if err != nil || string(secret) != bootstrapCanary {
+			t.Errorf("%s: the bootstrap data did not reach the module: %q, %v", name, secret, err)
+		}
+	}
+	// The waits, in order, each seen.
+	want := []string{infrav1.ReasonWaitingForOwner, infrav1.ReasonWaitingForClusterInfrastructure, infrav1.ReasonWaitingForBootstrapData, infrav1.ReasonProvisioning, engine.ReasonProvisioned}
+	if reasons := readyReasons(seen.all(), p.Name); len(reasons) < len(want) || !slices.Equal(reasons[:len(want)], want) {
+		t.Errorf("Ready's reasons %v, want them to begin %v", reasons, want)
+	}
+
+	// Cluster API's MachinePool controller read the contract.
+	copied := func(n int) func(*clusterv1.MachinePool) bool {
+		return func(mp *clusterv1.MachinePool) bool {
+			return ptr.Deref(mp.Status.Initialization.InfrastructureProvisioned, false) &&
+				slices.Equal(mp.Spec.ProviderIDList, members(n)) && ptr.Deref(mp.Status.Replicas, 0) == int32(n)
+		}
+	}
+	waitFor(h.harness, mp, "MachinePool: the pool's members and replicas", copied(2))
+	if mp.Status.Deprecated == nil || mp.Status.Deprecated.V1Beta1 == nil ||
+		!slices.ContainsFunc(mp.Status.Deprecated.V1Beta1.Conditions, func(c clusterv1.Condition) bool {
+			return c.Type == clusterv1.InfrastructureReadyV1Beta1Condition && c.Status == corev1.ConditionTrue
+		}) {
+		t.Errorf("MachinePool: no InfrastructureReady True: %+v", mp.Status.Deprecated)
+	}
+
+	// Under Manual, a scale-up waits as a TerraformPlan of the pool, and
+	// applies once approved; the list follows.
+	before := p.DeepCopy()
+	p.Spec.ApplyPolicy = infrav1.ApplyManual
+	if err := h.c.Patch(ctx, p, client.MergeFrom(before)); err != nil {
+		t.Fatal(err)
+	}
+	scaled := mp.DeepCopy()
+	scaled.Spec.Replicas = ptr.To(int32(3))
+	if err := h.c.Patch(ctx, scaled, client.MergeFrom(mp)); err != nil {
+		t.Fatal(err)
+	}
+	var plan infrav1.TerraformPlan
+	h.waitPool(p, "a TerraformPlan of the scale-up", func(p *infrav1.TerraformMachinePool) bool {
+		return p.Status.PendingPlanRef != nil && p.Status.Plan != nil &&
+			h.c.Get(ctx, client.ObjectKey{Namespace: "default", Name: p.Status.PendingPlanRef.Name}, &plan) == nil
+	})
+	if plan.Spec.TargetRef.Kind != "TerraformMachinePool" || plan.Spec.TargetRef.Name != p.Name || plan.Spec.Reason != infrav1.ReasonManual || plan.Spec.Summary.Create != 1 {
+		t.Errorf("the plan: targetRef %+v, reason %s, summary %+v", plan.Spec.TargetRef, plan.Spec.Reason, plan.Spec.Summary)
+	}
+	before = p.DeepCopy()
+	p.Annotations = map[string]string{infrav1.AnnotationApprovePlan: p.Status.Plan.PlanHash}
+	if err := h.c.Patch(ctx, p, client.MergeFrom(before)); err != nil {
+		t.Fatal(err)
+	}
+	h.waitPool(p, "3 members", func(p *infrav1.TerraformMachinePool) bool {
+		c := meta.FindStatusCondition(p.Status.Conditions, infrav1.ConditionReady)
+		return c != nil && c.Status == metav1.ConditionTrue && len(p.Spec.ProviderIDList) == 3 && p.Status.Replicas == 3
+	})
+	waitFor(h.harness, mp, "MachinePool: 3 members", copied(3))
+
+	// The bootstrap data reached no status, event or plan.
+	var plans infrav1.TerraformPlanList
+	if err := h.c.List(ctx, &plans, client.InNamespace("default")); err != nil {
+		t.Fatal(err)
+	}
+	if len(plans.Items) == 0 {
+		t.Error("no TerraformPlan to look in: the check proves nothing")
+	}
+	h.noCanary(bootstrapCanary, map[string]any{"status": p.Status, "events": h.events(p), "plans": plans.Items, "seen pools": seen.all()})
+}

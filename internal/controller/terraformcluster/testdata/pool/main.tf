@@ -1,0 +1,66 @@
+# A pool module: one captftest file per member under
+# $CAPTF_TEST_PROVIDER_ROOT/<dir>, holding what the member was given and
+# the bootstrap data as its secret. Its members' provider IDs go out in
+# provider_ids, read by the manager from the state.
+terraform {
+  required_providers {
+    captftest = {
+      source  = "example.com/captf/captftest"
+      version = "0.1.0"
+    }
+  }
+}
+
+variable "dir" {
+  type = string
+}
+
+variable "captf_exports" {
+  type = any
+}
+
+variable "captf_pool_name" {
+  type = string
+}
+
+variable "captf_replicas" {
+  type = number
+}
+
+variable "captf_failure_domains" {
+  type = list(string)
+}
+
+variable "captf_node_labels" {
+  type = map(string)
+}
+
+variable "captf_node_taints" {
+  type = list(object({ key = string, value = string, effect = string }))
+}
+
+variable "captf_bootstrap_data" {
+  type      = string
+  sensitive = true
+}
+
+resource "captftest_file" "member" {
+  count     = var.captf_replicas
+  directory = var.dir
+  name      = "${var.captf_pool_name}-${count.index}.txt"
+  content = jsonencode({
+    zone    = try(var.captf_exports.zone, "")
+    domains = var.captf_failure_domains
+    labels  = var.captf_node_labels
+    taints  = var.captf_node_taints
+  })
+  secret = var.captf_bootstrap_data
+}
+
+output "provider_id" {
+  value = "captftest:///${var.dir}/${var.captf_pool_name}"
+}
+
+output "provider_ids" {
+  value = [for f in captftest_file.member : "captftest:///${var.dir}/${f.name}"]
+}

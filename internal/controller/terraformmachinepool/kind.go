@@ -1,0 +1,290 @@
+// Package terraformmachinepool is the TerraformMachinePool kind of the run
+// engine (internal/controller/engine): a Cluster API infrastructure
+// machine pool, one module that runs many nodes. What is a pool's alone:
+// it waits for its owner MachinePool, its cluster's infrastructure and
+// exports and its bootstrap data, as a machine does, but changes in place
+// (every change of its inputs is planned and applied; under applyPolicy
+// Manual its plans wait as TerraformPlans, as a cluster's); it publishes
+// its own provider ID once, and its members' provider IDs, read from its
+// state at each new serial (they do not fit a Job's report); and a Job of
+// it waits while its cluster's apply or destroy runs.
+package terraformmachinepool
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"maps"
+	"slices"
+
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	infrav1 "github.com/captf/captf/api/v1alpha1"
+	"github.com/captf/captf/internal/controller/capi"
+	"github.com/captf/captf/internal/controller/engine"
+	"github.com/captf/captf/internal/modulecontract"
+	"github.com/captf/captf/internal/render"
+	"github.com/captf/captf/internal/runner"
+	"github.com/captf/captf/internal/tfstate"
+)
+
+// +kubebuilder:rbac:groups=infrastructure.cluster.x-k8s.io,resources=terraformmachinepools,verbs=get;list;watch;update;patch
+// +kubebuilder:rbac:groups=infrastructure.cluster.x-k8s.io,resources=terraformmachinepools/status,verbs=get;update;patch
+// +kubebuilder:rbac:groups=infrastructure.cluster.x-k8s.io,resources=terraformclusters,verbs=get;list;watch
+// +kubebuilder:rbac:groups=cluster.x-k8s.io,resources=machinepools,verbs=get;list;watch
+
+// Kind is the TerraformMachinePool kind: an engine.Reconciler with it
+// reconciles TerraformMachinePools.
+var Kind engine.Kind = pool{engine.NewBasics("TerraformMachinePool", "tfmp", &infrav1.TerraformMachinePool{}, &infrav1.TerraformMachinePoolList{})}
+
+// Served says whether mapper serves Cluster API's MachinePool (v1beta2),
+// as the kind needs: a pool waits for its owner MachinePool, and a watch
+// of MachinePools where none are served would stop the manager. The
+// error says why not.
+func Served(mapper meta.RESTMapper) error { return capi.Served(mapper, "MachinePool") }
+
+// maxProviderID bounds one entry of spec.providerIDList (the API's).
+const maxProviderID = 512
+
+// pool is the TerraformMachinePool kind.
+type pool struct{ engine.Basics }
+
+// Applied: the pool's own provider ID reaches spec.providerID, once. Its
+// members are read from the state (FromState).
+func (pool) Applied(_ engine.Object, msg *runner.Message) []engine.Step {
+	if msg.ProviderID == "" {
+		return nil
+	}
+	return []engine.Step{capi.PublishProviderID{ID: msg.ProviderID, Field: providerID}}
+}
+
+// providerID is a TerraformMachinePool's spec.providerID.
+func providerID(obj engine.Object) *string {
+	return &obj.(*infrav1.TerraformMachinePool).Spec.ProviderID
+}
+
+func (pool) Signs(obj engine.Object) []string {
+	p := obj.(*infrav1.TerraformMachinePool)
+	var signs []string
+	if p.Spec.ProviderID != "" {
+		signs = append(signs, "spec.providerID, which an apply published")
+	}
+	if len(p.Spec.ProviderIDList) > 0 {
+		signs = append(signs, "spec.providerIDList, which the state's outputs published")
+	}
+	return signs
+}
+
+// FromState publishes the module's provider_ids output: sorted in
+// spec.providerIDList, counted in status.replicas. When the output is
+// missing, sensitive or not a list of distinct provider IDs, both keep
+// what they held (Cluster API would delete the Node of every ID that
+// leaves the list) and MembersPublished says why, never with a value.
+func (pool) FromState(obj engine.Object, output func(name string) (tfstate.Output, error)) []engine.Step {
+	p := obj.(*infrav1.TerraformMachinePool)
+	ids, reason, msg := readMembers(output)
+	status := metav1.ConditionFalse
+	if reason == infrav1.ReasonMembersPublished {
+		status = metav1.ConditionTrue
+	}
+	meta.SetStatusCondition(&p.Status.Conditions, metav1.Condition{Type: infrav1.ConditionMembersPublished,
+		Status: status, Reason: reason, Message: msg, ObservedGeneration: p.Generation})
+	if status != metav1.ConditionTrue {
+		return nil
+	}
+	p.Status.Replicas = int32(len(ids))
+	if slices.Equal(p.Spec.ProviderIDList, ids) {
+		return nil
+	}
+	return []engine.Step{publishMembers{IDs: ids}}
+}
+
+// readMembers reads the provider_ids output: the IDs sorted, or why there
+// are none to publish. A message names an entry by its position, never a
+// value.
+func readMembers(output func(name string) (tfstate.Output, error)) ([]string, string, string) {
+	name := modulecontract.OutputProviderIDs
+	out, err := output(name)
+	switch {
+	case err != nil:
+		return nil, infrav1.ReasonMembersInvalid, fmt.Sprintf("The state's %s output could not be read: %v", name, err)
+	case !out.Found:
+		return nil, infrav1.ReasonMembersMissing, fmt.Sprintf("The module's state has no %s output; a pool module must declare it (captf lint --role pool).", name)
+	case out.Sensitive:
+		return nil, infrav1.ReasonMembersSensitive, fmt.Sprintf("The module's %s output is sensitive, and the IDs are published in spec.providerIDList: it is not published. Declare it without sensitive.", name)
+	}
+	var raw []json.RawMessage
+	if err := json.Unmarshal(out.Value, &raw); err != nil {
+		return nil, infrav1.ReasonMembersInvalid, fmt.Sprintf("The module's %s output is not a list of strings.", name)
+	}
+	if len(raw) > infrav1.MaxProviderIDs {
+		return nil, infrav1.ReasonMembersInvalid, fmt.Sprintf("The module's %s output has %d entries, more than the %d spec.providerIDList holds.", name, len(raw), infrav1.MaxProviderIDs)
+	}
+	ids := make([]string, 0, len(raw))
+	seen := make(map[string]int, len(raw))
+	for i, r := range raw {
+		var id string
+		if json.Unmarshal(r, &id) != nil || id == "" || len(id) > maxProviderID {
+			return nil, infrav1.ReasonMembersInvalid, fmt.Sprintf("Entry %d of the module's %s output is not a string of 1 to %d characters.", i, name, maxProviderID)
+		}
+		if j, ok := seen[id]; ok {
+			return nil, infrav1.ReasonMembersInvalid, fmt.Sprintf("Entry %d of the module's %s output repeats entry %d.", i, name, j)
+		}
+		seen[id] = i
+		ids = append(ids, id)
+	}
+	// Sorted: an order the module's resources change is no change of the
+	// list.
+	slices.Sort(ids)
+	return ids, infrav1.ReasonMembersPublished, fmt.Sprintf("spec.providerIDList holds the module's %s output (%d members).", name, len(ids))
+}
+
+// publishMembers writes spec.providerIDList, the InfraMachinePool
+// contract's field, which Cluster API copies into the MachinePool.
+type publishMembers struct{ IDs []string }
+
+func (s publishMembers) Apply(ctx context.Context, r *engine.Reconciler, x *engine.StepContext) error {
+	if err := r.PatchObject(ctx, x.Obj, func(obj engine.Object) {
+		obj.(*infrav1.TerraformMachinePool).Spec.ProviderIDList = s.IDs
+	}); err != nil {
+		return fmt.Errorf("provider ID list: %w", err)
+	}
+	return nil
+}
+
+// DeletionWaits: nothing of captf runs on a pool's infrastructure; its
+// destroy waits only for a Job of its cluster (Gate).
+func (pool) DeletionWaits(context.Context, client.Reader, engine.Object) (*engine.Wait, error) {
+	return nil, nil
+}
+
+// A pool changes in place, and its plans that wait for approval are
+// TerraformPlans, as a cluster's.
+func (pool) Frozen() bool { return false }
+func (pool) Plans() bool  { return true }
+
+// defaultReplicas is the replicas of a MachinePool that sets none, as
+// Cluster API's defaulting webhook sets them.
+const defaultReplicas = 1
+
+// Inputs are the pool contract's variables: the cluster's exports, the
+// MachinePool's name, replicas and failure domains, its machine
+// template's labels and taints, and the bootstrap data, which is
+// sensitive. Until each can be had the pool waits: for its owner
+// MachinePool, its Cluster's infrastructure, the exports, the bootstrap
+// data.
+func (pool) Inputs(ctx context.Context, c client.Reader, obj engine.Object) (map[string]render.Variable, *engine.Wait, error) {
+	mp, wait, err := capi.OwnerMachinePool(ctx, c, obj)
+	if err != nil || wait != nil {
+		return nil, wait, err
+	}
+	cluster, wait, err := capi.ProvisionedCluster(ctx, c, obj)
+	if err != nil || wait != nil {
+		return nil, wait, err
+	}
+	exports, wait, err := capi.Exports(ctx, c, cluster)
+	if err != nil || wait != nil {
+		return nil, wait, err
+	}
+	data, wait, err := capi.PoolBootstrapData(ctx, c, mp)
+	if err != nil || wait != nil {
+		return nil, wait, err
+	}
+	type taint struct {
+		Key    string `json:"key"`
+		Value  string `json:"value"`
+		Effect string `json:"effect"`
+	}
+	taints := []taint{}
+	for _, t := range mp.Spec.Template.Spec.Taints {
+		taints = append(taints, taint{Key: t.Key, Value: t.Value, Effect: string(t.Effect)})
+	}
+	labels := mp.Spec.Template.Labels
+	if labels == nil {
+		labels = map[string]string{}
+	}
+	domains := mp.Spec.FailureDomains
+	if domains == nil {
+		domains = []string{}
+	}
+	return map[string]render.Variable{
+		modulecontract.VariableExports:        {Value: exports},
+		modulecontract.VariablePoolName:       {Value: jsonOf(mp.Name)},
+		modulecontract.VariableReplicas:       {Value: jsonOf(ptr.Deref(mp.Spec.Replicas, defaultReplicas))},
+		modulecontract.VariableFailureDomains: {Value: jsonOf(domains)},
+		modulecontract.VariableNodeLabels:     {Value: jsonOf(labels)},
+		modulecontract.VariableNodeTaints:     {Value: jsonOf(taints)},
+		// Bytes that are not UTF-8 read as U+FFFD: bootstrap data is
+		// text (cloud-init, Ignition).
+		modulecontract.VariableBootstrapData: {Value: jsonOf(string(data)), Sensitive: true},
+	}, nil, nil
+}
+
+// jsonOf is v as JSON; v is made of strings, numbers, lists and maps of
+// strings, which always encode.
+func jsonOf(v any) json.RawMessage {
+	b, _ := json.Marshal(v)
+	return b
+}
+
+// Gate: a Job of a pool waits while an apply or destroy of its cluster
+// runs.
+func (pool) Gate(ctx context.Context, c, api client.Reader, obj engine.Object) (*engine.Wait, error) {
+	return capi.ClusterJob(ctx, c, api, obj)
+}
+
+// Watch: the owner MachinePools (their bootstrap data, replicas, failure
+// domains, labels and taints), the bootstrap data Secrets they name (one
+// created, or its data changed), the Clusters (their infrastructure is provisioned)
+// and the TerraformClusters (their exports, their Jobs) bring the pools
+// back that wait on them or read them.
+func (pool) Watch(b *builder.Builder, mgr ctrl.Manager) (*builder.Builder, error) {
+	b = b.Watches(&clusterv1.MachinePool{}, handler.EnqueueRequestsFromMapFunc(infrastructureOf),
+		builder.WithPredicates(predicate.TypedFuncs[client.Object]{UpdateFunc: machinePoolChanged}))
+	b, err := capi.WatchBootstrapData(b, mgr, &clusterv1.MachinePool{}, func() client.ObjectList { return &clusterv1.MachinePoolList{} },
+		func(obj client.Object) string {
+			return ptr.Deref(obj.(*clusterv1.MachinePool).Spec.Template.Spec.Bootstrap.DataSecretName, "")
+		}, infrastructureOf)
+	if err != nil {
+		return nil, err
+	}
+	return capi.WatchClusters(b, mgr.GetClient(), func() client.ObjectList { return &infrav1.TerraformMachinePoolList{} }), nil
+}
+
+// machinePoolChanged: an update of a MachinePool that its infrastructure
+// pool acts on — what its inputs are read from. What Cluster API writes
+// as the pool's members change (spec.providerIDList, copied from the
+// pool, and the status) does not concern it.
+func machinePoolChanged(e event.UpdateEvent) bool {
+	old, okOld := e.ObjectOld.(*clusterv1.MachinePool)
+	now, okNew := e.ObjectNew.(*clusterv1.MachinePool)
+	if !okOld || !okNew {
+		return true
+	}
+	o, n := old.Spec.Template, now.Spec.Template
+	return ptr.Deref(o.Spec.Bootstrap.DataSecretName, "") != ptr.Deref(n.Spec.Bootstrap.DataSecretName, "") ||
+		ptr.Deref(old.Spec.Replicas, defaultReplicas) != ptr.Deref(now.Spec.Replicas, defaultReplicas) ||
+		!slices.Equal(old.Spec.FailureDomains, now.Spec.FailureDomains) ||
+		!maps.Equal(o.Labels, n.Labels) || !slices.Equal(o.Spec.Taints, n.Spec.Taints) ||
+		o.Spec.InfrastructureRef != n.Spec.InfrastructureRef
+}
+
+// infrastructureOf maps a MachinePool to the TerraformMachinePool its
+// spec.template.spec.infrastructureRef names.
+func infrastructureOf(_ context.Context, obj client.Object) []reconcile.Request {
+	mp, ok := obj.(*clusterv1.MachinePool)
+	if !ok {
+		return nil
+	}
+	return capi.Infrastructure(mp.Namespace, mp.Spec.Template.Spec.InfrastructureRef, "TerraformMachinePool")
+}
