@@ -213,13 +213,8 @@ func ClusterJob(ctx context.Context, c, api client.Reader, obj client.Object) (*
 			infrav1.LabelOwnerKind: "TerraformCluster", infrav1.LabelOwnerName: engine.NameLabel(tc.Name)}); err != nil {
 			return nil, fmt.Errorf("Jobs of TerraformCluster %s: %w", tc.Name, err)
 		}
-		for i := range jobs.Items {
-			j := &jobs.Items[i]
-			op := infrav1.Operation(j.Labels[engine.LabelOperation])
-			if finished, _ := engine.JobFinished(j); finished || j.DeletionTimestamp != nil || (op != infrav1.OperationApply && op != infrav1.OperationDestroy) {
-				continue
-			}
-			return &engine.Wait{Reason: infrav1.ReasonClusterJobRuns, Message: fmt.Sprintf("The %s Job %s of TerraformCluster %s runs; a Job of this object starts when it ended.", op, j.Name, tc.Name)}, nil
+		if j := running(jobs.Items); j != nil {
+			return &engine.Wait{Reason: infrav1.ReasonClusterJobRuns, Message: fmt.Sprintf("The %s Job %s of TerraformCluster %s runs; a Job of this object starts when it ended.", j.Labels[engine.LabelOperation], j.Name, tc.Name)}, nil
 		}
 	}
 	return nil, nil

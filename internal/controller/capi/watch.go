@@ -74,11 +74,7 @@ func TerraformClusterChanged(e event.UpdateEvent) bool {
 		}
 		return e
 	}
-	gates := func(j *infrav1.ActiveJob) bool {
-		return j != nil && (j.Operation == infrav1.OperationApply || j.Operation == infrav1.OperationDestroy)
-	}
-	jobEnded := gates(old.Status.ActiveJob) && (now.Status.ActiveJob == nil || now.Status.ActiveJob.Name != old.Status.ActiveJob.Name)
-	return exports(old) != exports(now) || engine.ClusterName(old) != engine.ClusterName(now) || jobEnded
+	return exports(old) != exports(now) || engine.ClusterName(old) != engine.ClusterName(now) || ChangeEnded(old, now)
 }
 
 // Infrastructure is the request for the object of kind (of captf's API)
