@@ -29,7 +29,7 @@ import (
 	"github.com/captf/captf/internal/controller/terraformmachine"
 	"github.com/captf/captf/internal/controller/terraformmachinepool"
 	"github.com/captf/captf/internal/version"
-	machinewebhook "github.com/captf/captf/internal/webhook/terraformmachine"
+	"github.com/captf/captf/internal/webhook/providerid"
 	planwebhook "github.com/captf/captf/internal/webhook/terraformplan"
 )
 
@@ -165,7 +165,7 @@ func run(args []string, stdout io.Writer) error {
 		if err := (&planwebhook.Validator{ManagerUsername: *managerUsername}).SetupWithManager(mgr); err != nil {
 			return err
 		}
-		if err := (&machinewebhook.Validator{ManagerUsername: *managerUsername}).SetupWithManager(mgr); err != nil {
+		if err := providerid.SetupWithManager(mgr, *managerUsername); err != nil {
 			return err
 		}
 		if err := mgr.AddReadyzCheck("webhook", mgr.GetWebhookServer().StartedChecker()); err != nil {

@@ -35,7 +35,7 @@ import (
 	"github.com/captf/captf/internal/testenv"
 	"github.com/captf/captf/internal/testnode"
 	"github.com/captf/captf/internal/tftest"
-	machinewebhook "github.com/captf/captf/internal/webhook/terraformmachine"
+	"github.com/captf/captf/internal/webhook/providerid"
 	planwebhook "github.com/captf/captf/internal/webhook/terraformplan"
 )
 
@@ -92,7 +92,7 @@ func serveWebhooks(t *testing.T, env *testenv.Env) {
 		if err := (&planwebhook.Validator{ManagerUsername: managerUser}).SetupWithManager(mgr); err != nil {
 			return err
 		}
-		return (&machinewebhook.Validator{ManagerUsername: managerUser}).SetupWithManager(mgr)
+		return providerid.SetupWithManager(mgr, managerUser)
 	})
 }
 
