@@ -95,7 +95,7 @@ const (
 )
 
 // Operation is what a runner Job does.
-// +kubebuilder:validation:Enum=plan;apply;destroy;drift;restore
+// +kubebuilder:validation:Enum=plan;apply;destroy;drift;refresh;restore
 type Operation string
 
 const (
@@ -105,6 +105,11 @@ const (
 	// OperationDrift is a drift check: a refresh-only apply, then a plan
 	// without refresh that is counted and never applied.
 	OperationDrift Operation = "drift"
+	// OperationRefresh is a pool's membership refresh: a refresh-only
+	// apply, which writes a new state only when what the module reads
+	// (its members) changed. It changes no infrastructure and is not
+	// gated.
+	OperationRefresh Operation = "refresh"
 	// OperationRestore pushes a state backup back into the object's
 	// terraform state: a backend-only root module, the backup's chunks,
 	// state push -force, then state list. It is never gated.
@@ -227,6 +232,9 @@ const (
 	ReasonDriftCheckFailed    = "DriftCheckFailed"
 	// EventDriftDetected is a Warning event naming the drifted addresses.
 	EventDriftDetected = "DriftDetected"
+	// EventRefreshFailed is a Warning event: a pool's membership refresh
+	// Job failed (its step and error kind, never a value).
+	EventRefreshFailed = "RefreshFailed"
 )
 
 // Condition reasons and event reasons of spec 001.
@@ -316,7 +324,7 @@ const (
 )
 
 // ReasonMachinesRemain (Ready False): a deleted TerraformCluster waits for
-// the TerraformMachines of its cluster to be gone before anything is
+// the TerraformMachines and TerraformMachinePools of its cluster to be gone before anything is
 // destroyed or released, since they may run on what it would destroy.
 const ReasonMachinesRemain = "MachinesRemain"
 
@@ -339,8 +347,8 @@ const (
 	// TerraformCluster runs; a Job of the machine waits for it to end, so
 	// Jobs of related state never run at once.
 	ReasonClusterJobRuns = "ClusterJobRuns"
-	// ReasonMachineJobRuns: an apply or destroy of a TerraformMachine of
-	// the cluster runs; the cluster's apply or destroy waits for it to
+	// ReasonMachineJobRuns: an apply or destroy of a TerraformMachine or
+	// TerraformMachinePool of the cluster runs; the cluster's apply or destroy waits for it to
 	// end.
 	ReasonMachineJobRuns = "MachineJobRuns"
 )

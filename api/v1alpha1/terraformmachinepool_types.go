@@ -53,6 +53,11 @@ type TerraformMachinePoolStatus struct {
 	// membership read (the length of spec.providerIDList).
 	// +optional
 	Replicas int32 `json:"replicas"`
+
+	// LastMembershipRefresh is when the last membership refresh Job
+	// finished, whether it succeeded or not.
+	// +optional
+	LastMembershipRefresh *metav1.Time `json:"lastMembershipRefresh,omitempty"`
 }
 
 // TerraformMachinePool is a Cluster API infrastructure machine pool: one

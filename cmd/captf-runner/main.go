@@ -2,7 +2,7 @@
 // or applies the rendered root module with the core pipeline and reports to
 // the manager through the container's termination message.
 //
-//	captf-runner --operation=plan|apply|destroy|drift|restore [flags]
+//	captf-runner --operation=plan|apply|destroy|drift|refresh|restore [flags]
 //	captf-runner install DEST    copy itself to DEST (the Job's init container)
 //	captf-runner --version
 package main
@@ -35,7 +35,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	j := runner.Job{Stdout: stdout, Stderr: stderr}
 	fs := flag.NewFlagSet("captf-runner", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	fs.StringVar(&j.Operation, "operation", "", "plan, apply, destroy, drift or restore")
+	fs.StringVar(&j.Operation, "operation", "", "plan, apply, destroy, drift, refresh or restore")
 	fs.StringVar(&j.Inputs, "inputs", infrav1.PathInputs, "folder of main.tf.json and terraform.tfvars.json")
 	fs.StringVar(&j.Module, "module", infrav1.PathModule, "the module folder, linked as ./module in the work folder")
 	fs.StringVar(&j.Workdir, "workdir", "/captf/work", "writable folder to run terraform in")

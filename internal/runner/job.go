@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 
 	"github.com/captf/captf/internal/render"
 	"github.com/captf/captf/internal/tfexec"
@@ -20,7 +21,7 @@ var InputFiles = []string{"main.tf.json", "terraform.tfvars.json"}
 // Job is one run of a runner Job: the operation, where its inputs, runtime
 // and key are mounted, and where the report for the manager goes.
 type Job struct {
-	Operation  string // plan, apply, destroy, drift or restore
+	Operation  string // plan, apply, destroy, drift, refresh or restore
 	Inputs     string // folder holding InputFiles
 	Module     string // the module folder; linked as ./module in Workdir
 	Workdir    string // writable folder the root module runs in
@@ -70,7 +71,7 @@ func (j *Job) Run(ctx context.Context) int {
 func (j *Job) run(ctx context.Context) (Message, error) {
 	var msg Message
 	gated := j.Operation == "plan" || (j.Operation == "apply" && j.ExpectPlan != "")
-	if j.Operation != "plan" && j.Operation != "apply" && j.Operation != "destroy" && j.Operation != "drift" && j.Operation != "restore" {
+	if !slices.Contains([]string{"plan", "apply", "destroy", "drift", "refresh", "restore"}, j.Operation) {
 		return msg, fmt.Errorf("%w: unknown operation %q", ErrBadInput, j.Operation)
 	}
 	if err := CheckHash(j.ExpectPlan); err != nil {
@@ -140,6 +141,18 @@ func (j *Job) run(ctx context.Context) (Message, error) {
 		outs, err := forwardedOutputs(ctx, r.TF, j.Workdir)
 		msg.Health = healthState(outs)
 		return msg, err
+	case j.Operation == "refresh":
+		// A refresh (a pool's membership) is not gated either: a
+		// refresh-only apply changes no infrastructure, and writes a new
+		// state only when what it read changed.
+		if err := r.prepare(ctx); err != nil {
+			return msg, err
+		}
+		if err := r.TF.ApplyRefreshOnly(ctx); err != nil {
+			return msg, err
+		}
+		msg.Outcome = OutcomeRefreshed
+		return msg, nil
 	case j.Operation == "destroy":
 		// Destroy is not gated (spec 004 mounts no plan key on it).
 		if err := r.prepare(ctx); err != nil {

@@ -164,6 +164,19 @@ func TestJob(t *testing.T) {
 			if code, m, _ := f.run("apply", moved.Plan.PlanHash); code != ExitPlanChanged || !m.Plan.Empty() {
 				t.Fatalf("empty plan after a non-empty approval: exit %d, %+v", code, m)
 			}
+
+			// A refresh needs no key and applies no change of the inputs.
+			os.Remove(f.key)
+			f.vars(canaryPlain + "-4")
+			if code, m, log := f.run("refresh", ""); code != 0 || m.Outcome != OutcomeRefreshed {
+				t.Fatalf("refresh: exit %d, %+v\n%s", code, m, log)
+			}
+			if err := os.WriteFile(f.key, bytes.Repeat([]byte{9}, 32), 0o440); err != nil {
+				t.Fatal(err)
+			}
+			if code, m, _ := f.run("plan", ""); code != 0 || m.Plan.Change != 1 {
+				t.Fatalf("plan after a refresh: exit %d, %+v; want the new inputs still to apply", code, m)
+			}
 		})
 	}
 }

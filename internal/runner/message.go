@@ -16,6 +16,7 @@ const (
 	OutcomeApplied   = "applied"   // the approved plan was applied
 	OutcomeDestroyed = "destroyed" // a destroy Job destroyed everything
 	OutcomeChecked   = "checked"   // a drift Job checked for drift
+	OutcomeRefreshed = "refreshed" // a refresh Job refreshed the state
 	OutcomeRestored  = "restored"  // a restore Job pushed a backup as the state
 	// OutcomeDestructive: the destructive-plan guard stopped a plan that
 	// deletes or replaces resources; nothing applied.

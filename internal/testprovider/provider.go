@@ -1,8 +1,10 @@
 // Package testprovider is captftest, a terraform provider of captf's own for
-// its tests. Its one resource, captftest_file, is a file in a directory:
+// its tests. Its main resource, captftest_file, is a file in a directory:
 // something a test can edit or delete behind terraform's back, so plans show
 // real drift, in-place updates, replacements, imports and a sensitive
-// attribute, with the real terraform and tofu.
+// attribute, with the real terraform and tofu. Its data source,
+// captftest_directory, lists a directory's files, whoever made them: a
+// pool's members, some made outside terraform.
 //
 // The provider is built by hack/build-test-provider.sh (or tftest.Provider)
 // into a filesystem mirror under Address at Version.
@@ -91,7 +93,7 @@ func (p *captftest) Configure(ctx context.Context, req provider.ConfigureRequest
 		resp.Diagnostics.AddError("Bad root directory", err.Error())
 		return
 	}
-	resp.ResourceData = root(abs)
+	resp.ResourceData, resp.DataSourceData = root(abs), root(abs)
 }
 
 func (p *captftest) Resources(context.Context) []func() resource.Resource {
@@ -99,5 +101,5 @@ func (p *captftest) Resources(context.Context) []func() resource.Resource {
 }
 
 func (p *captftest) DataSources(context.Context) []func() datasource.DataSource {
-	return nil
+	return []func() datasource.DataSource{newDirectory}
 }

@@ -5,6 +5,8 @@ import (
 	"fmt"
 
 	batchv1 "k8s.io/api/batch/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/selection"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	infrav1 "github.com/captf/captf/api/v1alpha1"
@@ -12,22 +14,30 @@ import (
 )
 
 // MachineJob is a Wait while an apply or destroy Job of a TerraformMachine
-// of obj's cluster (engine.ClusterName) has not finished: a cluster's
-// apply or destroy waits for its machines', as theirs wait for its
-// (ClusterJob). The Jobs come from api, the API server itself, by their
-// captf.io/cluster label: one a machine created a moment ago counts.
+// or a TerraformMachinePool of obj's cluster (engine.ClusterName) has not
+// finished: a cluster's apply or destroy waits for its machines' and
+// pools', as theirs wait for its (ClusterJob). The Jobs come from api, the
+// API server itself, by their captf.io/cluster label: one created a moment
+// ago counts.
 func MachineJob(ctx context.Context, api client.Reader, obj engine.Object) (*engine.Wait, error) {
+	kinds, err := labels.NewRequirement(infrav1.LabelOwnerKind, selection.In, []string{"TerraformMachine", "TerraformMachinePool"})
+	if err != nil {
+		return nil, err
+	}
+	cluster, err := labels.NewRequirement(infrav1.LabelCluster, selection.Equals, []string{engine.NameLabel(engine.ClusterName(obj))})
+	if err != nil {
+		return nil, err
+	}
 	var jobs batchv1.JobList
-	if err := api.List(ctx, &jobs, client.InNamespace(obj.GetNamespace()), client.MatchingLabels{
-		infrav1.LabelOwnerKind: "TerraformMachine", infrav1.LabelCluster: engine.NameLabel(engine.ClusterName(obj))}); err != nil {
-		return nil, fmt.Errorf("Jobs of the cluster's TerraformMachines: %w", err)
+	if err := api.List(ctx, &jobs, client.InNamespace(obj.GetNamespace()), client.MatchingLabelsSelector{Selector: labels.NewSelector().Add(*kinds, *cluster)}); err != nil {
+		return nil, fmt.Errorf("Jobs of the cluster's TerraformMachines and TerraformMachinePools: %w", err)
 	}
 	j := running(jobs.Items)
 	if j == nil {
 		return nil, nil
 	}
 	return &engine.Wait{Reason: infrav1.ReasonMachineJobRuns, Message: fmt.Sprintf(
-		"The %s Job %s of TerraformMachine %s runs; a Job of this object starts when it ended.", j.Labels[engine.LabelOperation], j.Name, j.Labels[infrav1.LabelOwnerName])}, nil
+		"The %s Job %s of %s %s runs; a Job of this object starts when it ended.", j.Labels[engine.LabelOperation], j.Name, j.Labels[infrav1.LabelOwnerKind], j.Labels[infrav1.LabelOwnerName])}, nil
 }
 
 // running is the first of jobs that changes infrastructure — an apply or a

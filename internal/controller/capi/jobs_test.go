@@ -15,7 +15,7 @@ import (
 )
 
 // TestMachineJob: a cluster's Job waits while an apply or destroy Job of
-// one of its machines has not finished, read from the API server by the
+// one of its machines or pools has not finished, read from the API server by the
 // Jobs' captf.io/cluster label; a drift check of a machine, a finished
 // apply and a machine of another cluster do not hold it.
 func TestMachineJob(t *testing.T) {
@@ -24,9 +24,13 @@ func TestMachineJob(t *testing.T) {
 	tc := &infrav1.TerraformCluster{ObjectMeta: metav1.ObjectMeta{Name: "fleet", Namespace: "default"}}
 	job := func(name, cluster string, op infrav1.Operation) *batchv1.Job {
 		t.Helper()
+		kind := "TerraformMachine"
+		if strings.Contains(name, "-mp-") {
+			kind = "TerraformMachinePool"
+		}
 		j := &batchv1.Job{
 			ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "default", Labels: map[string]string{
-				infrav1.LabelOwnerKind: "TerraformMachine", infrav1.LabelOwnerName: name,
+				infrav1.LabelOwnerKind: kind, infrav1.LabelOwnerName: name,
 				infrav1.LabelCluster: cluster, engine.LabelOperation: string(op),
 			}},
 			Spec: batchv1.JobSpec{Template: corev1.PodTemplateSpec{Spec: corev1.PodSpec{
@@ -75,9 +79,21 @@ func TestMachineJob(t *testing.T) {
 	if msg := waits(); msg != "" {
 		t.Errorf("a finished machine apply holds the cluster: %s", msg)
 	}
-	job("fleet-md-1-destroy-1", "fleet", infrav1.OperationDestroy)
+	destroy := job("fleet-md-1-destroy-1", "fleet", infrav1.OperationDestroy)
 	if msg := waits(); !strings.Contains(msg, "destroy Job fleet-md-1-destroy-1") {
 		t.Errorf("a running machine destroy: wait %q", msg)
+	}
+	if err := env.Client.Delete(ctx, destroy); err != nil {
+		t.Fatal(err)
+	}
+	job("fleet-mp-0-refresh-1", "fleet", infrav1.OperationRefresh)
+	job("other-mp-0-apply-1", "other", infrav1.OperationApply)
+	if msg := waits(); msg != "" {
+		t.Errorf("a pool's membership refresh, or another cluster's pool, holds the cluster: %s", msg)
+	}
+	job("fleet-mp-0-apply-1", "fleet", infrav1.OperationApply)
+	if msg := waits(); !strings.Contains(msg, "apply Job fleet-mp-0-apply-1 of TerraformMachinePool fleet-mp-0-apply-1") {
+		t.Errorf("a running pool apply: wait %q", msg)
 	}
 }
 

@@ -62,7 +62,7 @@ func (r *Reconciler) reconcileManual(ctx context.Context, obj Object, root *rend
 		if by == "" {
 			// Drift checks continue while a plan waits, on the inputs the
 			// state records; after failed applies there are none to check.
-			return r.checkDrift(ctx, obj, func() (*appliedRun, error) {
+			return r.idleJobs(ctx, obj, func() (*appliedRun, error) {
 				if obj.GetRunnerStatus().Failures > 0 {
 					return nil, nil
 				}

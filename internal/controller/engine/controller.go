@@ -243,11 +243,11 @@ func (r *Reconciler) reconcileDue(ctx context.Context, s *scope, root *render.Ro
 		// Nothing is due: a waiting plan is moot; a drift check may be.
 		obj.GetRunnerStatus().Plan = nil
 		setProvisioned(obj)
-		return r.checkDrift(ctx, obj, func() (*appliedRun, error) { return r.appliedOrCurrent(ctx, obj, root) })
+		return r.idleJobs(ctx, obj, func() (*appliedRun, error) { return r.appliedOrCurrent(ctx, obj, root) })
 	}
 	if upToDate && capRemediation(obj) {
 		obj.GetRunnerStatus().Plan = nil
-		return r.checkDrift(ctx, obj, func() (*appliedRun, error) { return r.appliedOrCurrent(ctx, obj, root) })
+		return r.idleJobs(ctx, obj, func() (*appliedRun, error) { return r.appliedOrCurrent(ctx, obj, root) })
 	}
 	if !upToDate {
 		liftRemediationStop(obj)

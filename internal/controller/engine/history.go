@@ -35,8 +35,8 @@ func (r *Reconciler) pruneJobs(ctx context.Context, obj Object) error {
 	for i := len(jobs) - 1; i >= 0; i-- {
 		job := &jobs[i]
 		finished, succeeded := JobFinished(job)
-		if !finished || !Processed(job) || job.Name == live || job.Labels[LabelOperation] == string(infrav1.OperationDrift) {
-			// Drift Jobs go by their ttlSecondsAfterFinished.
+		if op := infrav1.Operation(job.Labels[LabelOperation]); !finished || !Processed(job) || job.Name == live || op == infrav1.OperationDrift || op == infrav1.OperationRefresh {
+			// Drift and refresh Jobs go by their ttlSecondsAfterFinished.
 			continue
 		}
 		if keep[succeeded] > 0 {

@@ -380,5 +380,9 @@ func (r *Reconciler) deleteRun(ctx context.Context, job *batchv1.Job) error {
 // before the Job controller deletes it.
 const driftJobTTL = time.Hour
 
+// refreshJobTTL is how long a finished refresh Job stays: long enough for
+// its outcome to be recorded and its log read after a failure.
+const refreshJobTTL = 10 * time.Minute
+
 // annotationRestoreSerial on a restore Job is the serial it pushes back.
 const annotationRestoreSerial = "captf.io/restore-serial"

@@ -4,8 +4,10 @@ import (
 	"context"
 	"fmt"
 	"reflect"
+	"time"
 
 	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -44,6 +46,14 @@ type Kind interface {
 	// spec field of the contract: a pool's providerIDList). The serial
 	// counts as read only once the steps succeeded.
 	FromState(obj Object, output func(name string) (tfstate.Output, error)) []Step
+	// Refresh is how often a refresh Job of a provisioned obj runs, a
+	// refresh-only apply of what was last applied (a pool's members change
+	// outside any apply), and when the last one finished; interval 0:
+	// never. One is also due right after every successful apply.
+	Refresh(obj Object) (interval time.Duration, last *metav1.Time)
+	// Refreshed records in view's status that a refresh Job finished at
+	// now.
+	Refreshed(view Object, now metav1.Time)
 	// Signs are the signs of a past apply the kind's object itself
 	// carries (a published field an apply wrote).
 	Signs(obj Object) []string

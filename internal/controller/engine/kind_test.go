@@ -3,7 +3,9 @@ package engine
 import (
 	"context"
 	"testing"
+	"time"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -18,10 +20,18 @@ import (
 // engine sees them, publishing nothing of the cluster kind's (its tests
 // are in internal/controller/terraformcluster). What it publishes after
 // an apply is a step of its own, so a test sees where the engine puts it.
-type testKind struct{ Basics }
+type testKind struct {
+	Basics
+	// refresh is the interval of its refresh Jobs; 0: none. The last one's
+	// end is kept in the annotation refreshedAt.
+	refresh time.Duration
+}
+
+// refreshedAt is where testKind keeps the end of the last refresh Job.
+const refreshedAt = "test.captf.io/refreshed-at"
 
 // theTestKind is testKind with its basics.
-var theTestKind = testKind{NewBasics("TerraformCluster", "tfc", &infrav1.TerraformCluster{}, &infrav1.TerraformClusterList{})}
+var theTestKind = testKind{Basics: NewBasics("TerraformCluster", "tfc", &infrav1.TerraformCluster{}, &infrav1.TerraformClusterList{})}
 
 func (testKind) Applied(_ Object, msg *runner.Message) []Step {
 	if msg.Endpoint == nil {
@@ -31,6 +41,23 @@ func (testKind) Applied(_ Object, msg *runner.Message) []Step {
 }
 
 func (testKind) Signs(Object) []string { return nil }
+
+func (k testKind) Refresh(obj Object) (time.Duration, *metav1.Time) {
+	t, err := time.Parse(time.RFC3339, obj.GetAnnotations()[refreshedAt])
+	if err != nil {
+		return k.refresh, nil
+	}
+	return k.refresh, &metav1.Time{Time: t}
+}
+
+func (testKind) Refreshed(view Object, now metav1.Time) {
+	a := view.GetAnnotations()
+	if a == nil {
+		a = map[string]string{}
+	}
+	a[refreshedAt] = now.Format(time.RFC3339)
+	view.SetAnnotations(a)
+}
 
 func (testKind) DeletionWaits(context.Context, client.Reader, Object) (*Wait, error) { return nil, nil }
 

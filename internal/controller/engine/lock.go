@@ -130,7 +130,7 @@ func ownPod(obj Object, who string) (string, bool) {
 		return pod, false
 	}
 	switch infrav1.Operation(parts[0]) {
-	case infrav1.OperationPlan, infrav1.OperationApply, infrav1.OperationDestroy, infrav1.OperationDrift, infrav1.OperationRestore:
+	case infrav1.OperationPlan, infrav1.OperationApply, infrav1.OperationDestroy, infrav1.OperationDrift, infrav1.OperationRefresh, infrav1.OperationRestore:
 		return pod, true
 	}
 	return pod, false

@@ -105,6 +105,8 @@ func decideRun(k Kind, obj Object, o outcome, now metav1.Time) (Object, []Step) 
 	switch o.Operation {
 	case infrav1.OperationDrift:
 		return decideDrift(obj, o, now)
+	case infrav1.OperationRefresh:
+		return decideRefresh(k, obj, o, now)
 	case infrav1.OperationRestore:
 		return decideRestore(obj, o, now)
 	}
@@ -281,7 +283,7 @@ func awaiting(k Kind, obj Object, p *fingerprint.Report) string {
 	return msg
 }
 
-// runError is what went wrong with a finished drift or restore Job whose
+// runError is what went wrong with a finished drift, refresh or restore Job whose
 // report should have the outcome want: nil when it has it and holds what
 // that outcome carries (complete).
 func runError(o outcome, want string, complete func(*runner.Message) bool) *infrav1.RunError {

@@ -139,11 +139,15 @@ func (r *Reconciler) startJob(ctx context.Context, obj Object, root *render.Root
 		image = req.applied.image
 	}
 	job := r.buildJob(obj, image, identity, req.op, req.expect, req.expect != "" || req.op == infrav1.OperationPlan)
-	if req.op == infrav1.OperationDrift {
+	switch req.op {
+	case infrav1.OperationDrift:
 		// Drift Jobs are not kept in the object's history (they would
 		// push out the apply Jobs' logs): the Job controller deletes
 		// each an hour after it finished.
 		job.Spec.TTLSecondsAfterFinished = ptr.To(int32(driftJobTTL.Seconds()))
+	case infrav1.OperationRefresh:
+		// Nor are refresh Jobs, which run every minute or so.
+		job.Spec.TTLSecondsAfterFinished = ptr.To(int32(refreshJobTTL.Seconds()))
 	}
 	if req.guard && req.expect == "" {
 		// The guard's run does not mount the plan key: the plan that
@@ -250,6 +254,8 @@ func (r *Reconciler) activate(ctx context.Context, obj Object, job *batchv1.Job)
 		setCondition(obj, infrav1.ConditionStateRestored, unknown, infrav1.ReasonRestoring, "Restore "+job.Name+" of state serial "+job.Annotations[annotationRestoreSerial]+" runs.")
 	case op == infrav1.OperationDrift:
 		setCondition(obj, infrav1.ConditionDriftJobSucceeded, unknown, ReasonDriftChecking, "Drift check "+job.Name+" runs.")
+	case op == infrav1.OperationRefresh:
+		// A refresh says nothing of the applies: status.activeJob names it.
 	case job.Annotations[infrav1.AnnotationApprovedPlan] != "":
 		setCondition(obj, infrav1.ConditionApplyJobSucceeded, unknown, ReasonApplying, "The approved plan is being applied.")
 	case slices.Contains(job.Spec.Template.Spec.Containers[0].Command, "--guard"):

@@ -11,6 +11,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"strings"
+	"time"
 
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -54,6 +55,10 @@ func (cluster) Applied(view engine.Object, msg *runner.Message) []engine.Step {
 	}
 	return nil
 }
+
+// Refresh: no refresh Jobs; a cluster publishes nothing that changes outside its applies.
+func (cluster) Refresh(engine.Object) (time.Duration, *metav1.Time) { return 0, nil }
+func (cluster) Refreshed(engine.Object, metav1.Time)                {}
 
 func (cluster) Signs(obj engine.Object) []string {
 	if e := obj.(*infrav1.TerraformCluster).Spec.ControlPlaneEndpoint; e.Host != "" || e.Port != 0 {
@@ -111,24 +116,32 @@ func readExports(output func(name string) (tfstate.Output, error)) (*apiextensio
 	return &apiextensionsv1.JSON{Raw: canonical}, infrav1.ReasonExportsPublished, fmt.Sprintf("status.exports holds the module's exports output (%d bytes).", len(canonical))
 }
 
-// DeletionWaits: a deleted cluster waits for the TerraformMachines of its
-// cluster (by the cluster-name label) to be gone.
+// DeletionWaits: a deleted cluster waits for the TerraformMachines and
+// TerraformMachinePools of its cluster (by the cluster-name label) to be
+// gone.
 func (cluster) DeletionWaits(ctx context.Context, c client.Reader, obj engine.Object) (*engine.Wait, error) {
 	cluster := engine.ClusterName(obj)
-	var list infrav1.TerraformMachineList
-	if err := c.List(ctx, &list, client.InNamespace(obj.GetNamespace()), client.MatchingLabels{infrav1.LabelClusterName: cluster}); err != nil {
+	var machines infrav1.TerraformMachineList
+	if err := c.List(ctx, &machines, client.InNamespace(obj.GetNamespace()), client.MatchingLabels{infrav1.LabelClusterName: cluster}); err != nil {
 		return nil, fmt.Errorf("list TerraformMachines: %w", err)
 	}
-	if len(list.Items) == 0 {
+	var pools infrav1.TerraformMachinePoolList
+	if err := c.List(ctx, &pools, client.InNamespace(obj.GetNamespace()), client.MatchingLabels{infrav1.LabelClusterName: cluster}); err != nil {
+		return nil, fmt.Errorf("list TerraformMachinePools: %w", err)
+	}
+	var remain []string
+	for _, m := range machines.Items {
+		remain = append(remain, "TerraformMachine "+m.Name)
+	}
+	for _, p := range pools.Items {
+		remain = append(remain, "TerraformMachinePool "+p.Name)
+	}
+	if len(remain) == 0 {
 		return nil, nil
 	}
-	names := make([]string, 0, min(len(list.Items), 5))
-	for _, m := range list.Items[:min(len(list.Items), 5)] {
-		names = append(names, m.Name)
-	}
 	return &engine.Wait{Reason: infrav1.ReasonMachinesRemain, Message: fmt.Sprintf(
-		"The object is deleted; %d TerraformMachines of cluster %s remain (%s): nothing is destroyed or released until they are gone, since they may run on what it would destroy.",
-		len(list.Items), cluster, strings.Join(names, ", "))}, nil
+		"The object is deleted and cluster %s still has machines or pools (%d: %s): nothing is destroyed or released until they are gone, since they may run on what it would destroy.",
+		cluster, len(remain), strings.Join(remain[:min(len(remain), 5)], ", "))}, nil
 }
 
 // A cluster is rendered again whenever its inputs change, and its plans
@@ -149,36 +162,38 @@ func (cluster) Gate(ctx context.Context, _, api client.Reader, obj engine.Object
 
 // Watch: where Cluster API is installed, its Clusters are watched, so
 // lifting a Cluster's pause acts at once (without it the manager runs
-// alone); and TerraformMachines, so a deleted cluster waiting for its
-// machines goes on when the last is gone, and a Job waiting for a
-// machine's when that ends.
+// alone); and TerraformMachines and TerraformMachinePools, so a deleted
+// cluster waiting for them goes on when the last is gone, and a Job
+// waiting for one of theirs when that ends.
 func (cluster) Watch(b *builder.Builder, mgr ctrl.Manager) (*builder.Builder, error) {
 	if m, err := mgr.GetRESTMapper().RESTMapping(engine.ClusterGroupKind); err == nil {
 		c := &unstructured.Unstructured{}
 		c.SetGroupVersionKind(m.GroupVersionKind)
 		b = b.Watches(c, handler.EnqueueRequestsFromMapFunc(infrastructureOf))
 	}
-	// Only a machine that is gone (a deleted cluster waits for its
-	// machines) and the end of a machine's apply or destroy (a cluster's
-	// Job waits for it) change what a cluster does; the many other
-	// updates of a machine's runs would each cost a reconcile.
-	return b.Watches(&infrav1.TerraformMachine{}, handler.EnqueueRequestsFromMapFunc(clustersOf(mgr.GetClient())),
-		builder.WithPredicates(predicate.Funcs{
-			CreateFunc: func(event.CreateEvent) bool { return false },
-			UpdateFunc: machineChangeEnded,
-		})), nil
+	// Only one that is gone (a deleted cluster waits for them) and the
+	// end of an apply or destroy (a cluster's Job waits for it) change
+	// what a cluster does; the many other updates of their runs would
+	// each cost a reconcile.
+	changes := builder.WithPredicates(predicate.Funcs{
+		CreateFunc: func(event.CreateEvent) bool { return false },
+		UpdateFunc: machineChangeEnded,
+	})
+	return b.Watches(&infrav1.TerraformMachine{}, handler.EnqueueRequestsFromMapFunc(clustersOf(mgr.GetClient())), changes).
+		Watches(&infrav1.TerraformMachinePool{}, handler.EnqueueRequestsFromMapFunc(clustersOf(mgr.GetClient())), changes), nil
 }
 
-// machineChangeEnded: an update of a TerraformMachine whose apply or
-// destroy Job ended.
+// machineChangeEnded: an update of a TerraformMachine or
+// TerraformMachinePool whose apply or destroy Job ended.
 func machineChangeEnded(e event.UpdateEvent) bool {
 	old, okOld := e.ObjectOld.(engine.Object)
 	now, okNew := e.ObjectNew.(engine.Object)
 	return okOld && okNew && capi.ChangeEnded(old, now)
 }
 
-// clustersOf maps a TerraformMachine to the TerraformClusters of its
-// namespace whose cluster (engine.ClusterName) is the machine's.
+// clustersOf maps a TerraformMachine or TerraformMachinePool to the
+// TerraformClusters of its namespace whose cluster (engine.ClusterName) is
+// its own.
 func clustersOf(c client.Reader) handler.MapFunc {
 	return func(ctx context.Context, obj client.Object) []reconcile.Request {
 		cluster := obj.GetLabels()[infrav1.LabelClusterName]
@@ -187,7 +202,7 @@ func clustersOf(c client.Reader) handler.MapFunc {
 		}
 		tcs, err := capi.TerraformClustersOf(ctx, c, obj.GetNamespace(), cluster)
 		if err != nil {
-			ctrl.LoggerFrom(ctx).Error(err, "TerraformClusters of a TerraformMachine")
+			ctrl.LoggerFrom(ctx).Error(err, "TerraformClusters of a machine or pool")
 			return nil
 		}
 		reqs := make([]reconcile.Request, len(tcs))

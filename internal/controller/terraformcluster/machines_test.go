@@ -15,10 +15,11 @@ import (
 )
 
 // TestDeletionWaitsForMachines: a deleted TerraformCluster destroys
-// nothing while a TerraformMachine of its cluster remains (Ready=False,
-// MachinesRemain, naming it); once the machine is gone it is destroyed
-// and released, brought back by the watch of TerraformMachines, not by
-// the ten-minute re-check. A machine of another cluster does not hold it.
+// nothing while a TerraformMachine or a TerraformMachinePool of its
+// cluster remains (Ready=False, MachinesRemain, naming them); once the
+// last is gone it is destroyed and released, brought back by the watch of
+// pools, not by the ten-minute re-check. A machine of another cluster
+// does not hold it.
 func TestDeletionWaitsForMachines(t *testing.T) {
 	h := start(t)
 	ctx := context.Background()
@@ -37,13 +38,21 @@ func TestDeletionWaitsForMachines(t *testing.T) {
 	}
 	node := machine("holding-node-0", "holding")
 	machine("other-node-0", "other")
+	pool := &infrav1.TerraformMachinePool{
+		ObjectMeta: metav1.ObjectMeta{Name: "holding-pool-0", Namespace: "default", Labels: map[string]string{infrav1.LabelClusterName: "holding"}},
+		Spec:       infrav1.TerraformMachinePoolSpec{RunnerSpec: infrav1.RunnerSpec{Image: moduleImage}},
+	}
+	if err := h.c.Create(ctx, pool); err != nil {
+		t.Fatal(err)
+	}
 
 	if err := h.c.Delete(ctx, tc); err != nil {
 		t.Fatal(err)
 	}
 	h.wait(tc, "the deletion waits for the machine", func(tc *infrav1.TerraformCluster) bool {
 		c := condition(tc, infrav1.ConditionReady)
-		return c != nil && c.Reason == infrav1.ReasonMachinesRemain && strings.Contains(c.Message, "holding-node-0") && !strings.Contains(c.Message, "other-node-0")
+		return c != nil && c.Reason == infrav1.ReasonMachinesRemain && strings.Contains(c.Message, "TerraformMachine holding-node-0") &&
+			strings.Contains(c.Message, "TerraformMachinePool holding-pool-0") && !strings.Contains(c.Message, "other-node-0")
 	})
 	time.Sleep(3 * time.Second)
 	for _, j := range h.jobs(tc) {
@@ -52,13 +61,20 @@ func TestDeletionWaitsForMachines(t *testing.T) {
 		}
 	}
 
-	deleted := time.Now()
 	if err := h.c.Delete(ctx, node); err != nil {
 		t.Fatal(err)
 	}
-	h.gone(tc, "destroyed once the machine is gone")
+	h.wait(tc, "the deletion waits for the pool alone", func(tc *infrav1.TerraformCluster) bool {
+		c := condition(tc, infrav1.ConditionReady)
+		return c != nil && c.Reason == infrav1.ReasonMachinesRemain && strings.Contains(c.Message, "(1: TerraformMachinePool holding-pool-0)") && strings.Contains(c.Message, "holding-pool-0")
+	})
+	deleted := time.Now()
+	if err := h.c.Delete(ctx, pool); err != nil {
+		t.Fatal(err)
+	}
+	h.gone(tc, "destroyed once the pool is gone")
 	if took := time.Since(deleted); took > engine.Recheck/2 {
-		t.Errorf("released %s after the machine went: the re-check, not the watch", took)
+		t.Errorf("released %s after the pool went: the re-check, not the watch", took)
 	}
 	var destroyed bool
 	for _, j := range h.jobs(tc) {

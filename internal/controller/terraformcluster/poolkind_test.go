@@ -70,8 +70,9 @@ func (h *driftHarness) waitPool(p *infrav1.TerraformMachinePool, what string, co
 // status.replicas, which Cluster API's MachinePool controller copies into
 // the MachinePool with its infrastructure provisioned. A scale-up under
 // applyPolicy Manual waits as a TerraformPlan of the pool, applies once
-// approved, and the list follows. The bootstrap data reaches nothing but
-// the module.
+// approved, and the list follows. A member made or removed outside any
+// apply reaches the list through a refresh Job, on the pool's membership
+// interval. The bootstrap data reaches nothing but the module.
 func TestPools(t *testing.T) {
 	h := startMachines(t)
 	ctx := context.Background()
@@ -202,6 +203,49 @@ func TestPools(t *testing.T) {
 		return c != nil && c.Status == metav1.ConditionTrue && len(p.Spec.ProviderIDList) == 3 && p.Status.Replicas == 3
 	})
 	waitFor(h.harness, mp, "MachinePool: 3 members", copied(3))
+
+	// Members change outside any apply: a refresh Job reads them again
+	// every membership.intervalSeconds, and the list follows, with no
+	// plan and no apply.
+	earlier := map[string]bool{}
+	for _, j := range h.jobs(p) {
+		earlier[j.Name] = true
+	}
+	before = p.DeepCopy()
+	p.Spec.Membership.IntervalSeconds = ptr.To(int32(10))
+	if err := h.c.Patch(ctx, p, client.MergeFrom(before)); err != nil {
+		t.Fatal(err)
+	}
+	autoscaled := filepath.Join(h.files, "fleet", "fleet-pool-3.txt")
+	if err := os.WriteFile(autoscaled, []byte("made by an autoscaler"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	h.waitPool(p, "the autoscaled member", func(p *infrav1.TerraformMachinePool) bool {
+		return slices.Equal(p.Spec.ProviderIDList, members(4)) && p.Status.Replicas == 4
+	})
+	waitFor(h.harness, mp, "MachinePool: the autoscaled member", copied(4))
+	if err := os.Remove(autoscaled); err != nil {
+		t.Fatal(err)
+	}
+	h.waitPool(p, "the autoscaled member gone", func(p *infrav1.TerraformMachinePool) bool {
+		return slices.Equal(p.Spec.ProviderIDList, members(3)) && p.Status.Replicas == 3 && p.Status.LastMembershipRefresh != nil
+	})
+	refreshes := 0
+	for _, j := range h.jobs(p) {
+		switch op := j.Labels[engine.LabelOperation]; {
+		case earlier[j.Name]:
+		case op == string(infrav1.OperationRefresh):
+			refreshes++
+		default:
+			t.Errorf("%s Job %s while only the members changed, want refresh Jobs only", op, j.Name)
+		}
+	}
+	if refreshes == 0 {
+		t.Error("no refresh Job, yet the members outside any apply reached the list")
+	}
+	if p.Status.PendingPlanRef != nil || p.Status.Plan != nil {
+		t.Errorf("a plan waits while only the members changed: %+v", p.Status.Plan)
+	}
 
 	// The bootstrap data reached no status, event or plan.
 	var plans infrav1.TerraformPlanList

@@ -12,8 +12,10 @@ import (
 	"context"
 	"encoding/json"
 	"maps"
+	"time"
 
 	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -67,6 +69,10 @@ func (machine) Applied(view engine.Object, msg *runner.Message) []engine.Step {
 
 // providerID is a TerraformMachine's spec.providerID.
 func providerID(obj engine.Object) *string { return &obj.(*infrav1.TerraformMachine).Spec.ProviderID }
+
+// Refresh: no refresh Jobs; a machine publishes nothing that changes outside its apply.
+func (machine) Refresh(engine.Object) (time.Duration, *metav1.Time) { return 0, nil }
+func (machine) Refreshed(engine.Object, metav1.Time)                {}
 
 func (machine) Signs(obj engine.Object) []string {
 	if obj.(*infrav1.TerraformMachine).Spec.ProviderID != "" {

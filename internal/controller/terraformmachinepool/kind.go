@@ -16,6 +16,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"time"
 
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -66,6 +67,26 @@ func (pool) Applied(_ engine.Object, msg *runner.Message) []engine.Step {
 		return nil
 	}
 	return []engine.Step{capi.PublishProviderID{ID: msg.ProviderID, Field: providerID}}
+}
+
+// defaultMembershipInterval is the time between two membership refreshes
+// of a pool whose spec.membership sets none.
+const defaultMembershipInterval = 60 * time.Second
+
+// Refresh: a pool's members change outside any apply (an autoscaler, a
+// replaced instance), so a refresh Job reads them again every
+// spec.membership.intervalSeconds, and right after every apply.
+func (pool) Refresh(obj engine.Object) (time.Duration, *metav1.Time) {
+	p := obj.(*infrav1.TerraformMachinePool)
+	interval := defaultMembershipInterval
+	if s := p.Spec.Membership.IntervalSeconds; s != nil {
+		interval = time.Duration(*s) * time.Second
+	}
+	return interval, p.Status.LastMembershipRefresh
+}
+
+func (pool) Refreshed(view engine.Object, now metav1.Time) {
+	view.(*infrav1.TerraformMachinePool).Status.LastMembershipRefresh = &now
 }
 
 // providerID is a TerraformMachinePool's spec.providerID.

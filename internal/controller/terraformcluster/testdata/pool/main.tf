@@ -1,7 +1,8 @@
 # A pool module: one captftest file per member under
 # $CAPTF_TEST_PROVIDER_ROOT/<dir>, holding what the member was given and
-# the bootstrap data as its secret. Its members' provider IDs go out in
-# provider_ids, read by the manager from the state.
+# the bootstrap data as its secret. Its members' provider IDs (the files
+# in that directory, whoever made them) go out in provider_ids, read by
+# the manager from the state.
 terraform {
   required_providers {
     captftest = {
@@ -61,6 +62,14 @@ output "provider_id" {
   value = "captftest:///${var.dir}/${var.captf_pool_name}"
 }
 
+# The members, as a cloud's module reads an autoscaling group's
+# instances: every file in the directory, those an "autoscaler" (the test)
+# made too.
+data "captftest_directory" "members" {
+  directory  = var.dir
+  depends_on = [captftest_file.member]
+}
+
 output "provider_ids" {
-  value = [for f in captftest_file.member : "captftest:///${var.dir}/${f.name}"]
+  value = [for name in data.captftest_directory.members.names : "captftest:///${var.dir}/${name}"]
 }
