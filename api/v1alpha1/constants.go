@@ -56,6 +56,12 @@ const (
 	// destroy and a drift check run.
 	AnnotationAppliedImage    = "captf.io/applied-image"
 	AnnotationAppliedIdentity = "captf.io/applied-identity"
+	// AnnotationApprovalHash on the durable inputs Secret is the approval
+	// hash of its inputs (the inputs hash without the values an approval
+	// does not bind: a pool's bootstrap data), and
+	// AnnotationAppliedApprovalHash that of the last successful apply's.
+	AnnotationApprovalHash        = "captf.io/approval-hash"
+	AnnotationAppliedApprovalHash = "captf.io/applied-approval-hash"
 	// AnnotationDestroyWithCurrentInputs on a deleted TerraformCluster
 	// whose state was applied with inputs the manager no longer has lets
 	// its destroy run with the inputs the object renders now.

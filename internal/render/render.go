@@ -35,6 +35,14 @@ type Variable struct {
 	// Sensitive marks a value from a Secret: terraform then hides it in the
 	// plan it prints.
 	Sensitive bool
+	// Unhashed leaves the value out of the inputs hash and the approval
+	// hash: a change of it alone is no change of the inputs (a pool's
+	// replicas while an autoscaler owns them). Its name is hashed.
+	Unhashed bool
+	// Unapproved leaves the value out of the approval hash only: a change
+	// of it alone is applied without a new approval (a pool's bootstrap
+	// data, which rotates). Its name is hashed.
+	Unapproved bool
 }
 
 // Request is what a root module is rendered from.
@@ -55,6 +63,10 @@ type Root struct {
 	Vars   []byte // terraform.tfvars.json
 	// InputsHash is the h2: hash recorded in the root's output.
 	InputsHash string
+	// ApprovalHash is the inputs hash without the values of Unapproved
+	// variables: what an approval binds across changes of those. It is
+	// InputsHash when there are none.
+	ApprovalHash string
 }
 
 var namePattern = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_-]*$`)
@@ -110,19 +122,59 @@ func Render(key []byte, req Request) (*Root, error) {
 	if err != nil {
 		return nil, err
 	}
-	mac := hmac.New(sha256.New, key)
-	for _, part := range [][]byte{[]byte("captf inputs h2"), unhashed, varsJSON, []byte(req.Image), []byte(req.Identity)} {
-		// Length-prefix each part so no two splits of the same bytes agree.
-		fmt.Fprintf(mac, "%d:", len(part))
-		mac.Write(part)
+	hash, err := inputsHash(key, unhashed, vars, req, func(v Variable) bool { return v.Unhashed })
+	if err != nil {
+		return nil, err
 	}
-	hash := HashPrefix + hex.EncodeToString(mac.Sum(nil))
+	approval := hash
+	if slices.ContainsFunc(names, func(n string) bool { return req.Variables[n].Unapproved && !req.Variables[n].Unhashed }) {
+		approval, err = inputsHash(key, unhashed, vars, req, func(v Variable) bool { return v.Unhashed || v.Unapproved })
+		if err != nil {
+			return nil, err
+		}
+	}
 	root["output"] = map[string]any{HashOutput: map[string]any{"value": hash}}
 	mainTF, err := marshal(root)
 	if err != nil {
 		return nil, err
 	}
-	return &Root{MainTF: mainTF, Vars: varsJSON, InputsHash: hash}, nil
+	return &Root{MainTF: mainTF, Vars: varsJSON, InputsHash: hash, ApprovalHash: approval}, nil
+}
+
+// inputsHash is the h2: hash of a root (without its output) and its
+// variables, but the values of those left out, whose names are hashed
+// instead, and req's image and identity. With none left out it is the
+// hash of every release before values could be left out.
+func inputsHash(key, root []byte, vars map[string]any, req Request, leftOut func(Variable) bool) (string, error) {
+	hashed := make(map[string]any, len(vars))
+	var out []string
+	for n, v := range vars {
+		if leftOut(req.Variables[n]) {
+			out = append(out, n)
+			continue
+		}
+		hashed[n] = v
+	}
+	varsJSON, err := marshal(hashed)
+	if err != nil {
+		return "", err
+	}
+	parts := [][]byte{[]byte("captf inputs h2"), root, varsJSON, []byte(req.Image), []byte(req.Identity)}
+	if len(out) > 0 {
+		slices.Sort(out)
+		names, err := marshal(out)
+		if err != nil {
+			return "", err
+		}
+		parts = append(parts, names)
+	}
+	mac := hmac.New(sha256.New, key)
+	for _, part := range parts {
+		// Length-prefix each part so no two splits of the same bytes agree.
+		fmt.Fprintf(mac, "%d:", len(part))
+		mac.Write(part)
+	}
+	return HashPrefix + hex.EncodeToString(mac.Sum(nil)), nil
 }
 
 // canonical decodes JSON keeping numbers as written, so that re-encoding

@@ -96,6 +96,60 @@ func TestInputsHash(t *testing.T) {
 	}
 }
 
+// TestInputsHashKept: with no value left out, the inputs hash is what
+// every earlier release computed (the hash below was computed by the
+// release before values could be left out), so an upgrade plans nothing
+// again; the approval hash is the inputs hash.
+func TestInputsHashKept(t *testing.T) {
+	root := render(t, req(nil))
+	if want := "h2:a96d38b7af7cb64351b2d622ab2ebe5c73a636a384d5f8333cddc908a9747f10"; root.InputsHash != want {
+		t.Errorf("inputs hash %s, want %s", root.InputsHash, want)
+	}
+	if root.ApprovalHash != root.InputsHash {
+		t.Errorf("approval hash %s, want the inputs hash %s", root.ApprovalHash, root.InputsHash)
+	}
+}
+
+// TestLeftOut: an Unhashed value is out of both hashes, an Unapproved
+// value out of the approval hash only; leaving a value out (or no longer)
+// is a change of both, and the values still reach the module.
+func TestLeftOut(t *testing.T) {
+	with := func(replicas, data string, unhashed bool) Request {
+		return req(func(r *Request) {
+			r.Variables["replicas"] = Variable{Value: json.RawMessage(replicas), Unhashed: unhashed}
+			r.Variables["bootstrap"] = Variable{Value: json.RawMessage(data), Sensitive: true, Unapproved: true}
+		})
+	}
+	base := render(t, with(`3`, `"token-1"`, true))
+	if base.ApprovalHash == base.InputsHash {
+		t.Fatal("with an Unapproved value, the approval hash is the inputs hash")
+	}
+	if !bytes.Contains(base.Vars, []byte(`"replicas":3`)) || !bytes.Contains(base.Vars, []byte(`"bootstrap":"token-1"`)) {
+		t.Errorf("a value left out of the hashes does not reach the module: %s", base.Vars)
+	}
+	for _, c := range []struct {
+		reason                string
+		r                     Request
+		sameInputs, sameAppro bool
+	}{
+		{"the same inputs", with(`3`, `"token-1"`, true), true, true},
+		{"replicas an autoscaler owns", with(`5`, `"token-1"`, true), true, true},
+		{"rotated bootstrap data", with(`3`, `"token-2"`, true), false, true},
+		{"both", with(`5`, `"token-2"`, true), false, true},
+		{"replicas no longer left out", with(`3`, `"token-1"`, false), false, false},
+		{"another value", req(func(r *Request) {
+			*r = with(`3`, `"token-1"`, true)
+			r.Variables["region"] = Variable{Value: json.RawMessage(`"us-east-1"`)}
+		}), false, false},
+	} {
+		got := render(t, c.r)
+		if (got.InputsHash == base.InputsHash) != c.sameInputs || (got.ApprovalHash == base.ApprovalHash) != c.sameAppro {
+			t.Errorf("%s: same inputs hash %v, same approval hash %v; want %v, %v", c.reason,
+				got.InputsHash == base.InputsHash, got.ApprovalHash == base.ApprovalHash, c.sameInputs, c.sameAppro)
+		}
+	}
+}
+
 func TestRenderRefuses(t *testing.T) {
 	if _, err := Render(key[:31], req(nil)); err == nil {
 		t.Error("a short key was accepted")

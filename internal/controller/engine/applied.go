@@ -19,8 +19,8 @@ import (
 // must undo or check what was applied, never what an apply only tried.
 // So after each successful apply its files go to two more keys of that
 // Secret, and its image (pinned to the digest it ran) and identity to two
-// more annotations. A state records the inputs hash it was applied with:
-// a run reads these only when they hash to it.
+// more annotations, with its approval hash. A state records the inputs
+// hash it was applied with: a run reads these only when they hash to it.
 
 // Keys of the durable inputs Secret that hold the files of the last
 // successful apply.
@@ -66,8 +66,10 @@ func (s keepApplied) Apply(ctx context.Context, r *Reconciler, x *StepContext) e
 	}
 	image := Pin(sec.Annotations[infrav1.AnnotationImage], digest)
 	identity := sec.Annotations[infrav1.AnnotationIdentity]
+	approval := sec.Annotations[infrav1.AnnotationApprovalHash]
 	if bytes.Equal(sec.Data[KeyAppliedMain], main) && bytes.Equal(sec.Data[keyAppliedVars], sec.Data["terraform.tfvars.json"]) &&
-		sec.Annotations[infrav1.AnnotationAppliedImage] == image && sec.Annotations[infrav1.AnnotationAppliedIdentity] == identity {
+		sec.Annotations[infrav1.AnnotationAppliedImage] == image && sec.Annotations[infrav1.AnnotationAppliedIdentity] == identity &&
+		sec.Annotations[infrav1.AnnotationAppliedApprovalHash] == approval {
 		return nil
 	}
 	patch := client.MergeFrom(sec.DeepCopy())
@@ -75,6 +77,7 @@ func (s keepApplied) Apply(ctx context.Context, r *Reconciler, x *StepContext) e
 	sec.Data[keyAppliedVars] = sec.Data["terraform.tfvars.json"]
 	sec.Annotations[infrav1.AnnotationAppliedImage] = image
 	sec.Annotations[infrav1.AnnotationAppliedIdentity] = identity
+	sec.Annotations[infrav1.AnnotationAppliedApprovalHash] = approval
 	if err := r.Client.Patch(ctx, &sec, patch); err != nil {
 		return fmt.Errorf("keep the applied inputs: %w", err)
 	}
@@ -100,9 +103,9 @@ func (r *Reconciler) appliedInputs(ctx context.Context, reader client.Reader, ob
 		return nil, fmt.Errorf("durable inputs: %w", err)
 	}
 	candidates := []appliedRun{
-		{root: &render.Root{MainTF: s.Data[KeyAppliedMain], Vars: s.Data[keyAppliedVars]},
+		{root: &render.Root{MainTF: s.Data[KeyAppliedMain], Vars: s.Data[keyAppliedVars], ApprovalHash: s.Annotations[infrav1.AnnotationAppliedApprovalHash]},
 			image: s.Annotations[infrav1.AnnotationAppliedImage], identity: s.Annotations[infrav1.AnnotationAppliedIdentity]},
-		{root: &render.Root{MainTF: s.Data["main.tf.json"], Vars: s.Data["terraform.tfvars.json"]},
+		{root: &render.Root{MainTF: s.Data["main.tf.json"], Vars: s.Data["terraform.tfvars.json"], ApprovalHash: s.Annotations[infrav1.AnnotationApprovalHash]},
 			image:    Pin(s.Annotations[infrav1.AnnotationImage], s.Annotations[infrav1.AnnotationImageDigest]),
 			identity: s.Annotations[infrav1.AnnotationIdentity]},
 	}

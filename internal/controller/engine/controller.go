@@ -283,7 +283,17 @@ func (r *Reconciler) reconcileDue(ctx context.Context, s *scope, root *render.Ro
 		}
 	}
 	first := stateHash == "" && past.first() && !Interrupted(obj)
-	if obj.GetRunnerSpec().ApplyPolicy != infrav1.ApplyManual {
+	manual := obj.GetRunnerSpec().ApplyPolicy == infrav1.ApplyManual
+	if manual && !first {
+		// A change only of values the approval does not bind (a pool's
+		// rotated bootstrap data) is applied as under Automatic.
+		unapproved, err := r.unapprovedChangeOnly(ctx, obj, root, stateHash)
+		if err != nil {
+			return ctrl.Result{}, err
+		}
+		manual = !unapproved
+	}
+	if !manual {
 		guard := !first && !obj.GetRunnerSpec().AllowDestructivePlans
 		if guard && (blocked(obj.GetRunnerStatus().LastRun) || WaitsDestructive(obj)) {
 			// The guard stopped a plan that deletes or replaces: a plan
@@ -301,6 +311,23 @@ func (r *Reconciler) reconcileDue(ctx context.Context, s *scope, root *render.Ro
 		return ctrl.Result{}, r.startJob(ctx, obj, root, jobRequest{op: infrav1.OperationApply})
 	}
 	return r.reconcileManual(ctx, obj, root, stateHash)
+}
+
+// unapprovedChangeOnly reports whether root differs from what the last
+// successful apply ran (its state records stateHash) only in values the
+// approval hash leaves out (render.Variable.Unapproved: a pool's bootstrap
+// data, which rotates): then it needs no new approval. Not while drift
+// waits to be undone, which under Manual needs one; and not when the
+// durable inputs do not say what was applied, or with which approval hash.
+func (r *Reconciler) unapprovedChangeOnly(ctx context.Context, obj Object, root *render.Root, stateHash string) (bool, error) {
+	if root.ApprovalHash == root.InputsHash || stateHash == "" || stateHash == root.InputsHash || remediating(obj) {
+		return false, nil
+	}
+	applied, err := r.appliedInputs(ctx, r.Client, obj, stateHash)
+	if err != nil || applied == nil {
+		return false, err
+	}
+	return applied.root.ApprovalHash == root.ApprovalHash, nil
 }
 
 // owed reports whether an apply is due even where the state records the

@@ -77,6 +77,7 @@ func (r *Reconciler) writeDurableInputs(ctx context.Context, obj Object, root *r
 		}
 		s.Annotations[infrav1.AnnotationImage] = obj.GetRunnerSpec().Image
 		s.Annotations[infrav1.AnnotationIdentity] = identity(obj)
+		s.Annotations[infrav1.AnnotationApprovalHash] = root.ApprovalHash
 		// What the last successful apply ran stays beside (applied.go).
 		if s.Data == nil {
 			s.Data = map[string][]byte{}

@@ -6,7 +6,9 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"testing"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
@@ -72,7 +74,10 @@ func (h *driftHarness) waitPool(p *infrav1.TerraformMachinePool, what string, co
 // applyPolicy Manual waits as a TerraformPlan of the pool, applies once
 // approved, and the list follows. A member made or removed outside any
 // apply reaches the list through a refresh Job, on the pool's membership
-// interval. The bootstrap data reaches nothing but the module.
+// interval. Under Manual, rotated bootstrap data alone applies without a
+// new approval, and replicas an autoscaler owns are no input: their
+// change applies nothing. The bootstrap data reaches nothing but the
+// module.
 func TestPools(t *testing.T) {
 	h := startMachines(t)
 	ctx := context.Background()
@@ -247,6 +252,86 @@ func TestPools(t *testing.T) {
 		t.Errorf("a plan waits while only the members changed: %+v", p.Status.Plan)
 	}
 
+	// Under Manual, rotated bootstrap data alone is applied without a new
+	// approval: no TerraformPlan, and every member gets the new data.
+	plansBefore := h.planNames(p)
+	rotated := bootstrapCanary + "-ROTATED"
+	bootstrap.Data["value"] = []byte(rotated)
+	if err := h.c.Update(ctx, bootstrap); err != nil {
+		t.Fatal(err)
+	}
+	waitFiles := func(what string, ok func() bool) {
+		t.Helper()
+		deadline := time.Now().Add(2 * time.Minute)
+		for !ok() {
+			if time.Now().After(deadline) {
+				t.Fatalf("%s: not within 2 minutes", what)
+			}
+			time.Sleep(200 * time.Millisecond)
+		}
+	}
+	waitFiles("the rotated bootstrap data reaches every member", func() bool {
+		for i := range 3 {
+			b, err := os.ReadFile(filepath.Join(h.files, "fleet", ".fleet-pool-"+strconv.Itoa(i)+".txt.captftest-secret"))
+			if err != nil || string(b) != rotated {
+				return false
+			}
+		}
+		return true
+	})
+	if now := h.planNames(p); !slices.Equal(now, plansBefore) {
+		t.Errorf("TerraformPlans %v after a bootstrap rotation, want still %v: it asked for an approval", now, plansBefore)
+	}
+
+	// Replicas an autoscaler owns: taking them over changes the inputs
+	// (an empty plan, applied without approval); then a change of them is
+	// no change of the inputs — no plan, no apply.
+	h.waitPool(p, "idle after the rotation", func(p *infrav1.TerraformMachinePool) bool {
+		return p.Status.ActiveJob == nil && p.Status.LastRun != nil && p.Status.LastRun.Operation == infrav1.OperationApply && p.Status.LastRun.Succeeded
+	})
+	if err := h.c.Get(ctx, client.ObjectKeyFromObject(mp), mp); err != nil {
+		t.Fatal(err)
+	}
+	owned := mp.DeepCopy()
+	owned.Annotations = map[string]string{clusterv1.ReplicasManagedByAnnotation: "external-autoscaler"}
+	if err := h.c.Patch(ctx, owned, client.MergeFrom(mp)); err != nil {
+		t.Fatal(err)
+	}
+	lastApply := p.Status.LastRun.Job
+	h.waitPool(p, "the takeover applied", func(p *infrav1.TerraformMachinePool) bool {
+		return p.Status.LastRun != nil && p.Status.LastRun.Job != lastApply && p.Status.LastRun.Succeeded && p.Status.ActiveJob == nil
+	})
+	if now := h.planNames(p); !slices.Equal(now, plansBefore) {
+		t.Errorf("TerraformPlans %v after the autoscaler's takeover, want still %v", now, plansBefore)
+	}
+	lastApply = p.Status.LastRun.Job
+	earlier = map[string]bool{}
+	for _, j := range h.jobs(p) {
+		earlier[j.Name] = true
+	}
+	autoscaled5 := owned.DeepCopy()
+	autoscaled5.Spec.Replicas = ptr.To(int32(5))
+	if err := h.c.Patch(ctx, autoscaled5, client.MergeFrom(owned)); err != nil {
+		t.Fatal(err)
+	}
+	// Two membership refreshes later, nothing else ran.
+	refreshed := p.Status.LastMembershipRefresh
+	h.waitPool(p, "two refreshes after the autoscaler's change", func(p *infrav1.TerraformMachinePool) bool {
+		r := p.Status.LastMembershipRefresh
+		return r != nil && refreshed != nil && r.Sub(refreshed.Time) >= 10*time.Second
+	})
+	for _, j := range h.jobs(p) {
+		if op := j.Labels[engine.LabelOperation]; !earlier[j.Name] && op != string(infrav1.OperationRefresh) {
+			t.Errorf("%s Job %s after an autoscaler's change of the replicas, want refresh Jobs only", op, j.Name)
+		}
+	}
+	if p.Status.LastRun.Job != lastApply || p.Status.Plan != nil || p.Status.PendingPlanRef != nil {
+		t.Errorf("an autoscaler's change of the replicas: last run %s (want %s), plan %+v", p.Status.LastRun.Job, lastApply, p.Status.Plan)
+	}
+	if ids := p.Spec.ProviderIDList; len(ids) != 3 {
+		t.Errorf("members %v, want the 3 the module made", ids)
+	}
+
 	// The bootstrap data reached no status, event or plan.
 	var plans infrav1.TerraformPlanList
 	if err := h.c.List(ctx, &plans, client.InNamespace("default")); err != nil {
@@ -256,4 +341,21 @@ func TestPools(t *testing.T) {
 		t.Error("no TerraformPlan to look in: the check proves nothing")
 	}
 	h.noCanary(bootstrapCanary, map[string]any{"status": p.Status, "events": h.events(p), "plans": plans.Items, "seen pools": seen.all()})
+}
+
+// planNames are the names of the TerraformPlans of obj, sorted.
+func (h *driftHarness) planNames(obj client.Object) []string {
+	h.t.Helper()
+	var plans infrav1.TerraformPlanList
+	if err := h.c.List(context.Background(), &plans, client.InNamespace(obj.GetNamespace())); err != nil {
+		h.t.Fatal(err)
+	}
+	var names []string
+	for _, p := range plans.Items {
+		if p.Spec.TargetRef.Name == obj.GetName() {
+			names = append(names, p.Name)
+		}
+	}
+	slices.Sort(names)
+	return names
 }

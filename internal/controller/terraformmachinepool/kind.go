@@ -22,6 +22,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
+	"sigs.k8s.io/cluster-api/util/annotations"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -199,9 +200,10 @@ func (pool) Plans() bool  { return true }
 const defaultReplicas = 1
 
 // Inputs are the pool contract's variables: the cluster's exports, the
-// MachinePool's name, replicas and failure domains, its machine
-// template's labels and taints, and the bootstrap data, which is
-// sensitive. Until each can be had the pool waits: for its owner
+// MachinePool's name, replicas (out of the inputs hash while an
+// autoscaler owns them: cluster.x-k8s.io/replicas-managed-by) and failure
+// domains, its machine template's labels and taints, and the bootstrap
+// data, which is sensitive and out of the approval hash. Until each can be had the pool waits: for its owner
 // MachinePool, its Cluster's infrastructure, the exports, the bootstrap
 // data.
 func (pool) Inputs(ctx context.Context, c client.Reader, obj engine.Object) (map[string]render.Variable, *engine.Wait, error) {
@@ -239,15 +241,20 @@ func (pool) Inputs(ctx context.Context, c client.Reader, obj engine.Object) (map
 		domains = []string{}
 	}
 	return map[string]render.Variable{
-		modulecontract.VariableExports:        {Value: exports},
-		modulecontract.VariablePoolName:       {Value: jsonOf(mp.Name)},
-		modulecontract.VariableReplicas:       {Value: jsonOf(ptr.Deref(mp.Spec.Replicas, defaultReplicas))},
+		modulecontract.VariableExports:  {Value: exports},
+		modulecontract.VariablePoolName: {Value: jsonOf(mp.Name)},
+		// Replicas an autoscaler owns change without a change of the
+		// pool's inputs: the module applies them only when something
+		// else changes (it should ignore its group's desired size).
+		modulecontract.VariableReplicas:       {Value: jsonOf(ptr.Deref(mp.Spec.Replicas, defaultReplicas)), Unhashed: annotations.ReplicasManagedByExternalAutoscaler(mp)},
 		modulecontract.VariableFailureDomains: {Value: jsonOf(domains)},
 		modulecontract.VariableNodeLabels:     {Value: jsonOf(labels)},
 		modulecontract.VariableNodeTaints:     {Value: jsonOf(taints)},
 		// Bytes that are not UTF-8 read as U+FFFD: bootstrap data is
-		// text (cloud-init, Ignition).
-		modulecontract.VariableBootstrapData: {Value: jsonOf(string(data)), Sensitive: true},
+		// text (cloud-init, Ignition). It rotates (kubeadm renews its
+		// tokens): an approval does not bind it, and under Manual a
+		// change of it alone is applied without a new one.
+		modulecontract.VariableBootstrapData: {Value: jsonOf(string(data)), Sensitive: true, Unapproved: true},
 	}, nil, nil
 }
 
@@ -297,7 +304,8 @@ func machinePoolChanged(e event.UpdateEvent) bool {
 		ptr.Deref(old.Spec.Replicas, defaultReplicas) != ptr.Deref(now.Spec.Replicas, defaultReplicas) ||
 		!slices.Equal(old.Spec.FailureDomains, now.Spec.FailureDomains) ||
 		!maps.Equal(o.Labels, n.Labels) || !slices.Equal(o.Spec.Taints, n.Spec.Taints) ||
-		o.Spec.InfrastructureRef != n.Spec.InfrastructureRef
+		o.Spec.InfrastructureRef != n.Spec.InfrastructureRef ||
+		annotations.ReplicasManagedByExternalAutoscaler(old) != annotations.ReplicasManagedByExternalAutoscaler(now)
 }
 
 // infrastructureOf maps a MachinePool to the TerraformMachinePool its

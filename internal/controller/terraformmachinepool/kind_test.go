@@ -126,5 +126,11 @@ func TestMachinePoolChanged(t *testing.T) {
 		{Name: "taints", Change: func(mp *clusterv1.MachinePool) {
 			mp.Spec.Template.Spec.Taints = []clusterv1.MachineTaint{{Key: "k", Effect: corev1.TaintEffectNoSchedule}}
 		}, Want: true},
+		{Name: "an autoscaler takes the replicas", Change: func(mp *clusterv1.MachinePool) {
+			mp.Annotations = map[string]string{clusterv1.ReplicasManagedByAnnotation: "external-autoscaler"}
+		}, Want: true},
+		{Name: "an annotation of no concern", Change: func(mp *clusterv1.MachinePool) {
+			mp.Annotations = map[string]string{"team": "a"}
+		}, Want: false},
 	})
 }
