@@ -145,30 +145,51 @@ func readMembers(output func(name string) (tfstate.Output, error)) ([]string, st
 	case out.Sensitive:
 		return nil, infrav1.ReasonMembersSensitive, fmt.Sprintf("The module's %s output is sensitive, and the IDs are published in spec.providerIDList: it is not published. Declare it without sensitive.", name)
 	}
+	// The list is decoded once into the IDs; the entries are looked at one
+	// by one only to say what is wrong with a list that is refused.
+	var ids []string
+	if err := json.Unmarshal(out.Value, &ids); err != nil {
+		return nil, infrav1.ReasonMembersInvalid, invalidMembers(name, out.Value)
+	}
+	if len(ids) > infrav1.MaxProviderIDs {
+		return nil, infrav1.ReasonMembersInvalid, fmt.Sprintf("The module's %s output has %d entries, more than the %d spec.providerIDList holds.", name, len(ids), infrav1.MaxProviderIDs)
+	}
+	for i, id := range ids {
+		if id == "" || len(id) > maxProviderID {
+			return nil, infrav1.ReasonMembersInvalid, fmt.Sprintf("Entry %d of the module's %s output is not a string of 1 to %d characters.", i, name, maxProviderID)
+		}
+	}
+	// Sorted: an order the module's resources change is no change of the
+	// list. A repeated entry is then next to its twin.
+	slices.Sort(ids)
+	for i := 1; i < len(ids); i++ {
+		if ids[i] == ids[i-1] {
+			return nil, infrav1.ReasonMembersInvalid, invalidMembers(name, out.Value)
+		}
+	}
+	return ids, infrav1.ReasonMembersPublished, fmt.Sprintf("spec.providerIDList holds the module's %s output (%d members).", name, len(ids))
+}
+
+// invalidMembers says what is wrong with the members list value, a refused
+// provider_ids output: not a list, an entry that is not a string, or one
+// that repeats an earlier; by position, never with a value.
+func invalidMembers(name string, value json.RawMessage) string {
 	var raw []json.RawMessage
-	if err := json.Unmarshal(out.Value, &raw); err != nil {
-		return nil, infrav1.ReasonMembersInvalid, fmt.Sprintf("The module's %s output is not a list of strings.", name)
+	if json.Unmarshal(value, &raw) != nil {
+		return fmt.Sprintf("The module's %s output is not a list of strings.", name)
 	}
-	if len(raw) > infrav1.MaxProviderIDs {
-		return nil, infrav1.ReasonMembersInvalid, fmt.Sprintf("The module's %s output has %d entries, more than the %d spec.providerIDList holds.", name, len(raw), infrav1.MaxProviderIDs)
-	}
-	ids := make([]string, 0, len(raw))
 	seen := make(map[string]int, len(raw))
 	for i, r := range raw {
 		var id string
-		if json.Unmarshal(r, &id) != nil || id == "" || len(id) > maxProviderID {
-			return nil, infrav1.ReasonMembersInvalid, fmt.Sprintf("Entry %d of the module's %s output is not a string of 1 to %d characters.", i, name, maxProviderID)
+		if json.Unmarshal(r, &id) != nil {
+			return fmt.Sprintf("Entry %d of the module's %s output is not a string of 1 to %d characters.", i, name, maxProviderID)
 		}
 		if j, ok := seen[id]; ok {
-			return nil, infrav1.ReasonMembersInvalid, fmt.Sprintf("Entry %d of the module's %s output repeats entry %d.", i, name, j)
+			return fmt.Sprintf("Entry %d of the module's %s output repeats entry %d.", i, name, j)
 		}
 		seen[id] = i
-		ids = append(ids, id)
 	}
-	// Sorted: an order the module's resources change is no change of the
-	// list.
-	slices.Sort(ids)
-	return ids, infrav1.ReasonMembersPublished, fmt.Sprintf("spec.providerIDList holds the module's %s output (%d members).", name, len(ids))
+	return fmt.Sprintf("The module's %s output is not a list of distinct strings.", name)
 }
 
 // publishMembers writes spec.providerIDList, the InfraMachinePool
