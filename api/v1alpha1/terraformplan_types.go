@@ -226,7 +226,7 @@ type TerraformPlanStatus struct {
 // +kubebuilder:selectablefield:JSONPath=`.spec.targetRef.kind`
 // +kubebuilder:printcolumn:name="Phase",type=string,JSONPath=`.status.phase`
 // +kubebuilder:printcolumn:name="Target",type=string,JSONPath=`.spec.targetRef.name`
-// +kubebuilder:printcolumn:name="Kind",type=string,JSONPath=`.spec.targetRef.kind`,priority=1
+// +kubebuilder:printcolumn:name="Kind",type=string,JSONPath=`.spec.targetRef.kind`
 // +kubebuilder:printcolumn:name="Reason",type=string,JSONPath=`.spec.reason`
 // +kubebuilder:printcolumn:name="Create",type=integer,JSONPath=`.spec.summary.create`
 // +kubebuilder:printcolumn:name="Update",type=integer,JSONPath=`.spec.summary.update`

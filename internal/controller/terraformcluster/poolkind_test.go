@@ -1,12 +1,14 @@
 package terraformcluster
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"os"
 	"path/filepath"
 	"slices"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -14,12 +16,14 @@ import (
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/cli-runtime/pkg/genericiooptions"
 	"k8s.io/utils/ptr"
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	infrav1 "github.com/captf/captf/api/v1alpha1"
 	"github.com/captf/captf/internal/controller/engine"
+	"github.com/captf/captf/internal/kubectlcaptf"
 )
 
 // The TerraformMachinePool kind on the run engine, with Cluster API's own
@@ -71,8 +75,8 @@ func (h *driftHarness) waitPool(p *infrav1.TerraformMachinePool, what string, co
 // its members' IDs, read from the state, spec.providerIDList and
 // status.replicas, which Cluster API's MachinePool controller copies into
 // the MachinePool with its infrastructure provisioned. A scale-up under
-// applyPolicy Manual waits as a TerraformPlan of the pool, applies once
-// approved, and the list follows. A member made or removed outside any
+// applyPolicy Manual waits as a TerraformPlan of the pool, which kubectl
+// captf lists, shows and approves; it applies, and the list follows. A member made or removed outside any
 // apply reaches the list through a refresh Job, on the pool's membership
 // interval. Under Manual, rotated bootstrap data alone applies without a
 // new approval, and replicas an autoscaler owns are no input: their
@@ -198,11 +202,28 @@ func TestPools(t *testing.T) {
 	if plan.Spec.TargetRef.Kind != "TerraformMachinePool" || plan.Spec.TargetRef.Name != p.Name || plan.Spec.Reason != infrav1.ReasonManual || plan.Spec.Summary.Create != 1 {
 		t.Errorf("the plan: targetRef %+v, reason %s, summary %+v", plan.Spec.TargetRef, plan.Spec.Reason, plan.Spec.Summary)
 	}
-	before = p.DeepCopy()
-	p.Annotations = map[string]string{infrav1.AnnotationApprovePlan: p.Status.Plan.PlanHash}
-	if err := h.c.Patch(ctx, p, client.MergeFrom(before)); err != nil {
-		t.Fatal(err)
+	// kubectl captf lists, shows and approves it, as a cluster's.
+	admin := h.env.Kubeconfig(t)
+	kubectlCaptf := func(args ...string) string {
+		t.Helper()
+		var out, errOut bytes.Buffer
+		cmd := kubectlcaptf.NewCommand(genericiooptions.IOStreams{In: strings.NewReader(""), Out: &out, ErrOut: &errOut})
+		cmd.SetArgs(append(args, "-n", "default", "--kubeconfig", admin))
+		if err := cmd.ExecuteContext(ctx); err != nil {
+			t.Fatalf("kubectl captf %s: %v\n%s%s", strings.Join(args, " "), err, out.String(), errOut.String())
+		}
+		return out.String()
 	}
+	if out := kubectlCaptf("plans", "--pending"); !strings.Contains(out, plan.Name) || !strings.Contains(out, "TerraformMachinePool/fleet-pool") {
+		t.Errorf("kubectl captf plans --pending lacks the pool's plan:\n%s", out)
+	}
+	if out := kubectlCaptf("show", plan.Name); !strings.Contains(out, "Target:    TerraformMachinePool/fleet-pool\n") {
+		t.Errorf("kubectl captf show: no pool target:\n%s", out)
+	}
+	kubectlCaptf("approve", plan.Name, "--plan-hash", plan.Spec.PlanHash)
+	waitFor(h.harness, &plan, "the pool's plan applied", func(p *infrav1.TerraformPlan) bool {
+		return p.Status.Phase == infrav1.PlanApplied && p.Spec.Approved && p.Spec.ApprovedBy != ""
+	})
 	h.waitPool(p, "3 members", func(p *infrav1.TerraformMachinePool) bool {
 		c := meta.FindStatusCondition(p.Status.Conditions, infrav1.ConditionReady)
 		return c != nil && c.Status == metav1.ConditionTrue && len(p.Spec.ProviderIDList) == 3 && p.Status.Replicas == 3
