@@ -43,6 +43,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs.StringVar(&j.KeyFile, "plan-key-file", infrav1.PathPlanKey, "the plan key (plan and approved apply)")
 	fs.StringVar(&j.ExpectPlan, "expect-plan", "", "the approved p2: hash")
 	fs.BoolVar(&j.Guard, "guard", false, "an ungated apply: plan first, and apply nothing if the plan deletes or replaces a resource")
+	fs.StringVar(&j.AllowDeletesHash, "allow-deletes-hash", "", "with --guard: the plan may delete or replace resources when the inputs' approval hash is this one (an approved ExportsChange plan)")
 	fs.StringVar(&j.BackupDigests, "backup-digests", "", "restore: the backup's chunk digests (its captf.io/state-chunk-sha256 annotation)")
 	fs.StringVar(&j.MessagePath, "termination-message-path", "/dev/termination-log", "where the report for the manager goes")
 	showVersion := fs.Bool("version", false, "print the version and exit")

@@ -28,6 +28,11 @@ const HashPrefix = "h2:"
 // HashOutput is the root output that records the inputs hash in state.
 const HashOutput = "captf_inputs_hash"
 
+// ApprovalOutput is the root output that records the approval hash, in a
+// root whose approval hash is not its inputs hash: what a runner Job's
+// --allow-deletes-hash is checked against.
+const ApprovalOutput = "captf_approval_hash"
+
 // Variable is one input variable's value.
 type Variable struct {
 	// Value is its JSON.
@@ -133,7 +138,11 @@ func Render(key []byte, req Request) (*Root, error) {
 			return nil, err
 		}
 	}
-	root["output"] = map[string]any{HashOutput: map[string]any{"value": hash}}
+	outputs := map[string]any{HashOutput: map[string]any{"value": hash}}
+	if approval != hash {
+		outputs[ApprovalOutput] = map[string]any{"value": approval}
+	}
+	root["output"] = outputs
 	mainTF, err := marshal(root)
 	if err != nil {
 		return nil, err

@@ -124,6 +124,18 @@ func TestLeftOut(t *testing.T) {
 	if base.ApprovalHash == base.InputsHash {
 		t.Fatal("with an Unapproved value, the approval hash is the inputs hash")
 	}
+	// The root records both; a root without a value left out of the
+	// approval hash records its inputs hash as its approval hash.
+	if h, err := RootApprovalHash(base.MainTF); err != nil || h != base.ApprovalHash {
+		t.Errorf("RootApprovalHash = %q, %v; want %q", h, err, base.ApprovalHash)
+	}
+	if h, err := RootInputsHash(base.MainTF); err != nil || h != base.InputsHash {
+		t.Errorf("RootInputsHash = %q, %v; want %q", h, err, base.InputsHash)
+	}
+	plain := render(t, req(nil))
+	if h, err := RootApprovalHash(plain.MainTF); err != nil || h != plain.InputsHash || bytes.Contains(plain.MainTF, []byte(ApprovalOutput)) {
+		t.Errorf("RootApprovalHash of a root with nothing left out = %q, %v; want its inputs hash, and no %s output", h, err, ApprovalOutput)
+	}
 	if !bytes.Contains(base.Vars, []byte(`"replicas":3`)) || !bytes.Contains(base.Vars, []byte(`"bootstrap":"token-1"`)) {
 		t.Errorf("a value left out of the hashes does not reach the module: %s", base.Vars)
 	}

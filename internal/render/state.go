@@ -27,7 +27,22 @@ func StateInputsHash(chunks ...[]byte) (string, error) {
 
 // RootInputsHash returns the inputs hash a rendered main.tf.json records
 // in its output HashOutput, "" when it records none.
-func RootInputsHash(mainTF []byte) (string, error) {
+func RootInputsHash(mainTF []byte) (string, error) { return rootOutput(mainTF, HashOutput) }
+
+// RootApprovalHash returns the approval hash a rendered main.tf.json
+// records: its output ApprovalOutput, else (none left out of it) its
+// inputs hash; "" when it records neither.
+func RootApprovalHash(mainTF []byte) (string, error) {
+	h, err := rootOutput(mainTF, ApprovalOutput)
+	if err != nil || h != "" {
+		return h, err
+	}
+	return RootInputsHash(mainTF)
+}
+
+// rootOutput is the string output name of a rendered main.tf.json, ""
+// when it has none.
+func rootOutput(mainTF []byte, name string) (string, error) {
 	var root struct {
 		Output map[string]struct {
 			Value json.RawMessage `json:"value"`
@@ -37,7 +52,7 @@ func RootInputsHash(mainTF []byte) (string, error) {
 		return "", fmt.Errorf("root module: %w", err)
 	}
 	var h string
-	if out, ok := root.Output[HashOutput]; ok {
+	if out, ok := root.Output[name]; ok {
 		_ = json.Unmarshal(out.Value, &h)
 	}
 	return h, nil

@@ -62,10 +62,11 @@ var ErrDestructive = errors.New("the plan deletes or replaces resources")
 
 // Guarded is the apply of the destructive-plan guard: it plans, with
 // refresh, and applies exactly that saved plan unless it deletes or
-// replaces a resource; then it applies nothing and the error wraps
-// ErrDestructive. Either way the Changes say what the plan does. It needs
-// no plan key: the plan that waits for approval is made by a plan Job.
-func (r *Runner) Guarded(ctx context.Context) (*Changes, error) {
+// replaces a resource and deletes are not allowed; then it applies
+// nothing and the error wraps ErrDestructive. Either way the Changes say
+// what the plan does. It needs no plan key: the plan that waits for
+// approval is made by a plan Job.
+func (r *Runner) Guarded(ctx context.Context, allowDeletes bool) (*Changes, error) {
 	if err := r.prepare(ctx); err != nil {
 		return nil, err
 	}
@@ -74,7 +75,7 @@ func (r *Runner) Guarded(ctx context.Context) (*Changes, error) {
 		return nil, err
 	}
 	defer p.Close()
-	if p.changes.Destructive() {
+	if p.changes.Destructive() && !allowDeletes {
 		return p.changes, fmt.Errorf("%w (%d to replace, %d to delete); nothing was applied", ErrDestructive, p.changes.Replace, p.changes.Delete)
 	}
 	return p.changes, r.TF.Apply(ctx, p.file)

@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
 
 	"github.com/captf/captf/internal/render"
@@ -31,6 +32,11 @@ type Job struct {
 	// Guard has an ungated apply plan first and apply that plan only if it
 	// deletes or replaces no resource (the destructive-plan guard).
 	Guard bool
+	// AllowDeletesHash, with Guard, lets the plan delete or replace
+	// resources when the inputs' approval hash (what main.tf.json records)
+	// is this one: the approval of a pool's ExportsChange plan binds that
+	// input set, not a plan hash.
+	AllowDeletesHash string
 	// BackupDigests are the chunks' digests of the backup a restore Job
 	// pushes (the backup's tfstate.AnnotationDigests); empty: unchecked.
 	BackupDigests string
@@ -77,6 +83,9 @@ func (j *Job) run(ctx context.Context) (Message, error) {
 	if err := CheckHash(j.ExpectPlan); err != nil {
 		return msg, err
 	}
+	if j.AllowDeletesHash != "" && (!j.Guard || !inputsHashPattern.MatchString(j.AllowDeletesHash)) {
+		return msg, fmt.Errorf("%w: --allow-deletes-hash %q: an inputs hash (h2: and 64 hex digits) with --guard is expected", ErrBadInput, j.AllowDeletesHash)
+	}
 	var hasher *fingerprint.Hasher
 	if gated {
 		key, err := ReadKey(ctx, j.KeyFile)
@@ -89,7 +98,8 @@ func (j *Job) run(ctx context.Context) (Message, error) {
 		// The inputs hash is captf's record in the state, not a change of
 		// the module: it is neither counted, shown nor approved, and an
 		// apply whose plan changes only it still applies (Runner.Apply).
-		hasher.IgnoreOutputs = []string{render.HashOutput}
+		// So is the approval hash beside it.
+		hasher.IgnoreOutputs = []string{render.ApprovalOutput, render.HashOutput}
 	}
 	bin, err := j.binary()
 	if err != nil {
@@ -178,7 +188,11 @@ func (j *Job) run(ctx context.Context) (Message, error) {
 		err = readContract(ctx, r.TF, j.Workdir, &msg)
 		return msg, err
 	case j.Guard:
-		c, err := r.Guarded(ctx)
+		allow, err := j.deletesAllowed()
+		if err != nil {
+			return msg, err
+		}
+		c, err := r.Guarded(ctx, allow)
 		msg.Guarded = c
 		if err != nil {
 			return msg, err
@@ -198,6 +212,27 @@ func (j *Job) run(ctx context.Context) (Message, error) {
 		return msg, err
 	}
 }
+
+// deletesAllowed reports whether the staged inputs are the input set
+// --allow-deletes-hash allows to delete or replace: their root records
+// that approval hash.
+func (j *Job) deletesAllowed() (bool, error) {
+	if j.AllowDeletesHash == "" {
+		return false, nil
+	}
+	main, err := os.ReadFile(filepath.Join(j.Workdir, "main.tf.json"))
+	if err != nil {
+		return false, fmt.Errorf("%w: inputs: %w", ErrBadInput, err)
+	}
+	recorded, err := render.RootApprovalHash(main)
+	if err != nil {
+		return false, fmt.Errorf("%w: inputs: %w", ErrBadInput, err)
+	}
+	return recorded == j.AllowDeletesHash, nil
+}
+
+// inputsHashPattern is an inputs or approval hash.
+var inputsHashPattern = regexp.MustCompile(`^` + render.HashPrefix + `[0-9a-f]{64}$`)
 
 // binary finds terraform or tofu in the runtime folder.
 func (j *Job) binary() (string, error) {

@@ -381,3 +381,62 @@ func (l *lockedBuffer) String() string {
 	defer l.mu.Unlock()
 	return l.b.String()
 }
+
+// TestJobAllowDeletesHash: an apply under the destructive-plan guard
+// applies a plan that replaces a resource only with --allow-deletes-hash
+// naming the approval hash its inputs record, and nothing with another
+// hash or none; a malformed hash, or one without --guard, is refused
+// before any step.
+func TestJobAllowDeletesHash(t *testing.T) {
+	approval := "h2:" + strings.Repeat("a1", 32)
+	for _, bin := range tftest.Binaries(t) {
+		t.Run(bin.Name, func(t *testing.T) {
+			f := newJobFixture(t, bin)
+			zone := func(z string) {
+				f.write("main.tf.json", `{"variable":{"size":{"type":"string"},"token":{"type":"string","sensitive":true},"zone":{"type":"string"}},`+
+					`"module":{"m":{"source":"./module","size":"${var.size}","token":"${var.token}","zone":"${var.zone}"}},`+
+					`"output":{"captf_inputs_hash":{"value":"h2:`+strings.Repeat("0"+z[:1], 32)+`"},"captf_approval_hash":{"value":"`+approval+`"}}}`)
+				f.write("terraform.tfvars.json", `{"size":"`+canaryPlain+`","token":"`+canarySecret+`","zone":"`+z+`"}`)
+			}
+			guarded := func(allow string) (int, Message) {
+				t.Helper()
+				var out lockedBuffer
+				j := &Job{Operation: "apply", Guard: true, AllowDeletesHash: allow, Inputs: f.inputs, Module: f.module, Workdir: f.work,
+					Runtime: f.runtime, MessagePath: f.message, Stdout: &out, Stderr: &out}
+				code := j.Run(context.Background())
+				raw, err := os.ReadFile(f.message)
+				if err != nil {
+					t.Fatal(err)
+				}
+				var m Message
+				if err := json.Unmarshal(raw, &m); err != nil {
+					t.Fatal(err)
+				}
+				return code, m
+			}
+			zone("a")
+			if code, m := guarded(""); code != 0 || m.Outcome != OutcomeApplied {
+				t.Fatalf("first apply: exit %d, %+v", code, m)
+			}
+			zone("b")
+			if code, m := guarded(""); code != ExitPlanChanged || m.Outcome != OutcomeDestructive || m.Guarded.Replace != 1 {
+				t.Fatalf("a replacement without --allow-deletes-hash: exit %d, %+v", code, m)
+			}
+			if code, m := guarded("h2:" + strings.Repeat("b2", 32)); code != ExitPlanChanged || m.Outcome != OutcomeDestructive {
+				t.Fatalf("a replacement with another approval hash: exit %d, %+v", code, m)
+			}
+			for _, bad := range []string{"p2:" + strings.Repeat("a1", 32), "h2:short"} {
+				if code, m := guarded(bad); code != ExitBadInput || !strings.Contains(m.Error, "--allow-deletes-hash") {
+					t.Errorf("--allow-deletes-hash %s: exit %d, %+v", bad, code, m)
+				}
+			}
+			if code, m := guarded(approval); code != 0 || m.Outcome != OutcomeApplied || m.Guarded.Replace != 1 {
+				t.Fatalf("the approved input set: exit %d, %+v", code, m)
+			}
+			// Nothing left to replace: the same inputs plan no change.
+			if code, m := guarded(""); code != 0 || m.Outcome != OutcomeApplied || m.Guarded.Total() != 0 {
+				t.Fatalf("after the approved apply: exit %d, %+v", code, m)
+			}
+		})
+	}
+}

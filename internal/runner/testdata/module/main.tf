@@ -67,3 +67,15 @@ output "failure_domains" {
     { name = "zone-a", attributes = { rack = "1" } },
   ]
 }
+
+# zone replaces a resource when it changes (none while it is empty): what
+# a pool's new exports may do.
+variable "zone" {
+  type    = string
+  default = ""
+}
+
+resource "terraform_data" "zone" {
+  count            = var.zone == "" ? 0 : 1
+  triggers_replace = var.zone
+}
