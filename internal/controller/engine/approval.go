@@ -18,7 +18,7 @@ import (
 // then wait for an approval of the plan hash, then apply with
 // --expect-plan on the image digest the plan Job ran.
 // stateHash is the inputs hash the state records.
-func (r *Reconciler) reconcileManual(ctx context.Context, obj Object, root *render.Root, stateHash string) (ctrl.Result, error) {
+func (r *Reconciler) reconcileManual(ctx context.Context, obj Object, root *render.Root, stateHash string, exportsChange bool) (ctrl.Result, error) {
 	p := obj.GetRunnerStatus().Plan
 	oldScheme := p != nil && !strings.HasPrefix(p.PlanHash, fingerprint.Prefix)
 	if p != nil && (p.InputsHash != root.InputsHash || oldScheme || planPredatesDrift(obj, p)) {
@@ -39,7 +39,7 @@ func (r *Reconciler) reconcileManual(ctx context.Context, obj Object, root *rend
 			}
 		}
 		if plan == nil {
-			return ctrl.Result{}, r.startJob(ctx, obj, root, jobRequest{op: infrav1.OperationPlan})
+			return ctrl.Result{}, r.startJob(ctx, obj, root, jobRequest{op: infrav1.OperationPlan, exportsChange: exportsChange})
 		}
 		p = plan
 	}

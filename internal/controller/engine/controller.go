@@ -203,12 +203,13 @@ func (r *Reconciler) reconcileNormal(ctx context.Context, s *scope) (ctrl.Result
 		setCondition(obj, infrav1.ConditionApplyJobSucceeded, false, ReasonInvalidInputs, inputsErr.Error())
 		return ctrl.Result{RequeueAfter: r.recheck()}, nil
 	}
-	return r.reconcileDue(ctx, s, root)
+	return r.reconcileDue(ctx, s, key, root)
 }
 
 // reconcileDue starts what is due: nothing, an apply, or under Manual a
-// plan or the apply of an approved plan.
-func (r *Reconciler) reconcileDue(ctx context.Context, s *scope, root *render.Root) (ctrl.Result, error) {
+// plan or the apply of an approved plan. key is the plan key, which
+// rendered root.
+func (r *Reconciler) reconcileDue(ctx context.Context, s *scope, key []byte, root *render.Root) (ctrl.Result, error) {
 	obj := s.obj
 	state, err := r.readState(ctx, r.Client, obj)
 	if err != nil {
@@ -283,6 +284,13 @@ func (r *Reconciler) reconcileDue(ctx context.Context, s *scope, root *render.Ro
 		}
 	}
 	first := stateHash == "" && past.first() && !Interrupted(obj)
+	// A change of the kind's held variable (a pool's exports) that
+	// deletes or replaces waits as an ExportsChange plan, under either
+	// policy (held.go).
+	res, handled, exportsChange, err := r.reconcileHeld(ctx, obj, key, root, stateHash)
+	if err != nil || handled {
+		return res, err
+	}
 	manual := obj.GetRunnerSpec().ApplyPolicy == infrav1.ApplyManual
 	if manual && !first {
 		// A change only of values the approval does not bind (a pool's
@@ -298,7 +306,7 @@ func (r *Reconciler) reconcileDue(ctx context.Context, s *scope, root *render.Ro
 		if guard && (blocked(obj.GetRunnerStatus().LastRun) || WaitsDestructive(obj)) {
 			// The guard stopped a plan that deletes or replaces: a plan
 			// of it waits for approval, as under Manual.
-			return r.reconcileManual(ctx, obj, root, stateHash)
+			return r.reconcileManual(ctx, obj, root, stateHash, exportsChange)
 		}
 		// Switching to Automatic applies what waited and clears the plan.
 		obj.GetRunnerStatus().Plan = nil
@@ -310,7 +318,7 @@ func (r *Reconciler) reconcileDue(ctx context.Context, s *scope, root *render.Ro
 		obj.GetRunnerStatus().Plan = nil
 		return ctrl.Result{}, r.startJob(ctx, obj, root, jobRequest{op: infrav1.OperationApply})
 	}
-	return r.reconcileManual(ctx, obj, root, stateHash)
+	return r.reconcileManual(ctx, obj, root, stateHash, exportsChange)
 }
 
 // unapprovedChangeOnly reports whether root differs from what the last

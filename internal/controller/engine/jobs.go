@@ -42,6 +42,11 @@ const (
 	// with, so a plan is recorded for the inputs it was made for even when
 	// they changed while it ran.
 	annotationInputsHash = "captf.io/inputs-hash"
+	// annotationExportsChange on a plan Job is the approval hash of inputs
+	// whose held variable (Kind.Held: a pool's exports) differs from what
+	// the last apply ran: a plan of them that deletes or replaces waits as
+	// an ExportsChange plan binding that hash.
+	annotationExportsChange = "captf.io/exports-change"
 	// JobNameLabel is the label the Job controller puts on a Job's pods.
 	JobNameLabel = "batch.kubernetes.io/job-name"
 	// AnnotationCreatedAt on a Job is when the manager created it, to the

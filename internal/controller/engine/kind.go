@@ -61,6 +61,11 @@ type Kind interface {
 	// destroyed or released (a cluster: its machines), as the reason and
 	// message of Ready=False; nil when nothing.
 	DeletionWaits(ctx context.Context, c client.Reader, obj Object) (*Wait, error)
+	// Held is the name of the kind's own variable whose change, when its
+	// plan deletes or replaces, waits as an ExportsChange plan that binds
+	// the approval hash, while the object keeps applying with the value
+	// the last apply ran (a pool: its cluster's exports); "" for none.
+	Held() string
 	// Frozen reports whether the kind's objects are never rendered again
 	// once their state records an apply (a machine: spec 004): every run
 	// after that, an apply retried too, runs the inputs the durable inputs

@@ -64,6 +64,7 @@ func (testKind) DeletionWaits(context.Context, client.Reader, Object) (*Wait, er
 func (testKind) FromState(Object, func(string) (tfstate.Output, error)) []Step { return nil }
 
 func (testKind) Frozen() bool { return false }
+func (testKind) Held() string { return "" }
 func (testKind) Plans() bool  { return true }
 
 func (testKind) Inputs(context.Context, client.Reader, Object) (map[string]render.Variable, *Wait, error) {

@@ -38,6 +38,9 @@ type outcome struct {
 	Unreadable bool
 	// InputsHash is the inputs hash the Job ran with.
 	InputsHash string
+	// ExportsChange is, for a plan Job of inputs whose held variable
+	// changed, their approval hash (annotationExportsChange).
+	ExportsChange string
 	// Approved is the approved plan hash an apply Job carried, and Plan
 	// the TerraformPlan it applies.
 	Approved, Plan string
@@ -132,6 +135,12 @@ func decideRun(k Kind, obj Object, o outcome, now metav1.Time) (Object, []Step) 
 	case runner.OutcomePlanned:
 		run.Succeeded = true
 		reason := planReason(obj, msg.Plan)
+		if o.ExportsChange != "" && msg.Plan.Destroy > 0 {
+			// A change of the held variable that deletes or replaces: its
+			// approval binds the input set (the approval hash), and the
+			// object keeps applying with what was applied meanwhile.
+			reason, o.InputsHash = infrav1.ReasonExportsChange, o.ExportsChange
+		}
 		st.Plan = planStatus(o, msg.Plan, reason, now)
 		if reason == "" {
 			// Under Automatic a plan waits only when it deletes or
@@ -161,7 +170,12 @@ func decideRun(k Kind, obj Object, o outcome, now metav1.Time) (Object, []Step) 
 	case runner.OutcomeApplied, runner.OutcomeNoChanges:
 		run.Succeeded = true
 		st.Failures = 0
-		st.Plan = nil
+		// The apply of the held inputs, while an ExportsChange plan waits,
+		// leaves it waiting.
+		held := st.Plan != nil && st.Plan.Reason == infrav1.ReasonExportsChange && o.Approved == ""
+		if !held {
+			st.Plan = nil
+		}
 		driftUndone(view, o.Job)
 		setHealth(view, msg.Health)
 		steps := append([]Step{markApplied{}, ownState{}}, k.Applied(view, msg)...)
@@ -174,6 +188,9 @@ func decideRun(k Kind, obj Object, o outcome, now metav1.Time) (Object, []Step) 
 		}
 		if Interrupted(obj) {
 			steps = append(steps, clearInterrupted{})
+		}
+		if o.Approved == "" && held {
+			return view, steps
 		}
 		plan := o.Plan
 		if plan == "" && st.PendingPlanRef != nil {
@@ -238,7 +255,11 @@ func decideRun(k Kind, obj Object, o outcome, now metav1.Time) (Object, []Step) 
 		// A plan of these changes is made next and waits for approval.
 		note := blockedNote(k, o.Job, msg.Guarded)
 		run.Error = &infrav1.RunError{Kind: infrav1.ErrorKindDestructivePlanBlocked, Message: "The plan deletes or replaces resources; nothing was applied."}
-		st.Plan, st.PendingPlanRef = nil, nil
+		if p := st.Plan; p == nil || p.Reason != infrav1.ReasonExportsChange || o.Approved != "" {
+			// A waiting ExportsChange plan stays: what the guard stopped
+			// is the apply of the held inputs, which its approval covers.
+			st.Plan, st.PendingPlanRef = nil, nil
+		}
 		setCondition(view, infrav1.ConditionApplyJobSucceeded, false, infrav1.ReasonDestructivePlanBlocked, note)
 		return view, []Step{announce{Key: o.Job, Type: corev1.EventTypeWarning, Reason: infrav1.EventDestructivePlanBlocked, Action: "Apply", Related: o.Job, Note: note}}
 	case runner.OutcomeDestroyed:
@@ -343,8 +364,9 @@ func outcomeOf(job *batchv1.Job, pods []corev1.Pod) outcome {
 	_, succeeded := JobFinished(job)
 	o := outcome{
 		Job: job.Name, Operation: infrav1.Operation(job.Labels[LabelOperation]), Succeeded: succeeded,
-		InputsHash: job.Annotations[annotationInputsHash],
-		Approved:   job.Annotations[infrav1.AnnotationApprovedPlan],
+		InputsHash:    job.Annotations[annotationInputsHash],
+		ExportsChange: job.Annotations[annotationExportsChange],
+		Approved:      job.Annotations[infrav1.AnnotationApprovedPlan],
 		Plan:       job.Annotations[infrav1.AnnotationPlan],
 		StartedAt:  job.Status.StartTime,
 	}

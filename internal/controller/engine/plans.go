@@ -151,7 +151,9 @@ func (r *Reconciler) reattach(ctx context.Context, obj Object, root *render.Root
 	}
 	for i := range plans {
 		plan := &plans[i]
-		if phaseOf(plan).Terminal() || plan.Spec.InputsHash != root.InputsHash ||
+		// An ExportsChange plan is made for the approval hash.
+		forInputs := plan.Spec.InputsHash == root.InputsHash || (plan.Spec.Reason == infrav1.ReasonExportsChange && plan.Spec.InputsHash == root.ApprovalHash)
+		if phaseOf(plan).Terminal() || !forInputs ||
 			planPredatesDrift(obj, &infrav1.PlanStatus{CreatedAt: plan.CreationTimestamp}) {
 			continue
 		}

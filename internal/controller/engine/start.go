@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -45,6 +46,14 @@ type jobRequest struct {
 	// guard has an ungated apply plan first and apply nothing that
 	// deletes or replaces a resource (the destructive-plan guard).
 	guard bool
+	// allowDeletes, with guard and approved, is the approval hash of an
+	// approved ExportsChange plan: its apply may delete or replace for
+	// exactly that input set (--allow-deletes-hash); approvedHash is then
+	// the plan's hash, recorded as the approved one.
+	allowDeletes, approvedHash string
+	// exportsChange marks a plan Job of inputs whose held variable
+	// changed (annotationExportsChange).
+	exportsChange bool
 	// backup is the state backup a restore Job pushes back.
 	backup *backup
 	// applied: the Job runs what the last successful apply ran (its
@@ -154,6 +163,12 @@ func (r *Reconciler) startJob(ctx context.Context, obj Object, root *render.Root
 		// waits for approval, if any, is made by a plan Job.
 		c := &job.Spec.Template.Spec.Containers[0]
 		c.Command = append(c.Command, "--guard")
+		if req.allowDeletes != "" {
+			c.Command = append(c.Command, "--allow-deletes-hash="+req.allowDeletes)
+		}
+	}
+	if req.exportsChange {
+		job.Annotations[annotationExportsChange] = root.ApprovalHash
 	}
 	if req.backup != nil {
 		withBackup(job, req.backup)
@@ -163,7 +178,7 @@ func (r *Reconciler) startJob(ctx context.Context, obj Object, root *render.Root
 		job.Annotations[annotationApplyPolicy] = string(policy(obj))
 	}
 	if req.approved {
-		job.Annotations[infrav1.AnnotationApprovedPlan] = req.expect
+		job.Annotations[infrav1.AnnotationApprovedPlan] = cmp.Or(req.expect, req.approvedHash)
 	}
 	if req.plan != "" {
 		job.Annotations[infrav1.AnnotationPlan] = req.plan

@@ -147,6 +147,9 @@ func (cluster) DeletionWaits(ctx context.Context, c client.Reader, obj engine.Ob
 // A cluster is rendered again whenever its inputs change, and its plans
 // are TerraformPlans.
 func (cluster) Frozen() bool { return false }
+
+// Held: a cluster holds no change back.
+func (cluster) Held() string { return "" }
 func (cluster) Plans() bool  { return true }
 
 // Inputs: a cluster has no variables of its own, and waits for nothing.

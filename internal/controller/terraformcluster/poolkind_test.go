@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -24,6 +25,7 @@ import (
 	infrav1 "github.com/captf/captf/api/v1alpha1"
 	"github.com/captf/captf/internal/controller/engine"
 	"github.com/captf/captf/internal/kubectlcaptf"
+	"github.com/captf/captf/internal/render"
 )
 
 // The TerraformMachinePool kind on the run engine, with Cluster API's own
@@ -379,4 +381,170 @@ func (h *driftHarness) planNames(obj client.Object) []string {
 	}
 	slices.Sort(names)
 	return names
+}
+
+// TestPoolExportsChange: a change of the cluster's exports that replaces
+// a pool's resources waits as an ExportsChange TerraformPlan, under
+// Automatic too, whose spec.inputsHash is the pool's approval hash, not
+// its inputs hash; meanwhile the pool keeps applying with the exports it
+// last applied — a scale-up goes on, and the plan is made again for the
+// new input set. Approved (with kubectl captf), it applies, replacing
+// under --allow-deletes-hash. A second exports change withdrawn before
+// approval makes its plan moot: it is superseded and nothing of it is
+// applied.
+func TestPoolExportsChange(t *testing.T) {
+	h := startMachines(t)
+	ctx := context.Background()
+	u := h.cluster("zoned", false)
+	h.env.WorkloadKubeconfig(t, "default", "zoned")
+	tc := h.exportsCluster(u, "zone-a")
+	bootstrap := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "zoned-pool-bootstrap", Namespace: "default"}, Data: map[string][]byte{"value": []byte(bootstrapCanary)}}
+	if err := h.c.Create(ctx, bootstrap); err != nil {
+		t.Fatal(err)
+	}
+	p := &infrav1.TerraformMachinePool{
+		ObjectMeta: metav1.ObjectMeta{Name: "zoned-pool", Namespace: "default"},
+		Spec: infrav1.TerraformMachinePoolSpec{RunnerSpec: infrav1.RunnerSpec{
+			Image:     poolImage,
+			Variables: []infrav1.Variable{{Name: "dir", Value: &apiextensionsv1.JSON{Raw: []byte(`"zoned"`)}}},
+		}},
+	}
+	if err := h.c.Create(ctx, p); err != nil {
+		t.Fatal(err)
+	}
+	mp := h.capiMachinePool("zoned-pool", "zoned", "zoned-pool-bootstrap", 2)
+	h.waitPool(p, "provisioned with 2 members", func(p *infrav1.TerraformMachinePool) bool {
+		return p.Status.Ready && len(p.Spec.ProviderIDList) == 2
+	})
+	placement := func() []string {
+		t.Helper()
+		entries, err := os.ReadDir(filepath.Join(h.files, "zoned-placement"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var names []string
+		for _, e := range entries {
+			if !strings.HasPrefix(e.Name(), ".") {
+				names = append(names, e.Name())
+			}
+		}
+		return names
+	}
+	if got := placement(); !slices.Equal(got, []string{"zone-a.txt"}) {
+		t.Fatalf("placement %v, want zone-a.txt", got)
+	}
+	setZone := func(zone string) {
+		t.Helper()
+		if err := h.c.Get(ctx, client.ObjectKeyFromObject(tc), tc); err != nil {
+			t.Fatal(err)
+		}
+		before := tc.DeepCopy()
+		tc.Spec.Variables = []infrav1.Variable{{Name: "exports", Value: &apiextensionsv1.JSON{Raw: []byte(`{"zone": "` + zone + `"}`)}}}
+		if err := h.c.Patch(ctx, tc, client.MergeFrom(before)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	livePlan := func(what string, cond func(*infrav1.TerraformPlan) bool) *infrav1.TerraformPlan {
+		t.Helper()
+		var plan infrav1.TerraformPlan
+		h.waitPool(p, what, func(p *infrav1.TerraformMachinePool) bool {
+			return p.Status.PendingPlanRef != nil &&
+				h.c.Get(ctx, client.ObjectKey{Namespace: "default", Name: p.Status.PendingPlanRef.Name}, &plan) == nil && cond(&plan)
+		})
+		return &plan
+	}
+	exportsChange := func(plan *infrav1.TerraformPlan) bool {
+		return plan.Spec.Reason == infrav1.ReasonExportsChange && plan.Status.Phase == infrav1.PlanPending
+	}
+
+	// New exports replace the placement: an ExportsChange plan, under
+	// Automatic, bound to the approval hash.
+	setZone("zone-b")
+	first := livePlan("an ExportsChange plan", exportsChange)
+	if first.Spec.TargetRef.Kind != "TerraformMachinePool" || first.Spec.Summary.Replace != 1 || first.Labels[infrav1.LabelPlanReason] != string(infrav1.ReasonExportsChange) {
+		t.Errorf("the plan: %+v, labels %v", first.Spec, first.Labels)
+	}
+	if got := placement(); !slices.Equal(got, []string{"zone-a.txt"}) {
+		t.Errorf("placement %v while the exports change waits, want zone-a.txt", got)
+	}
+	if inputs := h.durableInputsHash(p); first.Spec.InputsHash == inputs {
+		t.Errorf("spec.inputsHash %s is the inputs hash; an ExportsChange plan binds the approval hash", inputs)
+	}
+
+	// A scale-up goes on with the exports last applied; the plan is made
+	// again for the new input set.
+	before := mp.DeepCopy()
+	mp.Spec.Replicas = ptr.To(int32(3))
+	if err := h.c.Patch(ctx, mp, client.MergeFrom(before)); err != nil {
+		t.Fatal(err)
+	}
+	h.waitPool(p, "3 members, with the old exports", func(p *infrav1.TerraformMachinePool) bool { return len(p.Spec.ProviderIDList) == 3 })
+	var member struct {
+		Zone string `json:"zone"`
+	}
+	raw, err := os.ReadFile(filepath.Join(h.files, "zoned", "zoned-pool-2.txt"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(raw, &member); err != nil || member.Zone != "zone-a" {
+		t.Errorf("the new member got zone %q (%v), want the last applied zone-a", member.Zone, err)
+	}
+	second := livePlan("the ExportsChange plan made again", func(plan *infrav1.TerraformPlan) bool {
+		return exportsChange(plan) && plan.Name != first.Name
+	})
+	waitFor(h.harness, first, "the first plan superseded", func(plan *infrav1.TerraformPlan) bool { return plan.Status.Phase == infrav1.PlanSuperseded })
+	if got := placement(); !slices.Equal(got, []string{"zone-a.txt"}) {
+		t.Errorf("placement %v before the approval, want zone-a.txt", got)
+	}
+
+	// Approved, it applies: the placement is replaced, every member
+	// gets the new exports.
+	var out, errOut bytes.Buffer
+	cmd := kubectlcaptf.NewCommand(genericiooptions.IOStreams{In: strings.NewReader(""), Out: &out, ErrOut: &errOut})
+	cmd.SetArgs([]string{"approve", second.Name, "-n", "default", "--kubeconfig", h.env.Kubeconfig(t)})
+	if err := cmd.ExecuteContext(ctx); err != nil {
+		t.Fatalf("kubectl captf approve: %v\n%s%s", err, out.String(), errOut.String())
+	}
+	waitFor(h.harness, second, "the approved plan applied", func(plan *infrav1.TerraformPlan) bool { return plan.Status.Phase == infrav1.PlanApplied })
+	if got := placement(); !slices.Equal(got, []string{"zone-b.txt"}) {
+		t.Errorf("placement %v after the approval, want zone-b.txt", got)
+	}
+	var applyJob *batchv1.Job
+	for _, j := range h.jobs(p) {
+		if j.Annotations[infrav1.AnnotationPlan] == second.Name {
+			applyJob = &j
+		}
+	}
+	if applyJob == nil || !slices.Contains(applyJob.Spec.Template.Spec.Containers[0].Command, "--allow-deletes-hash="+second.Spec.InputsHash) {
+		t.Errorf("the approved apply Job does not carry --allow-deletes-hash=%s: %+v", second.Spec.InputsHash, applyJob)
+	}
+
+	// Withdrawn: another exports change waits, and is taken back before
+	// anyone approves it; its plan is moot and nothing of it applies.
+	setZone("zone-c")
+	third := livePlan("an ExportsChange plan of zone-c", exportsChange)
+	setZone("zone-b")
+	waitFor(h.harness, third, "the withdrawn change's plan superseded", func(plan *infrav1.TerraformPlan) bool { return plan.Status.Phase == infrav1.PlanSuperseded })
+	h.waitPool(p, "no plan waits", func(p *infrav1.TerraformMachinePool) bool {
+		return p.Status.PendingPlanRef == nil && p.Status.Plan == nil && p.Status.ActiveJob == nil
+	})
+	if got := placement(); !slices.Equal(got, []string{"zone-b.txt"}) {
+		t.Errorf("placement %v after the change was withdrawn, want zone-b.txt", got)
+	}
+	h.noCanary(bootstrapCanary, map[string]any{"status": p.Status, "events": h.events(p), "plans": []any{first, second, third}})
+}
+
+// durableInputsHash is the inputs hash obj's durable inputs Secret records
+// for its current inputs.
+func (h *driftHarness) durableInputsHash(obj engine.Object) string {
+	h.t.Helper()
+	var s corev1.Secret
+	if err := h.c.Get(context.Background(), client.ObjectKey{Namespace: obj.GetNamespace(), Name: engine.InputsName("tfmp", obj.GetName())}, &s); err != nil {
+		h.t.Fatal(err)
+	}
+	hash, err := render.RootInputsHash(s.Data["main.tf.json"])
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	return hash
 }

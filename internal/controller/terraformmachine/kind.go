@@ -94,6 +94,9 @@ func (machine) DeletionWaits(context.Context, client.Reader, engine.Object) (*en
 	return nil, nil
 }
 
+// Held: a machine is never rendered again once applied; nothing is held.
+func (machine) Held() string { return "" }
+
 // A machine is never rendered again once its state records an apply (a
 // changed machine is a new Machine), and takes no TerraformPlan: a plan
 // the destructive-plan guard stopped is approved by annotation.

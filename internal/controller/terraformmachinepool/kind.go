@@ -211,6 +211,11 @@ func (pool) DeletionWaits(context.Context, client.Reader, engine.Object) (*engin
 	return nil, nil
 }
 
+// Held: a change of the cluster's exports that deletes or replaces pool
+// resources waits as an ExportsChange plan, while the pool keeps applying
+// with the exports it last applied.
+func (pool) Held() string { return modulecontract.VariableExports }
+
 // A pool changes in place, and its plans that wait for approval are
 // TerraformPlans, as a cluster's.
 func (pool) Frozen() bool { return false }

@@ -58,6 +58,14 @@ resource "captftest_file" "member" {
   secret = var.captf_bootstrap_data
 }
 
+# The pool's placement follows its cluster's zone: a new zone replaces it
+# (as a launch template in another subnet would be).
+resource "captftest_file" "placement" {
+  directory = "${var.dir}-placement"
+  name      = "${try(var.captf_exports.zone, "none")}.txt"
+  content   = var.captf_pool_name
+}
+
 output "provider_id" {
   value = "captftest:///${var.dir}/${var.captf_pool_name}"
 }
