@@ -367,8 +367,8 @@ func outcomeOf(job *batchv1.Job, pods []corev1.Pod) outcome {
 		InputsHash:    job.Annotations[annotationInputsHash],
 		ExportsChange: job.Annotations[annotationExportsChange],
 		Approved:      job.Annotations[infrav1.AnnotationApprovedPlan],
-		Plan:       job.Annotations[infrav1.AnnotationPlan],
-		StartedAt:  job.Status.StartTime,
+		Plan:          job.Annotations[infrav1.AnnotationPlan],
+		StartedAt:     job.Status.StartTime,
 	}
 	o.RestoreSerial, _ = strconv.ParseInt(job.Annotations[annotationRestoreSerial], 10, 64)
 	for _, c := range job.Status.Conditions {
