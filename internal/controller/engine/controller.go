@@ -193,7 +193,14 @@ func (r *Reconciler) reconcileNormal(ctx context.Context, s *scope) (ctrl.Result
 	if wait != nil {
 		// The kind's own inputs cannot be had yet (a machine's owner,
 		// cluster or bootstrap data): its watches bring the object back.
-		setCondition(obj, infrav1.ConditionReady, false, wait.Reason, wait.Message)
+		// What a provisioned object runs stays Ready (a pool whose
+		// MachinePool names new bootstrap data not there yet): its next
+		// apply waits.
+		if provisioned(obj) {
+			setCondition(obj, infrav1.ConditionApplyJobSucceeded, unknown, wait.Reason, wait.Message)
+		} else {
+			setCondition(obj, infrav1.ConditionReady, false, wait.Reason, wait.Message)
+		}
 		return ctrl.Result{RequeueAfter: r.recheck()}, nil
 	}
 	if inputsErr != nil {

@@ -306,6 +306,34 @@ func TestPools(t *testing.T) {
 		t.Errorf("TerraformPlans %v after a bootstrap rotation, want still %v: it asked for an approval", now, plansBefore)
 	}
 
+	// New bootstrap data named before its Secret exists: the provisioned
+	// pool stays Ready (Cluster API reads it) and its next apply waits,
+	// then applies once the Secret is there.
+	if err := h.c.Get(ctx, client.ObjectKeyFromObject(mp), mp); err != nil {
+		t.Fatal(err)
+	}
+	renamed := mp.DeepCopy()
+	renamed.Spec.Template.Spec.Bootstrap.DataSecretName = ptr.To("fleet-pool-bootstrap-2")
+	if err := h.c.Patch(ctx, renamed, client.MergeFrom(mp)); err != nil {
+		t.Fatal(err)
+	}
+	h.waitPool(p, "the next apply waits for the new bootstrap data", func(p *infrav1.TerraformMachinePool) bool {
+		c := meta.FindStatusCondition(p.Status.Conditions, infrav1.ConditionApplyJobSucceeded)
+		return c != nil && c.Reason == infrav1.ReasonWaitingForBootstrapData
+	})
+	if c := meta.FindStatusCondition(p.Status.Conditions, infrav1.ConditionReady); c == nil || c.Status != metav1.ConditionTrue || !p.Status.Ready {
+		t.Errorf("a provisioned pool waiting for new bootstrap data: Ready %+v, status.ready %v; want it Ready", c, p.Status.Ready)
+	}
+	second := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "fleet-pool-bootstrap-2", Namespace: "default"}, Data: map[string][]byte{"value": []byte(rotated + "-2")}}
+	if err := h.c.Create(ctx, second); err != nil {
+		t.Fatal(err)
+	}
+	waitFiles("the new Secret's bootstrap data reaches every member", func() bool {
+		b, err := os.ReadFile(filepath.Join(h.files, "fleet", ".fleet-pool-0.txt.captftest-secret"))
+		return err == nil && string(b) == rotated+"-2"
+	})
+	mp = renamed
+
 	// Replicas an autoscaler owns: taking them over changes the inputs
 	// (an empty plan, applied without approval); then a change of them is
 	// no change of the inputs — no plan, no apply.
