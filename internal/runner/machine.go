@@ -57,8 +57,10 @@ func readMachine(outs map[string]outputValue, msg *Message) error {
 		msg.Addresses = addrs
 	}
 	if v := outs[OutputFailureDomain].Value; v != nil {
-		if json.Unmarshal(v, &msg.FailureDomain) != nil || msg.FailureDomain == "" || len(msg.FailureDomain) > maxDomainName {
-			return fmt.Errorf("%w: output %s is not a string of 1 to %d characters", ErrBadInput, OutputFailureDomain, maxDomainName)
+		// "" is none, as captf_failure_domain gives a Machine without
+		// one: a module may pass its own through.
+		if json.Unmarshal(v, &msg.FailureDomain) != nil || len(msg.FailureDomain) > maxDomainName {
+			return fmt.Errorf("%w: output %s is not a string of at most %d characters", ErrBadInput, OutputFailureDomain, maxDomainName)
 		}
 	}
 	return nil

@@ -45,6 +45,9 @@ func TestReadMachine(t *testing.T) {
 		{name: "too many addresses", outs: map[string]outputValue{OutputAddresses: value(string(tooMany))}, err: "33 entries, at most 32"},
 		{name: "addresses too long for a report", outs: map[string]outputValue{OutputAddresses: value(string(tooLong))}, err: "more than the 2048 a Job's report holds"},
 		{name: "a failure domain that is no string", outs: map[string]outputValue{OutputFailureDomain: value(`["` + canary + `"]`)}, err: "output failure_domain is not a string"},
+		{name: "no failure domain: the empty string, as the Machine without one gives it", outs: map[string]outputValue{
+			OutputProviderID: value(`"captftest:///node-0"`), OutputFailureDomain: value(`""`),
+		}, want: Message{ProviderID: "captftest:///node-0"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -13,14 +13,16 @@ import (
 	"sigs.k8s.io/cluster-api/controllers/clustercache"
 	capicluster "sigs.k8s.io/cluster-api/core/reconcilers/cluster"
 	capimachine "sigs.k8s.io/cluster-api/core/reconcilers/machine"
+	capimachinedeployment "sigs.k8s.io/cluster-api/core/reconcilers/machinedeployment"
 	capimachinepool "sigs.k8s.io/cluster-api/core/reconcilers/machinepool"
+	capimachineset "sigs.k8s.io/cluster-api/core/reconcilers/machineset"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 )
 
-// RunClusterAPI runs Cluster API's own Cluster, Machine and MachinePool
-// controllers (and the cluster cache they need, which connects to a
+// RunClusterAPI runs Cluster API's own Cluster, Machine, MachinePool, MachineSet and
+// MachineDeployment controllers (and the cluster cache they need, which connects to a
 // workload cluster only where a test made its kubeconfig Secret, as
 // WorkloadKubeconfig does) against the API server until the test ends.
 // The API server must serve Cluster API's CRDs (StartWithClusterAPI).
@@ -56,6 +58,14 @@ func (e *Env) RunClusterAPI(t testing.TB) {
 	}
 	mp := &capimachinepool.Reconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), ClusterCache: cache}
 	if err := mp.SetupWithManager(ctx, mgr, controller.Options{SkipNameValidation: &skip}); err != nil {
+		t.Fatal(err)
+	}
+	ms := &capimachineset.Reconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), ClusterCache: cache}
+	if err := ms.SetupWithManager(ctx, mgr, controller.Options{SkipNameValidation: &skip}); err != nil {
+		t.Fatal(err)
+	}
+	md := &capimachinedeployment.Reconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader()}
+	if err := md.SetupWithManager(ctx, mgr, controller.Options{SkipNameValidation: &skip}); err != nil {
 		t.Fatal(err)
 	}
 	done := make(chan error, 1)

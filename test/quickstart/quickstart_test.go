@@ -35,6 +35,7 @@ const (
 	doc          = "../../docs/quickstart-kubernetes.md"
 	moduleImage  = "registry.example.com/captf-quickstart:v1"
 	machineImage = "registry.example.com/captf-quickstart-machine:v1"
+	poolImage    = "registry.example.com/captf-quickstart-pool:v1"
 	runnerImage  = "ghcr.io/captf/captf-runner:v0.1.0"
 	// token is the value of the example's Secret: terraform hides it in
 	// the Job's log (the variable is sensitive), captf everywhere.
@@ -83,10 +84,12 @@ func TestQuickstart(t *testing.T) {
 	}
 	module, _ := filepath.Abs("../../examples/kubernetes/module")
 	machine, _ := filepath.Abs("../../examples/kubernetes/machine")
+	pool, _ := filepath.Abs("../../examples/kubernetes/pool")
 	node := &testnode.Node{Client: env.Client, Namespace: "default",
 		Images: map[string][]testnode.Image{
 			moduleImage:  {{Path: infrav1.PathModule, Dir: module}, {Path: infrav1.PathRuntime, Dir: runtimeDir}},
 			machineImage: {{Path: infrav1.PathModule, Dir: machine}, {Path: infrav1.PathRuntime, Dir: runtimeDir}},
+			poolImage:    {{Path: infrav1.PathModule, Dir: pool}, {Path: infrav1.PathRuntime, Dir: runtimeDir}},
 			runnerImage:  {{Path: "/captf-runner", Dir: runnerDir}},
 		},
 		// The manager tells runner Jobs to reach the API server from inside
@@ -172,6 +175,37 @@ func TestQuickstart(t *testing.T) {
 	}
 	if c := meta.FindStatusCondition(tm.Status.Conditions, "Ready"); c == nil || c.Status != metav1.ConditionTrue || tm.Spec.ProviderID != m.Spec.ProviderID {
 		t.Errorf("the TerraformMachine: Ready %+v, providerID %q", c, tm.Spec.ProviderID)
+	}
+
+	// Step 6: machines from a MachineDeployment, and a MachinePool.
+	documented(t, text, "kubectl apply -f examples/kubernetes/machinedeployment.yaml")
+	env.CreateFromFile(t, "../../examples/kubernetes/machinedeployment.yaml")
+	wait(t, "the MachineDeployment's two machines provisioned", func() bool {
+		var machines clusterv1.MachineList
+		if env.Client.List(ctx, &machines, client.InNamespace("default"), client.MatchingLabels{clusterv1.MachineDeploymentNameLabel: "demo-md-0"}) != nil || len(machines.Items) != 2 {
+			return false
+		}
+		for _, m := range machines.Items {
+			if !ptr.Deref(m.Status.Initialization.InfrastructureProvisioned, false) || !strings.HasPrefix(m.Spec.ProviderID, "example:///"+m.Name+"/") {
+				return false
+			}
+		}
+		return true
+	})
+
+	documented(t, text, "captf lint examples/kubernetes/pool --role pool")
+	documented(t, text, "--build-arg MODULE=pool examples/kubernetes")
+	documented(t, text, "kubectl apply -f examples/kubernetes/pool.yaml")
+	env.CreateFromFile(t, "../../examples/kubernetes/pool.yaml")
+	var tmp infrav1.TerraformMachinePool
+	wait(t, "the pool provisioned with its two members", func() bool {
+		return env.Client.Get(ctx, client.ObjectKey{Namespace: "default", Name: "demo-pool-0"}, &tmp) == nil &&
+			tmp.Status.Ready && len(tmp.Spec.ProviderIDList) == 2 && tmp.Status.Replicas == 2
+	})
+	for _, id := range tmp.Spec.ProviderIDList {
+		if !strings.HasPrefix(id, "example:///demo-pool-0/") {
+			t.Errorf("a member's provider ID %q", id)
+		}
 	}
 }
 
