@@ -25,6 +25,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	infrav1 "github.com/captf/captf/api/v1alpha1"
+	"github.com/captf/captf/internal/modulecontract"
 	"github.com/captf/captf/internal/render"
 	"github.com/captf/captf/internal/runner"
 	"github.com/captf/captf/internal/testnode"
@@ -34,8 +35,9 @@ import (
 // node is a test double for the kubelet, the Job controller and terraform
 // together: it completes every runner Job at once with the report a real
 // runner would leave, and for an apply writes the state terraform's
-// kubernetes backend would (only the captf_inputs_hash output, set to the
-// Job's captf.io/inputs-hash). Running hundreds of real terraform applies
+// kubernetes backend would (the captf_inputs_hash output, set to the
+// Job's captf.io/inputs-hash; for a pool, its members in provider_ids too).
+// Running hundreds of real terraform applies
 // on two shared cores is out of reach; what the benchmark measures is the
 // manager and the API server, which are real. internal/testnode is the
 // node that runs the real runner and terraform.
@@ -51,9 +53,12 @@ type node struct {
 	mu       sync.Mutex
 	approved map[string]time.Time // TerraformCluster name → first seen
 	failures []string
-	// drifts counts the drift Jobs completed.
-	drifts int
+	// drifts counts the drift Jobs completed, refreshes the refresh Jobs.
+	drifts, refreshes int
 }
+
+// poolMembers is how many members every pool's state lists.
+const poolMembers = 3
 
 // start runs the node until ctx ends; wait returns once its goroutines
 // stopped.
@@ -185,13 +190,24 @@ func (n *node) report(job *batchv1.Job) (runner.Message, error) {
 		n.drifts++
 		n.mu.Unlock()
 		return runner.Message{Operation: op, Outcome: runner.OutcomeChecked, Drift: &runner.Changes{}}, nil
+	case string(infrav1.OperationRefresh):
+		// A pool's membership refresh that finds the members unchanged:
+		// the state stays as it is.
+		n.mu.Lock()
+		n.refreshes++
+		n.mu.Unlock()
+		return runner.Message{Operation: op, Outcome: runner.OutcomeRefreshed}, nil
 	case string(infrav1.OperationApply):
 		msg := runner.Message{Operation: op, Outcome: runner.OutcomeApplied}
-		if job.Labels[infrav1.LabelOwnerKind] == "TerraformMachine" {
+		switch job.Labels[infrav1.LabelOwnerKind] {
+		case "TerraformMachine":
 			// A machine module's outputs: what the InfraMachine
 			// contract publishes.
 			msg.ProviderID = "scale:///" + owner
 			msg.Addresses = []runner.Address{{Type: "InternalIP", Address: "10.0.0.1"}}
+		case "TerraformMachinePool":
+			// A pool's own ID; its members are in the state.
+			msg.ProviderID = "scale:///" + owner
 		}
 		if expect != "" {
 			msg.Plan = planReport(owner, job.Annotations["captf.io/inputs-hash"])
@@ -268,12 +284,20 @@ func (n *node) writeState(ctx context.Context, job *batchv1.Job) error {
 	if err != nil {
 		return err
 	}
+	outputs := map[string]any{render.HashOutput: map[string]any{
+		"value": job.Annotations["captf.io/inputs-hash"], "type": "string",
+	}}
+	if job.Labels[infrav1.LabelOwnerKind] == "TerraformMachinePool" {
+		// A pool module's members, read by the manager from the state.
+		var ids []string
+		for i := range poolMembers {
+			ids = append(ids, fmt.Sprintf("scale:///%s/%d", owner, i))
+		}
+		outputs[modulecontract.OutputProviderIDs] = map[string]any{"value": ids, "type": []any{"list", "string"}}
+	}
 	state := map[string]any{
 		"version": 4, "serial": 1, "lineage": "scale-" + owner,
-		"outputs": map[string]any{render.HashOutput: map[string]any{
-			"value": job.Annotations["captf.io/inputs-hash"], "type": "string",
-		}},
-		"resources": []any{},
+		"outputs": outputs, "resources": []any{},
 	}
 	raw, err := json.Marshal(state)
 	if err != nil {
@@ -328,4 +352,11 @@ func (n *node) pod(ctx context.Context, job *batchv1.Job, msg runner.Message) er
 // mainContainer is the runner container of a Job, the first one.
 func mainContainer(job *batchv1.Job) *corev1.Container {
 	return &job.Spec.Template.Spec.Containers[0]
+}
+
+// refreshJobs returns how many refresh Jobs the node completed.
+func (n *node) refreshJobs() int {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	return n.refreshes
 }

@@ -49,13 +49,14 @@ const (
 
 // settings are read from the environment: CAPTF_SCALE_N (the number of
 // TerraformClusters), CAPTF_SCALE_MACHINES (TerraformMachines per
-// cluster, default 2; 0 measures clusters only), CAPTF_SCALE_IDLE (the idle window, default 2m),
+// cluster, default 2; 0: none), CAPTF_SCALE_POOLS (TerraformMachinePools
+// per cluster, default 1; 0: none), CAPTF_SCALE_IDLE (the idle window, default 2m),
 // CAPTF_SCALE_RECHECK (the manager's --recheck-interval during the run,
 // default 1m), CAPTF_SCALE_TIMEOUT (the longest each phase may take,
 // default 20m) and CAPTF_SCALE_MANAGER_ARGS (more manager flags, split on
 // spaces).
 type settings struct {
-	n, machines            int
+	n, machines, pools     int
 	idle, recheck, timeout time.Duration
 	managerArgs            []string
 }
@@ -71,10 +72,14 @@ func readSettings(t *testing.T) settings {
 	if err != nil || n < 1 {
 		t.Fatalf("CAPTF_SCALE_N=%q: want a positive number of TerraformClusters", raw)
 	}
-	s.n, s.machines = n, 2
-	if raw := os.Getenv("CAPTF_SCALE_MACHINES"); raw != "" {
-		if s.machines, err = strconv.Atoi(raw); err != nil || s.machines < 0 {
-			t.Fatalf("CAPTF_SCALE_MACHINES=%q: want a number of TerraformMachines per cluster, 0 or more", raw)
+	s.n, s.machines, s.pools = n, 2, 1
+	for name, v := range map[string]*int{"CAPTF_SCALE_MACHINES": &s.machines, "CAPTF_SCALE_POOLS": &s.pools} {
+		raw := os.Getenv(name)
+		if raw == "" {
+			continue
+		}
+		if *v, err = strconv.Atoi(raw); err != nil || *v < 0 {
+			t.Fatalf("%s=%q: want a number per cluster, 0 or more", name, raw)
 		}
 	}
 	for name, d := range map[string]*time.Duration{"CAPTF_SCALE_IDLE": &s.idle, "CAPTF_SCALE_RECHECK": &s.recheck, "CAPTF_SCALE_TIMEOUT": &s.timeout} {
@@ -213,8 +218,13 @@ func TestScale(t *testing.T) {
 			approvedFlow.Round(time.Second), requests(m2, m3)/float64(s.n), reconciles(m2, m3, "terraformcluster")/float64(s.n), cpu(m2, m3), cpu(idle0, idle1),
 			idle1.sum("rest_client_requests_total", `code="409"`), idle1.sum("controller_runtime_reconcile_errors_total", `controller="terraformcluster"`)),
 	}
+	baseline := idleRequests / s.idle.Minutes()
 	if s.machines > 0 {
-		lines = append(lines, machinePhase(t, c, s, mgr, names, perObjectRecheck)...)
+		more, perMinute := machinePhase(t, c, s, mgr, names, perObjectRecheck)
+		lines, baseline = append(lines, more...), perMinute
+	}
+	if s.pools > 0 {
+		lines = append(lines, poolPhase(t, c, s, mgr, nd, names, baseline)...)
 	}
 	lines = append(lines, driftPhase(t, c, s, mgr, nd, names)...)
 	for _, l := range lines {
