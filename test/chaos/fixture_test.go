@@ -164,9 +164,9 @@ func newFixture(t *testing.T, withProvider, withClusterAPI bool) *fixture {
 		t.Fatal(err)
 	}
 	f.images[rootedImage] = []testnode.Image{{Path: infrav1.PathModule, Dir: rooted}, {Path: infrav1.PathRuntime, Dir: runtimeDir}}
-	// The controller tests' machine module, and their cluster module that
-	// publishes exports to its machines.
-	for image, dir := range map[string]string{machineImage: "machine", exportsImage: "exports"} {
+	// The controller tests' machine and pool modules, and their cluster
+	// module that publishes exports to its machines and pools.
+	for image, dir := range map[string]string{machineImage: "machine", exportsImage: "exports", poolImage: "pool"} {
 		abs, err := filepath.Abs(filepath.Join("../../internal/controller/terraformcluster/testdata", dir))
 		if err != nil {
 			t.Fatal(err)

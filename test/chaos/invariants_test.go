@@ -78,6 +78,13 @@ func (r *run) check(actErr error, clean *summary) ([]violation, summary) {
 		if j.operation != string(infrav1.OperationApply) {
 			continue
 		}
+		if j.allowDeletes != "" && !slices.ContainsFunc(r.approvals, func(a approval) bool {
+			return a.inputs == j.allowDeletes && a.hash == j.approved && a.rv < j.created
+		}) {
+			// An apply that may delete for an input set (a pool's
+			// ExportsChange plan) needs the approval of exactly that set.
+			add(invUnapprovedApply, "apply Job %s may delete for %s (--allow-deletes-hash), which no approval of a plan bound before it was created", j.name, short(j.allowDeletes))
+		}
 		if firstSuccess == 0 || j.created < firstSuccess {
 			continue
 		}
@@ -111,7 +118,15 @@ func (r *run) check(actErr error, clean *summary) ([]violation, summary) {
 	// Each approval is used by one successful apply and then consumed.
 	appliedHashes := map[string]bool{}
 	for _, j := range jobs {
-		if j.operation != string(infrav1.OperationApply) || j.expect == "" {
+		if j.operation != string(infrav1.OperationApply) {
+			continue
+		}
+		if j.succeeded && j.approved != "" {
+			// An ExportsChange plan's apply carries the plan's hash,
+			// though it expects none.
+			appliedHashes[j.approved] = true
+		}
+		if j.expect == "" {
 			continue
 		}
 		for _, k := range jobs {
@@ -119,9 +134,6 @@ func (r *run) check(actErr error, clean *summary) ([]violation, summary) {
 				add(invApprovalOnce, "apply Job %s expects %s again after Job %s applied it", j.name, short(j.expect), k.name)
 				break
 			}
-		}
-		if j.succeeded && j.approved != "" {
-			appliedHashes[j.approved] = true
 		}
 	}
 	obj, err := r.object(subject)

@@ -53,9 +53,11 @@ type jobRecord struct {
 	// inputs is the hash of the inputs the Job runs (captf.io/inputs-hash).
 	inputs string
 	// guard: the runner plans first and applies nothing that deletes or
-	// replaces (--guard).
-	guard   bool
-	created uint64
+	// replaces (--guard), unless the inputs have the approval hash
+	// allowDeletes (--allow-deletes-hash).
+	guard        bool
+	allowDeletes string
+	created      uint64
 	// finished is when the Job was first seen succeeded or failed (or
 	// deleted); 0 while active.
 	finished  uint64
@@ -160,6 +162,9 @@ func (o *observer) job(typ watch.EventType, j *batchv1.Job) {
 					r.expect = v
 				}
 				r.guard = r.guard || a == "--guard"
+				if v, ok := strings.CutPrefix(a, "--allow-deletes-hash="); ok {
+					r.allowDeletes = v
+				}
 			}
 		}
 		// Jobs of two objects may run at once (a gate between them is an

@@ -100,10 +100,16 @@ type run struct {
 	machineCreated uint64
 	// bootstrapReached: the bootstrap data reached the machine module.
 	bootstrapReached bool
+	// exportsChanged is the resourceVersion of the cluster's exports
+	// change the pool's ExportsChange plan is about (pool-exports-change).
+	exportsChanged uint64
 }
 
 type approval struct {
 	hash string
+	// inputs is the approved TerraformPlan's spec.inputsHash (an
+	// ExportsChange plan's approval hash); empty for an annotation.
+	inputs string
 	// plan is the TerraformPlan approved through spec.approved; empty for
 	// an approval by annotation.
 	plan string
@@ -353,14 +359,14 @@ func (r *run) approveWith(key, hash string) error {
 //
 // The write goes through the manager's webhook: while a fault killed the
 // manager it is refused, and the approver tries again, as a person would.
-func (r *run) approvePlan(tc *infrav1.TerraformCluster) error {
+func (r *run) approvePlan(obj engine.Object) error {
 	deadline := time.Now().Add(converge)
 	for {
 		var plan infrav1.TerraformPlan
-		if err := r.f.env.Client.Get(r.ctx, client.ObjectKey{Namespace: r.ns, Name: tc.Status.PendingPlanRef.Name}, &plan); err != nil {
+		if err := r.f.env.Client.Get(r.ctx, client.ObjectKey{Namespace: r.ns, Name: obj.GetRunnerStatus().PendingPlanRef.Name}, &plan); err != nil {
 			return fmt.Errorf("the live plan: %w", err)
 		}
-		a := approval{hash: plan.Spec.PlanHash, plan: plan.Name, rv: rv(&plan)}
+		a := approval{hash: plan.Spec.PlanHash, inputs: plan.Spec.InputsHash, plan: plan.Name, rv: rv(&plan)}
 		p := fmt.Sprintf(`{"spec":{"approved":true,"approvedBy":%q}}`, approverUser)
 		err := r.f.approver.Patch(r.ctx, &plan, client.RawPatch(types.MergePatchType, []byte(p)))
 		if err == nil || !strings.Contains(err.Error(), "failed calling webhook") || time.Now().After(deadline) {
