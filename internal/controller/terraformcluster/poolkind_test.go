@@ -417,7 +417,9 @@ func (h *driftHarness) planNames(obj client.Object) []string {
 // its inputs hash; meanwhile the pool keeps applying with the exports it
 // last applied — a scale-up goes on, and the plan is made again for the
 // new input set. Approved (with kubectl captf), it applies, replacing
-// under --allow-deletes-hash. A second exports change withdrawn before
+// under --allow-deletes-hash. Scaled down, the guard stops the apply that
+// deletes a member until its Destructive plan is approved; the list and
+// the MachinePool follow. A second exports change withdrawn before
 // approval makes its plan moot: it is superseded and nothing of it is
 // applied.
 func TestPoolExportsChange(t *testing.T) {
@@ -525,14 +527,19 @@ func TestPoolExportsChange(t *testing.T) {
 		t.Errorf("placement %v before the approval, want zone-a.txt", got)
 	}
 
+	// approve approves plan with kubectl captf.
+	approve := func(plan *infrav1.TerraformPlan) {
+		t.Helper()
+		var out, errOut bytes.Buffer
+		cmd := kubectlcaptf.NewCommand(genericiooptions.IOStreams{In: strings.NewReader(""), Out: &out, ErrOut: &errOut})
+		cmd.SetArgs([]string{"approve", plan.Name, "-n", "default", "--kubeconfig", h.env.Kubeconfig(t)})
+		if err := cmd.ExecuteContext(ctx); err != nil {
+			t.Fatalf("kubectl captf approve: %v\n%s%s", err, out.String(), errOut.String())
+		}
+	}
 	// Approved, it applies: the placement is replaced, every member
 	// gets the new exports.
-	var out, errOut bytes.Buffer
-	cmd := kubectlcaptf.NewCommand(genericiooptions.IOStreams{In: strings.NewReader(""), Out: &out, ErrOut: &errOut})
-	cmd.SetArgs([]string{"approve", second.Name, "-n", "default", "--kubeconfig", h.env.Kubeconfig(t)})
-	if err := cmd.ExecuteContext(ctx); err != nil {
-		t.Fatalf("kubectl captf approve: %v\n%s%s", err, out.String(), errOut.String())
-	}
+	approve(second)
 	waitFor(h.harness, second, "the approved plan applied", func(plan *infrav1.TerraformPlan) bool { return plan.Status.Phase == infrav1.PlanApplied })
 	if got := placement(); !slices.Equal(got, []string{"zone-b.txt"}) {
 		t.Errorf("placement %v after the approval, want zone-b.txt", got)
@@ -546,6 +553,31 @@ func TestPoolExportsChange(t *testing.T) {
 	if applyJob == nil || !slices.Contains(applyJob.Spec.Template.Spec.Containers[0].Command, "--allow-deletes-hash="+second.Spec.InputsHash) {
 		t.Errorf("the approved apply Job does not carry --allow-deletes-hash=%s: %+v", second.Spec.InputsHash, applyJob)
 	}
+
+	// Scaled down: under Automatic the guard stops the apply that deletes
+	// a member, its plan waits as Destructive; approved, the member goes
+	// and the list and Cluster API's MachinePool follow.
+	if err := h.c.Get(ctx, client.ObjectKeyFromObject(mp), mp); err != nil {
+		t.Fatal(err)
+	}
+	before = mp.DeepCopy()
+	mp.Spec.Replicas = ptr.To(int32(2))
+	if err := h.c.Patch(ctx, mp, client.MergeFrom(before)); err != nil {
+		t.Fatal(err)
+	}
+	down := livePlan("the scale-down's Destructive plan", func(plan *infrav1.TerraformPlan) bool {
+		return plan.Spec.Reason == infrav1.ReasonDestructive && plan.Status.Phase == infrav1.PlanPending
+	})
+	if down.Spec.Summary.Delete != 1 {
+		t.Errorf("the scale-down's plan: %+v", down.Spec.Summary)
+	}
+	approve(down)
+	h.waitPool(p, "2 members after the scale-down", func(p *infrav1.TerraformMachinePool) bool {
+		return len(p.Spec.ProviderIDList) == 2 && p.Status.Replicas == 2 && p.Status.PendingPlanRef == nil
+	})
+	waitFor(h.harness, mp, "MachinePool: 2 members", func(mp *clusterv1.MachinePool) bool {
+		return len(mp.Spec.ProviderIDList) == 2 && ptr.Deref(mp.Status.Replicas, 0) == 2
+	})
 
 	// Withdrawn: another exports change waits, and is taken back before
 	// anyone approves it; its plan is moot and nothing of it applies.
