@@ -4,10 +4,14 @@
 // it waits for its owner MachinePool, its cluster's infrastructure and
 // exports and its bootstrap data, as a machine does, but changes in place
 // (every change of its inputs is planned and applied; under applyPolicy
-// Manual its plans wait as TerraformPlans, as a cluster's); it publishes
-// its own provider ID once, and its members' provider IDs, read from its
-// state at each new serial (they do not fit a Job's report); and a Job of
-// it waits while its cluster's apply or destroy runs.
+// Manual its plans wait as TerraformPlans, as a cluster's, though rotated
+// bootstrap data needs no new approval and replicas an autoscaler owns
+// are no input); a change of its cluster's exports that deletes or
+// replaces waits as an ExportsChange plan (Held); it publishes its own
+// provider ID once, and its members' provider IDs, read from its state at
+// each new serial (they do not fit a Job's report), which a membership
+// refresh Job renews on an interval (Refresh); and a Job of it waits
+// while its cluster's apply or destroy runs.
 package terraformmachinepool
 
 import (
@@ -229,9 +233,9 @@ const defaultReplicas = 1
 // MachinePool's name, replicas (out of the inputs hash while an
 // autoscaler owns them: cluster.x-k8s.io/replicas-managed-by) and failure
 // domains, its machine template's labels and taints, and the bootstrap
-// data, which is sensitive and out of the approval hash. Until each can be had the pool waits: for its owner
-// MachinePool, its Cluster's infrastructure, the exports, the bootstrap
-// data.
+// data, which is sensitive and out of the approval hash. Until each can
+// be had the pool waits: for its owner MachinePool, its Cluster's
+// infrastructure, the exports, the bootstrap data.
 func (pool) Inputs(ctx context.Context, c client.Reader, obj engine.Object) (map[string]render.Variable, *engine.Wait, error) {
 	mp, wait, err := capi.OwnerMachinePool(ctx, c, obj)
 	if err != nil || wait != nil {
