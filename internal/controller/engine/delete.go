@@ -114,6 +114,12 @@ func (r *Reconciler) reconcileDelete(ctx context.Context, s *scope) (ctrl.Result
 		}
 		return ctrl.Result{}, r.cleanup(ctx, obj, PlanKeyName(r.kind().Short(), obj.GetName()), InputsName(r.kind().Short(), obj.GetName()), StateSecretName(r.kind().Short(), obj.GetName()))
 	}
+	// The state the destroy takes down is backed up first, as every
+	// serial is: a reconcile cut short (a kill) between the last apply
+	// and the deletion may not have got to it.
+	if err := r.syncBackups(ctx, obj, state); err != nil {
+		return ctrl.Result{}, err
+	}
 	// From the API server: the cache may not show what the last apply's
 	// outcome kept a moment ago, and a refusal is announced.
 	applied, err := r.appliedInputs(ctx, r.Reader, obj, state.InputsHash())
