@@ -212,8 +212,9 @@ func TestExamples(t *testing.T) {
 		// A root module for the CLI; as a cluster module it sets no
 		// contract output, which the cluster role allows.
 		"quickstart": modulecontract.RoleCluster,
-		// The Kubernetes quickstart's machine module.
+		// The Kubernetes quickstart's machine and pool modules.
 		"kubernetes/machine": modulecontract.RoleMachine,
+		"kubernetes/pool":    modulecontract.RolePool,
 	}
 	root := filepath.Join("..", "..", "examples")
 	seen := map[string]bool{}

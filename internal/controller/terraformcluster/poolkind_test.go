@@ -350,7 +350,8 @@ func TestPools(t *testing.T) {
 	}
 	lastApply := p.Status.LastRun.Job
 	h.waitPool(p, "the takeover applied", func(p *infrav1.TerraformMachinePool) bool {
-		return p.Status.LastRun != nil && p.Status.LastRun.Job != lastApply && p.Status.LastRun.Succeeded && p.Status.ActiveJob == nil
+		r := p.Status.LastRun
+		return r != nil && r.Job != lastApply && r.Operation == infrav1.OperationApply && r.Succeeded && p.Status.ActiveJob == nil
 	})
 	if now := h.planNames(p); !slices.Equal(now, plansBefore) {
 		t.Errorf("TerraformPlans %v after the autoscaler's takeover, want still %v", now, plansBefore)
