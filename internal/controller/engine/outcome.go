@@ -189,7 +189,7 @@ func decideRun(k Kind, obj Object, o outcome, now metav1.Time) (Object, []Step) 
 		if Interrupted(obj) {
 			steps = append(steps, clearInterrupted{})
 		}
-		if o.Approved == "" && held {
+		if held {
 			return view, steps
 		}
 		plan := o.Plan
@@ -304,9 +304,9 @@ func awaiting(k Kind, obj Object, p *fingerprint.Report) string {
 	return msg
 }
 
-// runError is what went wrong with a finished drift, refresh or restore Job whose
-// report should have the outcome want: nil when it has it and holds what
-// that outcome carries (complete).
+// runError is what went wrong with a finished drift, refresh or restore
+// Job whose report should have the outcome want: nil when it has it and
+// holds what that outcome carries (complete).
 func runError(o outcome, want string, complete func(*runner.Message) bool) *infrav1.RunError {
 	msg := o.Msg
 	switch {
