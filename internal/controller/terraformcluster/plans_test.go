@@ -244,15 +244,24 @@ func TestApproveWithKubectlCaptf(t *testing.T) {
 		t.Errorf("an approval in someone else's name: %v", err)
 	}
 
-	var out, errOut bytes.Buffer
-	cmd := kubectlcaptf.NewCommand(genericiooptions.IOStreams{In: strings.NewReader(""), Out: &out, ErrOut: &errOut})
-	cmd.SetArgs([]string{"approve", plan.Name, "-n", "default", "--kubeconfig", h.env.UserKubeconfig(t, "alice", "platform-approvers")})
-	if err := cmd.ExecuteContext(context.Background()); err != nil {
-		t.Fatalf("kubectl captf approve: %v\n%s%s", err, out.String(), errOut.String())
-	}
+	h.kubectlCaptf(h.env.UserKubeconfig(t, "alice", "platform-approvers"), "approve", plan.Name)
 	applied := h.phaseWait(tc, plan.Name, infrav1.PlanApplied)
 	if applied.Spec.ApprovedBy != "alice" {
 		t.Errorf("approvedBy %q", applied.Spec.ApprovedBy)
 	}
 	h.wait(tc, "applied", func(tc *infrav1.TerraformCluster) bool { return ready(tc) && tc.Status.PendingPlanRef == nil })
+}
+
+// kubectlCaptf runs kubectl captf in this process with args, in the
+// namespace default, as the kubeconfig says, and returns what it printed;
+// an error fails the test.
+func (h *harness) kubectlCaptf(kubeconfig string, args ...string) string {
+	h.t.Helper()
+	var out, errOut bytes.Buffer
+	cmd := kubectlcaptf.NewCommand(genericiooptions.IOStreams{In: strings.NewReader(""), Out: &out, ErrOut: &errOut})
+	cmd.SetArgs(append(args, "-n", "default", "--kubeconfig", kubeconfig))
+	if err := cmd.ExecuteContext(context.Background()); err != nil {
+		h.t.Fatalf("kubectl captf %s: %v\n%s%s", strings.Join(args, " "), err, out.String(), errOut.String())
+	}
+	return out.String()
 }

@@ -1,7 +1,6 @@
 package terraformcluster
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"os"
@@ -17,14 +16,12 @@ import (
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/cli-runtime/pkg/genericiooptions"
 	"k8s.io/utils/ptr"
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	infrav1 "github.com/captf/captf/api/v1alpha1"
 	"github.com/captf/captf/internal/controller/engine"
-	"github.com/captf/captf/internal/kubectlcaptf"
 	"github.com/captf/captf/internal/render"
 )
 
@@ -206,16 +203,7 @@ func TestPools(t *testing.T) {
 	}
 	// kubectl captf lists, shows and approves it, as a cluster's.
 	admin := h.env.Kubeconfig(t)
-	kubectlCaptf := func(args ...string) string {
-		t.Helper()
-		var out, errOut bytes.Buffer
-		cmd := kubectlcaptf.NewCommand(genericiooptions.IOStreams{In: strings.NewReader(""), Out: &out, ErrOut: &errOut})
-		cmd.SetArgs(append(args, "-n", "default", "--kubeconfig", admin))
-		if err := cmd.ExecuteContext(ctx); err != nil {
-			t.Fatalf("kubectl captf %s: %v\n%s%s", strings.Join(args, " "), err, out.String(), errOut.String())
-		}
-		return out.String()
-	}
+	kubectlCaptf := func(args ...string) string { return h.kubectlCaptf(admin, args...) }
 	if out := kubectlCaptf("plans", "--pending"); !strings.Contains(out, plan.Name) || !strings.Contains(out, "TerraformMachinePool/fleet-pool") {
 		t.Errorf("kubectl captf plans --pending lacks the pool's plan:\n%s", out)
 	}
@@ -529,15 +517,7 @@ func TestPoolExportsChange(t *testing.T) {
 	}
 
 	// approve approves plan with kubectl captf.
-	approve := func(plan *infrav1.TerraformPlan) {
-		t.Helper()
-		var out, errOut bytes.Buffer
-		cmd := kubectlcaptf.NewCommand(genericiooptions.IOStreams{In: strings.NewReader(""), Out: &out, ErrOut: &errOut})
-		cmd.SetArgs([]string{"approve", plan.Name, "-n", "default", "--kubeconfig", h.env.Kubeconfig(t)})
-		if err := cmd.ExecuteContext(ctx); err != nil {
-			t.Fatalf("kubectl captf approve: %v\n%s%s", err, out.String(), errOut.String())
-		}
-	}
+	approve := func(plan *infrav1.TerraformPlan) { h.kubectlCaptf(h.env.Kubeconfig(t), "approve", plan.Name) }
 	// Approved, it applies: the placement is replaced, every member
 	// gets the new exports.
 	approve(second)
