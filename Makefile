@@ -64,7 +64,7 @@ testplans:
 	hack/gen-testplans.sh
 
 # The files clusterctl reads from a release (infrastructure-components.yaml,
-# metadata.yaml, cluster-template.yaml) in $(RELEASE_DIR), naming the images
+# metadata.yaml, the cluster templates of each flavor) in $(RELEASE_DIR), naming the images
 # $(REGISTRY)/captf-manager:$(VERSION) and $(REGISTRY)/captf-runner:$(VERSION).
 VERSION ?= v0.1.0
 REGISTRY ?= ghcr.io/captf

@@ -38,9 +38,12 @@ func TestManifestsWritesTheRelease(t *testing.T) {
 		t.Fatal(err)
 	}
 	for name, want := range map[string]string{
-		"infrastructure-components.yaml": "image: ghcr.io/captf/captf-manager:v0.1.0",
-		"metadata.yaml":                  "contract: v1beta2",
-		"cluster-template.yaml":          "kind: TerraformCluster",
+		"infrastructure-components.yaml":     "image: ghcr.io/captf/captf-manager:v0.1.0",
+		"metadata.yaml":                      "contract: v1beta2",
+		"cluster-template.yaml":              "kind: KubeadmControlPlane",
+		"cluster-template-machinepool.yaml":  "kind: TerraformMachinePool",
+		"cluster-template-clusterclass.yaml": "classRef:",
+		"clusterclass-captf.yaml":            "kind: TerraformClusterTemplate",
 	} {
 		b, err := os.ReadFile(filepath.Join(out, name))
 		if err != nil {

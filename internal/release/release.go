@@ -1,8 +1,10 @@
 // Package release builds the files of a captf release that clusterctl's
 // provider contract asks for: infrastructure-components.yaml (config/release
 // built with kustomize, the manager and runner images pinned to the
-// release), metadata.yaml (the contract of each release series) and
-// cluster-template.yaml (a Cluster on a TerraformCluster).
+// release), metadata.yaml (the contract of each release series), and the
+// cluster templates of clusterctl generate cluster: one file per flavor
+// (cluster-template.yaml, cluster-template-<flavor>.yaml) and the
+// ClusterClasses they name (clusterclass-<name>.yaml).
 package release
 
 import (
@@ -70,19 +72,42 @@ func Manifests(opts Options) (map[string][]byte, error) {
 	if err := covers(metadata, opts.Version); err != nil {
 		return nil, err
 	}
-	template, err := os.ReadFile(filepath.Join(dir, TemplateFile))
-	if err != nil {
-		return nil, err
-	}
 	components, err := buildComponents(dir, opts)
 	if err != nil {
 		return nil, err
 	}
-	return map[string][]byte{
+	files := map[string][]byte{
 		ComponentsFile: components,
 		MetadataFile:   metadata,
-		TemplateFile:   template,
-	}, nil
+	}
+	if err := addTemplates(dir, files); err != nil {
+		return nil, err
+	}
+	return files, nil
+}
+
+// addTemplates adds the templates of dir to files: every flavor and
+// every ClusterClass, the default flavor required.
+func addTemplates(dir string, files map[string][]byte) error {
+	var names []string
+	for _, pattern := range []string{"cluster-template*.yaml", "clusterclass-*.yaml"} {
+		m, err := filepath.Glob(filepath.Join(dir, pattern))
+		if err != nil {
+			return err
+		}
+		names = append(names, m...)
+	}
+	for _, path := range names {
+		b, err := os.ReadFile(path)
+		if err != nil {
+			return err
+		}
+		files[filepath.Base(path)] = b
+	}
+	if _, ok := files[TemplateFile]; !ok {
+		return fmt.Errorf("%s has no %s, clusterctl's default flavor", dir, TemplateFile)
+	}
+	return nil
 }
 
 // Write writes files into dir, which it creates if needed.

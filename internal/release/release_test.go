@@ -31,7 +31,6 @@ const (
 	// Not the components' own captf-system: clusterctl must move every
 	// namespaced object, and every reference to one, into it.
 	targetNamespace = "captf-test"
-	moduleImage     = "registry.example.com/modules/demo-cluster:1.0.0"
 )
 
 func TestManifestsRefuses(t *testing.T) {
@@ -96,20 +95,11 @@ func TestComponentsKeepContractLabels(t *testing.T) {
 }
 
 // TestClusterctlInstallsRelease reads the release from a local clusterctl
-// repository, as clusterctl init --infrastructure captf:v0.1.0 and
-// clusterctl generate cluster do, and applies what clusterctl would to a
-// real API server with Cluster API's CRDs.
+// repository, as clusterctl init --infrastructure captf:v0.1.0 does, and
+// applies what clusterctl would to a real API server with Cluster API's
+// CRDs. TestFlavors generates clusters from the same repository.
 func TestClusterctlInstallsRelease(t *testing.T) {
-	files, err := release.Manifests(release.Options{Config: "../../config", Version: testVersion, Registry: testRegistry})
-	if err != nil {
-		t.Fatal(err)
-	}
-	// clusterctl's local repository: <repo>/<provider label>/<version>/<file>.
-	repo := t.TempDir()
-	dir := filepath.Join(repo, "infrastructure-captf", testVersion)
-	if err := release.Write(dir, files); err != nil {
-		t.Fatal(err)
-	}
+	dir := releaseRepository(t)
 	ctx := context.Background()
 	// A variable left unset takes its default. (clusterctl keeps its
 	// config in a global, so each client is used before the next is made.)
@@ -126,7 +116,6 @@ func TestClusterctlInstallsRelease(t *testing.T) {
 
 	cfgPath := writeClusterctlConfig(t, dir, map[string]string{
 		"CAPTF_RECHECK_INTERVAL": "5m",
-		"CAPTF_MODULE_IMAGE":     moduleImage,
 	})
 	cc, err := clusterctl.New(ctx, cfgPath)
 	if err != nil {
@@ -151,21 +140,8 @@ func TestClusterctlInstallsRelease(t *testing.T) {
 	objs := comps.Objs()
 	checkComponents(t, objs, "--recheck-interval=5m")
 
-	tmpl, err := cc.GetClusterTemplate(ctx, clusterctl.GetClusterTemplateOptions{
-		ProviderRepositorySource: &clusterctl.ProviderRepositorySourceOptions{InfrastructureProvider: "captf:" + testVersion},
-		ClusterName:              "demo",
-		TargetNamespace:          "default",
-	})
-	if err != nil {
-		t.Fatalf("clusterctl's cluster template: %v", err)
-	}
-	if diff := cmp.Diff([]string{"CAPTF_MODULE_IMAGE", "CLUSTER_NAME", "NAMESPACE"}, tmpl.Variables()); diff != "" {
-		t.Errorf("the template's variables (-want +got):\n%s", diff)
-	}
-
 	env := testenv.StartWithClusterAPI(t, "../..")
 	applyComponents(ctx, t, env, objs)
-	createTemplate(ctx, t, env, tmpl.Objs())
 }
 
 // writeClusterctlConfig writes a clusterctl config that names the release
@@ -360,47 +336,5 @@ func applyComponents(ctx context.Context, t *testing.T, env *testenv.Env, objs [
 		if !sar.Status.Allowed {
 			t.Errorf("%s may not %s %s/%s in %q: %s", user, ra.Verb, ra.Resource, ra.Subresource, ra.Namespace, sar.Status.Reason)
 		}
-	}
-}
-
-// createTemplate creates the template's objects, as kubectl apply of
-// clusterctl generate cluster's output does, and checks what they say.
-func createTemplate(ctx context.Context, t *testing.T, env *testenv.Env, objs []unstructured.Unstructured) {
-	t.Helper()
-	var kinds []string
-	for i := range objs {
-		u := &objs[i]
-		kinds = append(kinds, u.GetAPIVersion()+" "+u.GetKind()+" "+u.GetNamespace()+"/"+u.GetName())
-		if err := env.Client.Create(ctx, u); err != nil {
-			t.Errorf("create %s %s: %v", u.GetKind(), u.GetName(), err)
-		}
-	}
-	want := []string{
-		clusterv1.GroupVersion.String() + " Cluster default/demo",
-		"infrastructure.cluster.x-k8s.io/v1alpha1 TerraformCluster default/demo",
-	}
-	if diff := cmp.Diff(want, kinds); diff != "" {
-		t.Errorf("the template's objects (-want +got):\n%s", diff)
-	}
-	cluster := &unstructured.Unstructured{}
-	cluster.SetGroupVersionKind(clusterv1.GroupVersion.WithKind("Cluster"))
-	if err := env.Client.Get(ctx, client.ObjectKey{Namespace: "default", Name: "demo"}, cluster); err != nil {
-		t.Fatal(err)
-	}
-	ref, _, _ := unstructured.NestedStringMap(cluster.Object, "spec", "infrastructureRef")
-	wantRef := map[string]string{"apiGroup": "infrastructure.cluster.x-k8s.io", "kind": "TerraformCluster", "name": "demo"}
-	if diff := cmp.Diff(wantRef, ref); diff != "" {
-		t.Errorf("the Cluster's infrastructureRef (-want +got):\n%s", diff)
-	}
-	tc := &unstructured.Unstructured{}
-	tc.SetAPIVersion("infrastructure.cluster.x-k8s.io/v1alpha1")
-	tc.SetKind("TerraformCluster")
-	if err := env.Client.Get(ctx, client.ObjectKey{Namespace: "default", Name: "demo"}, tc); err != nil {
-		t.Fatal(err)
-	}
-	image, _, _ := unstructured.NestedString(tc.Object, "spec", "image")
-	policy, _, _ := unstructured.NestedString(tc.Object, "spec", "applyPolicy")
-	if image != moduleImage || policy != "Manual" {
-		t.Errorf("the TerraformCluster's image, applyPolicy = %s, %s, want %s, Manual", image, policy, moduleImage)
 	}
 }

@@ -20,6 +20,7 @@ import (
 	"testing"
 	"time"
 
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"k8s.io/client-go/rest"
@@ -328,4 +329,33 @@ func ReadObjects(path string) ([]*unstructured.Unstructured, error) {
 			objs = append(objs, u)
 		}
 	}
+}
+
+// StartWithKubeadm is StartWithClusterAPI that also installs the CRDs of
+// Cluster API's kubeadm control plane and bootstrap providers (the module
+// holds them beside its own), labelled for the v1beta2 contract as those
+// providers' releases label them, so that Cluster API's ClusterClass
+// reconciler finds their templates current.
+func StartWithKubeadm(t testing.TB, root string) *Env {
+	t.Helper()
+	module := filepath.Join(ClusterAPICRDs(t), "..", "..", "..", "..")
+	e := StartWithClusterAPI(t, root,
+		filepath.Join(module, "controlplane", "kubeadm", "config", "crd", "bases"),
+		filepath.Join(module, "bootstrap", "kubeadm", "config", "crd", "bases"))
+	for _, name := range []string{
+		"kubeadmcontrolplanes.controlplane.cluster.x-k8s.io",
+		"kubeadmcontrolplanetemplates.controlplane.cluster.x-k8s.io",
+		"kubeadmconfigs.bootstrap.cluster.x-k8s.io",
+		"kubeadmconfigtemplates.bootstrap.cluster.x-k8s.io",
+	} {
+		var crd apiextensionsv1.CustomResourceDefinition
+		if err := e.Client.Get(context.Background(), client.ObjectKey{Name: name}, &crd); err != nil {
+			t.Fatal(err)
+		}
+		crd.Labels = map[string]string{"cluster.x-k8s.io/v1beta2": "v1beta2"}
+		if err := e.Client.Update(context.Background(), &crd); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return e
 }

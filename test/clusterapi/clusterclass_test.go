@@ -5,7 +5,6 @@ package clusterapi
 
 import (
 	"context"
-	"path/filepath"
 	"strings"
 	"testing"
 
@@ -28,13 +27,11 @@ import (
 )
 
 // env starts an API server with captf's CRDs, Cluster API's and kubeadm's
-// control plane CRDs (a ClusterClass needs a control plane template), and
-// a client that knows Cluster API's types.
+// (a ClusterClass needs a control plane template), and a client that
+// knows Cluster API's types.
 func env(t *testing.T) (*testenv.Env, client.Client) {
 	t.Helper()
-	kcp := filepath.Join(testenv.ClusterAPICRDs(t), "..", "..", "..", "..", "controlplane", "kubeadm", "config", "crd", "bases")
-	bootstrap := filepath.Join(testenv.ClusterAPICRDs(t), "..", "..", "..", "..", "bootstrap", "kubeadm", "config", "crd", "bases")
-	e := testenv.StartWithClusterAPI(t, "../..", kcp, bootstrap)
+	e := testenv.StartWithKubeadm(t, "../..")
 	scheme := runtime.NewScheme()
 	for _, add := range []func(*runtime.Scheme) error{clientgoscheme.AddToScheme, apiextensionsv1.AddToScheme, clusterv1.AddToScheme, infrav1.AddToScheme} {
 		if err := add(scheme); err != nil {
@@ -45,10 +42,6 @@ func env(t *testing.T) (*testenv.Env, client.Client) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// kubeadm's control plane labels its CRDs for the contract in its
-	// kustomization, which the bare CRD files lack.
-	labelCRD(t, c, "kubeadmcontrolplanetemplates.controlplane.cluster.x-k8s.io", map[string]string{"cluster.x-k8s.io/v1beta2": "v1beta2"})
-	labelCRD(t, c, "kubeadmconfigtemplates.bootstrap.cluster.x-k8s.io", map[string]string{"cluster.x-k8s.io/v1beta2": "v1beta2"})
 	return e, c
 }
 
