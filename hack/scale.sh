@@ -9,7 +9,8 @@
 # Environment: CAPTF_SCALE_MACHINES (TerraformMachines per cluster,
 # default 2; 0 for clusters only), CAPTF_SCALE_IDLE (idle window, default 2m),
 # CAPTF_SCALE_RECHECK (--recheck-interval during the run, default 1m),
-# CAPTF_SCALE_TIMEOUT (longest phase, default 20m), CAPTF_SCALE_MANAGER_ARGS
+# CAPTF_SCALE_TIMEOUT (longest phase, default 20m), CAPTF_SCALE_STATE_KIB
+# (size of each state Secret the node writes, default 4), CAPTF_SCALE_MANAGER_ARGS
 # (more manager flags).
 set -euo pipefail
 cd "$(dirname "$0")/.."

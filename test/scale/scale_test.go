@@ -53,10 +53,12 @@ const (
 // per cluster, default 1; 0: none), CAPTF_SCALE_IDLE (the idle window, default 2m),
 // CAPTF_SCALE_RECHECK (the manager's --recheck-interval during the run,
 // default 1m), CAPTF_SCALE_TIMEOUT (the longest each phase may take,
-// default 20m) and CAPTF_SCALE_MANAGER_ARGS (more manager flags, split on
-// spaces).
+// default 20m), CAPTF_SCALE_STATE_KIB (the size of each state Secret the
+// node writes, gzip'ed as terraform writes it, default 4) and
+// CAPTF_SCALE_MANAGER_ARGS (more manager flags, split on spaces).
 type settings struct {
 	n, machines, pools     int
+	stateKiB               int
 	idle, recheck, timeout time.Duration
 	managerArgs            []string
 }
@@ -72,14 +74,14 @@ func readSettings(t *testing.T) settings {
 	if err != nil || n < 1 {
 		t.Fatalf("CAPTF_SCALE_N=%q: want a positive number of TerraformClusters", raw)
 	}
-	s.n, s.machines, s.pools = n, 2, 1
-	for name, v := range map[string]*int{"CAPTF_SCALE_MACHINES": &s.machines, "CAPTF_SCALE_POOLS": &s.pools} {
+	s.n, s.machines, s.pools, s.stateKiB = n, 2, 1, 4
+	for name, v := range map[string]*int{"CAPTF_SCALE_MACHINES": &s.machines, "CAPTF_SCALE_POOLS": &s.pools, "CAPTF_SCALE_STATE_KIB": &s.stateKiB} {
 		raw := os.Getenv(name)
 		if raw == "" {
 			continue
 		}
 		if *v, err = strconv.Atoi(raw); err != nil || *v < 0 {
-			t.Fatalf("%s=%q: want a number per cluster, 0 or more", name, raw)
+			t.Fatalf("%s=%q: want a number, 0 or more", name, raw)
 		}
 	}
 	for name, d := range map[string]*time.Duration{"CAPTF_SCALE_IDLE": &s.idle, "CAPTF_SCALE_RECHECK": &s.recheck, "CAPTF_SCALE_TIMEOUT": &s.timeout} {
@@ -112,7 +114,7 @@ func TestScale(t *testing.T) {
 		t.Fatal(err)
 	}
 	nodeCtx, stopNode := context.WithCancel(ctx)
-	nd := &node{c: c, namespace: namespace, workers: 8}
+	nd := &node{c: c, namespace: namespace, workers: 8, stateBytes: s.stateKiB << 10}
 	waitNode := nd.start(nodeCtx, t, cfg)
 	t.Cleanup(func() {
 		stopNode()
