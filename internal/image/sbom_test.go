@@ -7,8 +7,11 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"fmt"
 	"io"
+	"log"
 	"maps"
+	"net/http/httptest"
 	"net/url"
 	"os"
 	"os/exec"
@@ -19,7 +22,10 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-containerregistry/pkg/name"
+	"github.com/google/go-containerregistry/pkg/registry"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
+	"github.com/google/go-containerregistry/pkg/v1/remote"
 	"github.com/google/go-containerregistry/pkg/v1/types"
 	spdxjson "github.com/spdx/tools-golang/json"
 	"github.com/spdx/tools-golang/spdxlib"
@@ -452,5 +458,76 @@ func TestSBOMReferrer(t *testing.T) {
 	}
 	if !bytes.Equal(got, sbom) {
 		t.Errorf("the layout's SBOM %q, want %q", got, sbom)
+	}
+}
+
+// TestPushReferrer: pushed after its index, the SBOM is among the index's
+// referrers, both on a registry with the referrers API, which lists it
+// itself, and on one without, where the push lists it in the index the
+// referrers tag (sha256-<hex>) names.
+func TestPushReferrer(t *testing.T) {
+	img, err := Build(Spec{Platform: v1.Platform{OS: "linux", Architecture: "amd64"}, Created: epoch})
+	if err != nil {
+		t.Fatal(err)
+	}
+	idx, err := Index(img)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := SBOMReferrer("demo", idx, []byte(`{}`), epoch)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, api := range []bool{true, false} {
+		t.Run(fmt.Sprintf("referrers API %v", api), func(t *testing.T) {
+			srv := httptest.NewServer(registry.New(registry.Logger(log.New(io.Discard, "", 0)), registry.WithReferrersSupport(api)))
+			defer srv.Close()
+			ref := strings.TrimPrefix(srv.URL, "http://") + "/captf/demo:v1.2.3"
+			ctx := context.Background()
+			if _, err := Push(ctx, ref, idx); err != nil {
+				t.Fatal(err)
+			}
+			d, err := PushReferrer(ctx, ref, r)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if d != digest(t, r) {
+				t.Errorf("PushReferrer returned %s, want the referrer's digest %s", d, digest(t, r))
+			}
+			repo, err := name.NewRepository(strings.TrimSuffix(ref, ":v1.2.3"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			listed := func(ii v1.ImageIndex) []v1.Hash {
+				t.Helper()
+				m, err := ii.IndexManifest()
+				if err != nil {
+					t.Fatal(err)
+				}
+				var hs []v1.Hash
+				for _, desc := range m.Manifests {
+					hs = append(hs, desc.Digest)
+				}
+				return hs
+			}
+			referrers, err := remote.Referrers(repo.Digest(digest(t, idx).String()))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff([]v1.Hash{d}, listed(referrers)); diff != "" {
+				t.Errorf("the index's referrers (-want +got):\n%s", diff)
+			}
+			tagged, err := remote.Index(repo.Tag("sha256-" + digest(t, idx).Hex))
+			switch {
+			case api && err == nil:
+				t.Errorf("a registry with the referrers API got the referrers tag")
+			case !api && err != nil:
+				t.Errorf("the referrers tag: %v", err)
+			case !api:
+				if diff := cmp.Diff([]v1.Hash{d}, listed(tagged)); diff != "" {
+					t.Errorf("the referrers tag lists (-want +got):\n%s", diff)
+				}
+			}
+		})
 	}
 }
