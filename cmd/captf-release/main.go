@@ -1,7 +1,7 @@
 // Command captf-release builds a captf release: the files clusterctl reads
 // from a provider's release (see internal/release), and the manager and
-// runner images, built and pushed with no container engine (see
-// internal/image):
+// runner images, each index with its SBOM attached as a referrer, built
+// and pushed with no container engine (see internal/image):
 //
 //	captf-release manifests --version v0.1.0 --registry ghcr.io/captf --out dist
 //	captf-release images --version v0.1.0 --platforms linux/amd64,linux/arm64 --out dist/images
