@@ -75,8 +75,10 @@ release-manifests:
 # The manager and runner images, built with no container engine: static
 # binaries stamped with $(VERSION) on scratch, one per platform of
 # $(PLATFORMS), as OCI layouts in $(IMAGES_DIR)/captf-manager and
-# $(IMAGES_DIR)/captf-runner. Reproducible: every file and image carries
-# SOURCE_DATE_EPOCH (the last commit's time by default).
+# $(IMAGES_DIR)/captf-runner, each index with its SBOM (SPDX JSON) attached
+# as a referrer, also written as $(IMAGES_DIR)/<image>.spdx.json.
+# Reproducible: every file, image and SBOM carries SOURCE_DATE_EPOCH (the
+# last commit's time by default).
 PLATFORMS ?= linux/amd64,linux/arm64
 IMAGES_DIR ?= $(RELEASE_DIR)/images
 SOURCE_DATE_EPOCH ?= $(shell git log -1 --format=%ct 2>/dev/null || echo 0)
@@ -87,7 +89,8 @@ images:
 # A whole release: the images pushed to $(REGISTRY) as
 # $(REGISTRY)/captf-manager:$(VERSION) and $(REGISTRY)/captf-runner:$(VERSION)
 # (over the registry API, with the credentials of docker login or crane
-# auth login), and the release files in $(RELEASE_DIR).
+# auth login), each with its SBOM as a referrer, and the release files in
+# $(RELEASE_DIR). Signing is by hand, with cosign: docs/install.md#signing.
 release: images release-manifests
 	go run ./cmd/captf-release push --version $(VERSION) --registry $(REGISTRY) --in $(IMAGES_DIR)
 

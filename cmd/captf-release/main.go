@@ -1,7 +1,7 @@
 // Command captf-release builds a captf release: the files clusterctl reads
 // from a provider's release (see internal/release), and the manager and
-// runner images, built and pushed with no container engine (see
-// internal/image):
+// runner images, each index with its SBOM attached as a referrer, built
+// and pushed with no container engine (see internal/image):
 //
 //	captf-release manifests --version v0.1.0 --registry ghcr.io/captf --out dist
 //	captf-release images --version v0.1.0 --platforms linux/amd64,linux/arm64 --out dist/images
@@ -116,7 +116,9 @@ func manifests(args []string, stdout io.Writer) error {
 }
 
 // images builds each image of the release as an OCI layout in its own
-// folder under --out, named as the image.
+// folder under --out, named as the image, with the image's SBOM attached
+// to its index as a referrer; the SBOM is also written beside the layout,
+// as <name>.spdx.json.
 func images(ctx context.Context, args []string, stdout io.Writer) error {
 	fs := flag.NewFlagSet("images", flag.ContinueOnError)
 	ver := fs.String("version", "", "the release's version, e.g. v0.1.0; stamped into the binaries (required)")
@@ -145,15 +147,31 @@ func images(ctx context.Context, args []string, stdout io.Writer) error {
 		if err != nil {
 			return err
 		}
+		sbom, err := image.SBOM(name, idx, created)
+		if err != nil {
+			return err
+		}
+		referrer, err := image.SBOMReferrer(name, idx, sbom, created)
+		if err != nil {
+			return err
+		}
 		dir := filepath.Join(*out, name)
-		if err := image.WriteLayout(dir, idx); err != nil {
+		if err := image.WriteLayout(dir, *ver, idx, referrer); err != nil {
+			return err
+		}
+		sbomFile := dir + ".spdx.json"
+		if err := os.WriteFile(sbomFile, sbom, 0o644); err != nil {
 			return err
 		}
 		d, err := idx.Digest()
 		if err != nil {
 			return err
 		}
-		fmt.Fprintf(stdout, "%s %s\n", dir, d)
+		rd, err := referrer.Digest()
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(stdout, "%s %s\n%s %s\n", dir, d, sbomFile, rd)
 	}
 	return nil
 }
@@ -215,7 +233,9 @@ func sourceDate() (time.Time, error) {
 }
 
 // push pushes each image's layout under --in to <registry>/<name>:<version>,
-// refusing one that was built for another version.
+// and the artifacts that refer to its index (its SBOM) to the same
+// repository by digest, refusing an image that was built for another
+// version.
 func push(ctx context.Context, args []string, stdout io.Writer) error {
 	fs := flag.NewFlagSet("push", flag.ContinueOnError)
 	var opts release.Options
@@ -229,7 +249,7 @@ func push(ctx context.Context, args []string, stdout io.Writer) error {
 		return errors.New("--version and --registry are required")
 	}
 	for _, name := range slices.Sorted(maps.Keys(programs)) {
-		idx, err := image.ReadLayout(filepath.Join(*in, name))
+		idx, referrers, err := image.ReadLayout(filepath.Join(*in, name))
 		if err != nil {
 			return err
 		}
@@ -242,6 +262,13 @@ func push(ctx context.Context, args []string, stdout io.Writer) error {
 			return err
 		}
 		fmt.Fprintf(stdout, "%s@%s\n", ref, d)
+		for _, r := range referrers {
+			rd, err := image.PushReferrer(ctx, ref, r)
+			if err != nil {
+				return err
+			}
+			fmt.Fprintf(stdout, "%s/%s@%s\n", opts.Registry, name, rd)
+		}
 	}
 	return nil
 }

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"debug/elf"
+	"encoding/json"
 	"io"
 	"log"
 	"net/http/httptest"
@@ -19,6 +20,8 @@ import (
 	"github.com/google/go-containerregistry/pkg/registry"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
+	spdxjson "github.com/spdx/tools-golang/json"
+	"github.com/spdx/tools-golang/spdxlib"
 
 	"github.com/captf/captf/internal/controller/engine"
 	"github.com/captf/captf/internal/image"
@@ -97,13 +100,18 @@ func TestImagesPushedAndRun(t *testing.T) {
 		return out
 	}
 	first, second := build(), build()
-	digests := map[string]v1.Hash{}
+	digests, sboms := map[string]v1.Hash{}, map[string]v1.Hash{}
 	for _, n := range []string{"captf-manager", "captf-runner"} {
 		a, b := layoutDigest(t, filepath.Join(first, n)), layoutDigest(t, filepath.Join(second, n))
 		if a != b {
 			t.Errorf("%s: two builds of one source gave %s and %s", n, a, b)
 		}
 		digests[n] = a
+		a, b = sbomDigest(t, filepath.Join(first, n)), sbomDigest(t, filepath.Join(second, n))
+		if a != b {
+			t.Errorf("%s: two builds of one source gave SBOM referrers %s and %s", n, a, b)
+		}
+		sboms[n] = a
 	}
 
 	srv := httptest.NewServer(registry.New(registry.Logger(log.New(io.Discard, "", 0))))
@@ -118,16 +126,23 @@ func TestImagesPushedAndRun(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := reg + "/captf-manager:" + ver + "@" + digests["captf-manager"].String() + "\n" +
-		reg + "/captf-runner:" + ver + "@" + digests["captf-runner"].String() + "\n"
+		reg + "/captf-manager@" + sboms["captf-manager"].String() + "\n" +
+		reg + "/captf-runner:" + ver + "@" + digests["captf-runner"].String() + "\n" +
+		reg + "/captf-runner@" + sboms["captf-runner"].String() + "\n"
 	if diff := cmp.Diff(want, out); diff != "" {
 		t.Errorf("push output (-want +got):\n%s", diff)
 	}
 
 	for _, tc := range []struct {
-		name, entry, line string
+		name, entry, line, pkg string
+		// modules go.mod requires that the binary links, which its SBOM
+		// must name at go.mod's version.
+		modules []string
 	}{
-		{"captf-manager", "/manager", "manager version " + ver + "\n"},
-		{"captf-runner", engine.RunnerImagePath, "captf-runner version " + ver + "\n"},
+		{"captf-manager", "/manager", "manager version " + ver + "\n", "github.com/captf/captf/cmd/manager",
+			[]string{"sigs.k8s.io/controller-runtime", "k8s.io/client-go"}},
+		{"captf-runner", engine.RunnerImagePath, "captf-runner version " + ver + "\n", "github.com/captf/captf/cmd/captf-runner",
+			[]string{"github.com/hashicorp/terraform-json"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			ref, err := name.ParseReference(reg + "/" + tc.name + ":" + ver)
@@ -184,13 +199,189 @@ func TestImagesPushedAndRun(t *testing.T) {
 			if diff := cmp.Diff(tc.line, string(b)); diff != "" {
 				t.Errorf("%s --version (-want +got):\n%s", tc.entry, diff)
 			}
+
+			// The SBOM: listed among the index's referrers, with the
+			// index as its subject, the bytes written beside the layout.
+			sbom := pulledSBOM(t, ref.Context(), digests[tc.name], sboms[tc.name])
+			written, err := os.ReadFile(filepath.Join(first, tc.name+".spdx.json"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !bytes.Equal(sbom, written) {
+				t.Errorf("the pushed SBOM differs from %s.spdx.json", tc.name)
+			}
+			pkgs := sbomPackages(t, sbom)
+			for _, p := range []string{tc.name, tc.name + " " + host.String(), tc.pkg, "stdlib"} {
+				if pkgs[p] == nil {
+					t.Errorf("the SBOM has no package %s", p)
+				}
+			}
+			if diff := cmp.Diff([]string{ver}, pkgs[tc.pkg]); diff != "" {
+				t.Errorf("the SBOM's %s versions (-want +got):\n%s", tc.pkg, diff)
+			}
+			for _, mod := range tc.modules {
+				if diff := cmp.Diff([]string{goList(t, "list", "-m", "-f", "{{.Version}}", mod)}, pkgs[mod]); diff != "" {
+					t.Errorf("the SBOM's %s versions, want go.mod's (-want +got):\n%s", mod, diff)
+				}
+			}
+			// Every module the go command finds in the binary, and none
+			// else, is a package of the SBOM, with the standard library
+			// and the module the CA certificates come from.
+			const caModule = "golang.org/x/crypto/x509roots/fallback"
+			deps := map[string][]string{
+				"stdlib": {strings.TrimPrefix(goList(t, "env", "GOVERSION"), "go")},
+				caModule: {goList(t, "list", "-m", "-f", "{{.Version}}", caModule)},
+			}
+			last := ""
+			for _, line := range strings.Split(goList(t, "version", "-m", bin), "\n") {
+				switch f := strings.Fields(line); {
+				case len(f) >= 3 && f[0] == "dep":
+					last, deps[f[1]] = f[1], []string{f[2]}
+				case len(f) >= 3 && f[0] == "=>": // the module that replaced the last dep is the one linked
+					delete(deps, last)
+					deps[f[1]] = []string{f[2]}
+				}
+			}
+			libraries := map[string][]string{}
+			for p, versions := range pkgs {
+				if p != tc.name && !strings.HasPrefix(p, tc.name+" ") && p != tc.pkg {
+					libraries[p] = versions
+				}
+			}
+			if diff := cmp.Diff(deps, libraries); diff != "" {
+				t.Errorf("the SBOM's libraries, want the modules go version -m finds in %s (-want +got):\n%s", tc.entry, diff)
+			}
 		})
 	}
 }
 
+// sbomDigest is the digest of the SBOM referrer of the layout at dir, its
+// one referrer.
+func sbomDigest(t *testing.T, dir string) v1.Hash {
+	t.Helper()
+	_, referrers, err := image.ReadLayout(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(referrers) != 1 {
+		t.Fatalf("%s: %d referrers, want its SBOM", dir, len(referrers))
+	}
+	d, err := referrers[0].Digest()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return d
+}
+
+// pulledSBOM checks that the registry lists the artifact sbom among the
+// referrers of the index at subject in repo, as an SPDX JSON artifact whose
+// subject is that index, and returns its one layer: the SBOM.
+func pulledSBOM(t *testing.T, repo name.Repository, subject, sbom v1.Hash) []byte {
+	t.Helper()
+	referrers, err := remote.Referrers(repo.Digest(subject.String()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := referrers.IndexManifest()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var listed []v1.Hash
+	for _, d := range m.Manifests {
+		listed = append(listed, d.Digest)
+	}
+	if diff := cmp.Diff([]v1.Hash{sbom}, listed); diff != "" {
+		t.Errorf("the index's referrers (-want +got):\n%s", diff)
+	}
+	img, err := remote.Image(repo.Digest(sbom.String()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	mf, err := img.Manifest()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if mf.ArtifactType != image.SBOMMediaType || mf.Subject == nil || mf.Subject.Digest != subject || len(mf.Layers) != 1 || mf.Layers[0].MediaType != image.SBOMMediaType {
+		t.Fatalf("the SBOM's manifest: artifactType %q, subject %+v, layers %+v; want %s, the index %s, one SBOM", mf.ArtifactType, mf.Subject, mf.Layers, image.SBOMMediaType, subject)
+	}
+	layers, err := img.Layers()
+	if err != nil {
+		t.Fatal(err)
+	}
+	rc, err := layers[0].Compressed()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rc.Close()
+	b, err := io.ReadAll(rc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+// sbomPackages checks that b is an SPDX 2.3 document in JSON with the
+// fields the format requires, which the SPDX library reads and finds
+// whole, and returns the versions of each package name.
+func sbomPackages(t *testing.T, b []byte) map[string][]string {
+	t.Helper()
+	var doc struct {
+		SPDXVersion       string `json:"spdxVersion"`
+		DataLicense       string `json:"dataLicense"`
+		SPDXID            string `json:"SPDXID"`
+		Name              string `json:"name"`
+		DocumentNamespace string `json:"documentNamespace"`
+		CreationInfo      *struct {
+			Creators []string `json:"creators"`
+			Created  string   `json:"created"`
+		} `json:"creationInfo"`
+		Packages []struct {
+			Name        string `json:"name"`
+			SPDXID      string `json:"SPDXID"`
+			VersionInfo string `json:"versionInfo"`
+		} `json:"packages"`
+	}
+	if err := json.Unmarshal(b, &doc); err != nil {
+		t.Fatalf("the SBOM is not JSON: %v", err)
+	}
+	got := []any{doc.SPDXVersion, doc.DataLicense, doc.SPDXID, doc.Name != "", strings.HasPrefix(doc.DocumentNamespace, "https://"),
+		doc.CreationInfo != nil && len(doc.CreationInfo.Creators) > 0 && doc.CreationInfo.Created == "2023-11-14T22:13:20Z"}
+	if diff := cmp.Diff([]any{"SPDX-2.3", "CC0-1.0", "SPDXRef-DOCUMENT", true, true, true}, got); diff != "" {
+		t.Errorf("spdxVersion, dataLicense, SPDXID, a name, a namespace, creators and the build's time (-want +got):\n%s", diff)
+	}
+	parsed, err := spdxjson.Read(bytes.NewReader(b))
+	if err != nil {
+		t.Fatalf("the SPDX library does not read the SBOM: %v", err)
+	}
+	if err := spdxlib.ValidateDocument(parsed); err != nil {
+		t.Errorf("the SPDX library finds the SBOM invalid: %v", err)
+	}
+	pkgs := map[string][]string{}
+	for _, p := range doc.Packages {
+		if p.Name == "" || p.VersionInfo == "" || p.SPDXID == "" {
+			t.Errorf("package %+v lacks a name, version or SPDXID", p)
+		}
+		pkgs[p.Name] = append(pkgs[p.Name], p.VersionInfo)
+	}
+	return pkgs
+}
+
+// goList runs the go command in the module and returns what it prints,
+// trimmed.
+func goList(t *testing.T, args ...string) string {
+	t.Helper()
+	cmd := exec.Command("go", args...)
+	cmd.Dir = "../.."
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("go %v: %v", args, err)
+	}
+	return strings.TrimSpace(string(out))
+}
+
 func layoutDigest(t *testing.T, dir string) v1.Hash {
 	t.Helper()
-	idx, err := image.ReadLayout(dir)
+	idx, _, err := image.ReadLayout(dir)
 	if err != nil {
 		t.Fatal(err)
 	}

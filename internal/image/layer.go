@@ -1,8 +1,9 @@
 // Package image builds container images without a container engine, with
 // go-containerregistry: reproducible layers from a list of files, images
 // on scratch with a non-root user and CA certificates, captf's manager and
-// runner images from their Go packages, multi-platform indexes, OCI
-// layouts on disk, and pushes to a registry; and it unpacks an image's
+// runner images from their Go packages, multi-platform indexes, an SBOM
+// (SPDX JSON) of what an index holds, attached to it as an OCI referrer,
+// OCI layouts on disk, and pushes to a registry; and it unpacks an image's
 // filesystem into a folder, as a container runtime would.
 //
 // The same inputs give the same digests: every entry has a fixed time,
