@@ -368,7 +368,8 @@ type RunnerStatus struct {
 	// +optional
 	StateBackups []StateBackup `json:"stateBackups,omitempty"`
 	// StateSerial is the serial of the terraform state the manager last
-	// read and backed up (or found too large to back up).
+	// read and backed up (or found too large to back up; with backups
+	// off, last read).
 	// +optional
 	StateSerial *int64 `json:"stateSerial,omitempty"`
 	// LastRestoredSerial is the serial the last restore Job pushed back,

@@ -1,9 +1,7 @@
 package capi
 
 import (
-	"bytes"
 	"context"
-	"maps"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -14,6 +12,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	"github.com/captf/captf/internal/controller/engine"
 )
 
 // IndexBootstrapData indexes the objects that name a bootstrap data
@@ -67,5 +67,5 @@ func WatchBootstrapData(b *builder.Builder, mgr ctrl.Manager, owner client.Objec
 func secretDataChanged(e event.UpdateEvent) bool {
 	old, okOld := e.ObjectOld.(*corev1.Secret)
 	now, okNew := e.ObjectNew.(*corev1.Secret)
-	return !okOld || !okNew || !maps.EqualFunc(old.Data, now.Data, bytes.Equal)
+	return !okOld || !okNew || engine.DataChanged(old, now)
 }

@@ -182,6 +182,11 @@ func backupStatus(list []backup) []infrav1.StateBackup {
 func (r *Reconciler) syncBackups(ctx context.Context, obj Object, st *stateRead) error {
 	if r.StateBackups < 0 {
 		setCondition(obj, infrav1.ConditionStateBackedUp, unknown, infrav1.ReasonBackupsOff, "The manager keeps no state backups (--state-backups=0).")
+		if st != nil {
+			// Read: what the kind publishes from it is not read again
+			// until the next serial.
+			obj.GetRunnerStatus().StateSerial = ptr.To(st.Serial)
+		}
 		return nil
 	}
 	if st == nil {

@@ -71,7 +71,8 @@ func TestRunningJobReadFromCache(t *testing.T) {
 			return c.List(ctx, list, opts...)
 		},
 	})
-	r := &Reconciler{Kind: theTestKind, Client: c, Reader: reader, RunnerImage: runnerImage}
+	// The Reconciler's client as SetupWithManager makes it.
+	r := &Reconciler{Kind: theTestKind, Client: newSecretFiller(c, reader), Reader: reader, RunnerImage: runnerImage}
 
 	tc := &infrav1.TerraformCluster{
 		ObjectMeta: metav1.ObjectMeta{Name: "cached", Namespace: "default"},

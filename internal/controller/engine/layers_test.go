@@ -17,7 +17,7 @@ import (
 // (issue 24). A new file must be placed here.
 var layers = [][]string{
 	// The object, its kind, names, conditions, patches, events and metrics.
-	{"object.go", "kind.go", "names.go", "status.go", "reconciler.go", "patch.go", "events.go", "metrics.go"},
+	{"object.go", "kind.go", "names.go", "status.go", "reconciler.go", "patch.go", "events.go", "metrics.go", "secretdata.go"},
 	// Job mechanics: Secrets, inputs, runner Jobs, image, identity.
 	{"secrets.go", "inputs.go", "jobs.go", "image.go", "identity.go", "history.go", "watch.go"},
 	// State: the state and its history, backups, the lock, what was applied.

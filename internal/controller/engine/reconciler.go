@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"sync"
 	"time"
 
 	"golang.org/x/time/rate"
@@ -65,6 +66,9 @@ type Reconciler struct {
 	// newest serials); zero means DefaultStateBackups, and a negative
 	// value keeps none.
 	StateBackups int
+
+	// states holds, by object, what was read of its state (cachedState).
+	states sync.Map
 }
 
 // recheck is the re-check interval in effect.

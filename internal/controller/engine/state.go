@@ -141,9 +141,66 @@ func (acceptedEmptyState) Apply(ctx context.Context, r *Reconciler, x *StepConte
 // the backend stores them, its serial and lineage, and the inputs hash it
 // records. No other value is decoded.
 type stateRead struct {
+	// chunks are nil for a state read through the cache: withChunks
+	// reads them.
 	chunks [][]byte
 	tfstate.Meta
 	inputsHash string
+	// version names the content of the Secrets read: their names and the
+	// digests of their data.
+	version string
+}
+
+// stateVersion is the version of the state in list: each Secret's name and
+// the digest of its data, as digest says it, in name order.
+func stateVersion(list []corev1.Secret, digest func(*corev1.Secret) string) string {
+	parts := make([]string, 0, len(list))
+	for i := range list {
+		parts = append(parts, list[i].Name+"="+digest(&list[i]))
+	}
+	slices.Sort(parts)
+	return strings.Join(parts, ",")
+}
+
+// cachedState is obj's state as the cache knows it: the cache holds the
+// state Secrets' metadata and the digests of their data, not the data, so
+// what was read of the same content before is used again, and a new
+// content is read from the API server once. What is kept is the serial,
+// the lineage and the inputs hash, never the chunks.
+func (r *Reconciler) cachedState(ctx context.Context, f *secretFiller, obj Object) (*stateRead, error) {
+	suffix := StateSuffix(r.kind().Short(), obj.GetName())
+	var list corev1.SecretList
+	if err := f.cached().List(ctx, &list, client.InNamespace(obj.GetNamespace()), client.MatchingLabels(tfstate.Selector(suffix))); err != nil {
+		return nil, fmt.Errorf("state Secrets: %w", err)
+	}
+	key := client.ObjectKeyFromObject(obj)
+	if len(list.Items) == 0 {
+		r.states.Delete(key)
+		return nil, nil
+	}
+	version := stateVersion(list.Items, func(s *corev1.Secret) string { return s.Annotations[annotationDataDigest] })
+	if v, ok := r.states.Load(key); ok {
+		if known := v.(stateRead); known.version == version {
+			return &known, nil
+		}
+	}
+	st, err := r.readState(ctx, r.Reader, obj)
+	if err != nil || st == nil {
+		return st, err
+	}
+	kept := *st
+	kept.chunks = nil
+	r.states.Store(key, kept)
+	return st, nil
+}
+
+// withChunks is st with its chunks, read from the API server when st was
+// read through the cache; nil when the state is gone meanwhile.
+func (r *Reconciler) withChunks(ctx context.Context, obj Object, st *stateRead) (*stateRead, error) {
+	if st == nil || st.chunks != nil {
+		return st, nil
+	}
+	return r.readState(ctx, r.Reader, obj)
 }
 
 // output reads the root output name of the state.
@@ -165,15 +222,28 @@ func (s *stateRead) InputsHash() string {
 
 // readState reads obj's terraform state through reader (the cache, or the
 // API server before acting): every Secret of its suffix, chunks included.
-// It is nil when there is none.
+// It is nil when there is none. Through the manager's cache, which holds
+// no state's data, it is what cachedState says.
 func (r *Reconciler) readState(ctx context.Context, reader client.Reader, obj Object) (*stateRead, error) {
+	if f, ok := reader.(*secretFiller); ok {
+		return r.cachedState(ctx, f, obj)
+	}
 	suffix := StateSuffix(r.kind().Short(), obj.GetName())
 	var list corev1.SecretList
 	if err := reader.List(ctx, &list, client.InNamespace(obj.GetNamespace()), client.MatchingLabels(tfstate.Selector(suffix))); err != nil {
 		return nil, fmt.Errorf("state Secrets: %w", err)
 	}
-	secrets := make([]tfstate.Secret, 0, len(list.Items))
-	for _, s := range list.Items {
+	return parseState(suffix, list.Items)
+}
+
+// parseState reads the state of suffix from its Secrets.
+func parseState(suffix string, list []corev1.Secret) (*stateRead, error) {
+	secrets := make([]tfstate.Secret, 0, len(list))
+	for _, s := range list {
+		if _, stripped := s.Annotations[annotationDataDigest]; stripped {
+			// Never taken for no state: the cache holds no state's data.
+			return nil, fmt.Errorf("state Secret %s was read from the cache, which holds no state's data", s.Name)
+		}
 		secrets = append(secrets, tfstate.Secret{Name: s.Name, Data: s.Data})
 	}
 	chunks, err := tfstate.Chunks(suffix, secrets)
@@ -183,7 +253,7 @@ func (r *Reconciler) readState(ctx context.Context, reader client.Reader, obj Ob
 	if err != nil {
 		return nil, fmt.Errorf("state: %w", err)
 	}
-	st := &stateRead{chunks: chunks}
+	st := &stateRead{chunks: chunks, version: stateVersion(list, func(s *corev1.Secret) string { return dataDigest(s.Data) })}
 	state, err := tfstate.Open(chunks)
 	if err == nil {
 		st.Meta, err = tfstate.ReadMeta(state)

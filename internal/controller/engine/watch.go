@@ -116,7 +116,8 @@ func ClientOptions() client.Options {
 // CacheOptions keeps the manager's cache of Jobs and Pods to those captf
 // made (labelled captf.io/managed=true): a cluster's other workloads are
 // neither watched nor held in memory. State backups are kept out of it too:
-// they would hold every state several times over (backup.go).
+// they would hold every state several times over (backup.go). Of every
+// other Secret but the manager's own it holds no data (secretdata.go).
 func CacheOptions() cache.Options {
 	managed := cache.ByObject{Label: labels.SelectorFromSet(labels.Set{infrav1.LabelManaged: "true"})}
 	noBackup, err := labels.NewRequirement(infrav1.LabelStateBackup, selection.DoesNotExist, nil)
@@ -127,7 +128,7 @@ func CacheOptions() cache.Options {
 	return cache.Options{ByObject: map[client.Object]cache.ByObject{
 		&batchv1.Job{}:   managed,
 		&corev1.Pod{}:    managed,
-		&corev1.Secret{}: {Label: labels.NewSelector().Add(*noBackup)},
+		&corev1.Secret{}: {Label: labels.NewSelector().Add(*noBackup), Transform: stripSecretData},
 	}}
 }
 
