@@ -1,11 +1,12 @@
 package engine
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 
+	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -40,11 +41,17 @@ type appliedRun struct {
 	identity string
 }
 
-// keepApplied records, after a successful apply, the files, image and
-// identity it ran beside the durable inputs.
-type keepApplied struct{ Digest string }
+// recordApplied records a successful apply on the durable inputs Secret,
+// in one patch: the applied marker; with Pin (the apply changed
+// something), the image digest it ran (pinDigest); and the files, image,
+// identity and approval hash it ran beside the durable inputs
+// (keepApplied).
+type recordApplied struct {
+	Digest string
+	Pin    bool
+}
 
-func (s keepApplied) Apply(ctx context.Context, r *Reconciler, x *StepContext) error {
+func (s recordApplied) Apply(ctx context.Context, r *Reconciler, x *StepContext) error {
 	var sec corev1.Secret
 	err := r.Client.Get(ctx, client.ObjectKey{Namespace: x.Obj.GetNamespace(), Name: InputsName(r.kind().Short(), x.Obj.GetName())}, &sec)
 	if apierrors.IsNotFound(err) {
@@ -53,35 +60,43 @@ func (s keepApplied) Apply(ctx context.Context, r *Reconciler, x *StepContext) e
 	if err != nil {
 		return fmt.Errorf("durable inputs: %w", err)
 	}
+	before := sec.DeepCopy()
+	if sec.Annotations == nil {
+		sec.Annotations = map[string]string{}
+	}
+	sec.Annotations[infrav1.AnnotationApplied] = "true"
+	if s.Pin {
+		pinDigest(&sec, x.Job, s.Digest)
+	}
+	keepApplied(&sec, x.Job, s.Digest)
+	if equality.Semantic.DeepEqual(before.Annotations, sec.Annotations) && equality.Semantic.DeepEqual(before.Data, sec.Data) {
+		return nil
+	}
+	if err := r.Client.Patch(ctx, &sec, client.MergeFrom(before)); err != nil {
+		return fmt.Errorf("record the apply: %w", err)
+	}
+	return nil
+}
+
+// keepApplied keeps, in sec (the durable inputs Secret), the files, image,
+// identity and approval hash the successful apply of job ran, unless a
+// later apply's start wrote other files since.
+func keepApplied(sec *corev1.Secret, job *batchv1.Job, digest string) {
 	main := sec.Data["main.tf.json"]
-	if h, err := render.RootInputsHash(main); err != nil || h != x.Job.Annotations[annotationInputsHash] {
+	if h, err := render.RootInputsHash(main); err != nil || h != job.Annotations[annotationInputsHash] {
 		// Written by a later apply's start: with one Job at a time, only
 		// after this one was processed, so this is a retry that came too
 		// late and the later apply keeps its own when it succeeds.
-		return nil
+		return
 	}
-	digest := s.Digest
 	if digest == "" {
 		digest = sec.Annotations[infrav1.AnnotationImageDigest]
 	}
-	image := Pin(sec.Annotations[infrav1.AnnotationImage], digest)
-	identity := sec.Annotations[infrav1.AnnotationIdentity]
-	approval := sec.Annotations[infrav1.AnnotationApprovalHash]
-	if bytes.Equal(sec.Data[KeyAppliedMain], main) && bytes.Equal(sec.Data[keyAppliedVars], sec.Data["terraform.tfvars.json"]) &&
-		sec.Annotations[infrav1.AnnotationAppliedImage] == image && sec.Annotations[infrav1.AnnotationAppliedIdentity] == identity &&
-		sec.Annotations[infrav1.AnnotationAppliedApprovalHash] == approval {
-		return nil
-	}
-	patch := client.MergeFrom(sec.DeepCopy())
 	sec.Data[KeyAppliedMain] = main
 	sec.Data[keyAppliedVars] = sec.Data["terraform.tfvars.json"]
-	sec.Annotations[infrav1.AnnotationAppliedImage] = image
-	sec.Annotations[infrav1.AnnotationAppliedIdentity] = identity
-	sec.Annotations[infrav1.AnnotationAppliedApprovalHash] = approval
-	if err := r.Client.Patch(ctx, &sec, patch); err != nil {
-		return fmt.Errorf("keep the applied inputs: %w", err)
-	}
-	return nil
+	sec.Annotations[infrav1.AnnotationAppliedImage] = Pin(sec.Annotations[infrav1.AnnotationImage], digest)
+	sec.Annotations[infrav1.AnnotationAppliedIdentity] = sec.Annotations[infrav1.AnnotationIdentity]
+	sec.Annotations[infrav1.AnnotationAppliedApprovalHash] = sec.Annotations[infrav1.AnnotationApprovalHash]
 }
 
 // appliedInputs is what the last successful apply ran, from the durable

@@ -84,36 +84,18 @@ func resolvedDigest(pod *corev1.Pod) string {
 	return ""
 }
 
-// pinDigest records the digest a successful apply ran, unless the image
-// reference changed meanwhile (a new reference clears the pin).
-func (r *Reconciler) pinDigest(ctx context.Context, obj Object, job *batchv1.Job, digest string) error {
-	if digest == "" {
-		return nil
-	}
-	var s corev1.Secret
-	err := r.Client.Get(ctx, client.ObjectKey{Namespace: job.Namespace, Name: InputsName(r.kind().Short(), obj.GetName())}, &s)
-	if apierrors.IsNotFound(err) {
-		return nil
-	}
-	if err != nil {
-		return fmt.Errorf("durable inputs: %w", err)
-	}
+// pinDigest pins, in s (the durable inputs Secret), the digest a
+// successful apply of job ran, unless the image reference changed
+// meanwhile (a new reference clears the pin).
+func pinDigest(s *corev1.Secret, job *batchv1.Job, digest string) {
 	image := JobContainer(job).Image
 	if base, _, pinned := strings.Cut(image, "@"); pinned {
 		image = base
 	}
-	if s.Annotations[infrav1.AnnotationImage] != image || s.Annotations[infrav1.AnnotationImageDigest] == digest {
-		return nil
-	}
-	before := s.DeepCopy()
-	if s.Annotations == nil {
-		s.Annotations = map[string]string{}
+	if digest == "" || s.Annotations[infrav1.AnnotationImage] != image {
+		return
 	}
 	s.Annotations[infrav1.AnnotationImageDigest] = digest
-	if err := r.Client.Patch(ctx, &s, client.MergeFrom(before)); err != nil {
-		return fmt.Errorf("pin the image digest: %w", err)
-	}
-	return nil
 }
 
 func JobContainer(job *batchv1.Job) *corev1.Container {

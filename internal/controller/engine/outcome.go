@@ -56,12 +56,6 @@ type outcome struct {
 // and announces PlanApproved, if its start did not get to it.
 type approvalStarted struct{}
 
-// markApplied sets the applied marker on the durable inputs Secret.
-type markApplied struct{}
-
-// pinDigest records the image digest a successful apply ran.
-type pinDigest struct{ Digest string }
-
 // consumeApproval removes captf.io/approve-plan if it still names Hash.
 type consumeApproval struct{ Hash string }
 
@@ -178,11 +172,7 @@ func decideRun(k Kind, obj Object, o outcome, now metav1.Time) (Object, []Step) 
 		}
 		driftUndone(view, o.Job)
 		setHealth(view, msg.Health)
-		steps := append([]Step{markApplied{}, ownState{}}, k.Applied(view, msg)...)
-		if msg.Outcome == runner.OutcomeApplied && o.Digest != "" {
-			steps = append(steps, pinDigest{Digest: o.Digest})
-		}
-		steps = append(steps, keepApplied{Digest: o.Digest})
+		steps := append([]Step{recordApplied{Digest: o.Digest, Pin: msg.Outcome == runner.OutcomeApplied}, ownState{}}, k.Applied(view, msg)...)
 		if _, ok := obj.GetAnnotations()[infrav1.AnnotationAcceptEmptyState]; ok || movedMidRun(obj) {
 			steps = append(steps, acceptedEmptyState{})
 		}

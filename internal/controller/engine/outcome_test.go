@@ -153,7 +153,7 @@ func TestDecide(t *testing.T) {
 			Msg: &runner.Message{Outcome: runner.OutcomeApplied, Endpoint: &runner.Endpoint{Host: "10.0.0.1", Port: 6443},
 				FailureDomains: []runner.FailureDomain{{Name: "a", ControlPlane: true}, {Name: "b", Attributes: map[string]string{"k": "v"}}}}},
 		steps: []Step{
-			approvalStarted{}, markApplied{}, ownState{}, published{Host: "10.0.0.1"}, pinDigest{Digest: digest}, keepApplied{Digest: digest}, consumeApproval{Hash: "p2:old"},
+			approvalStarted{}, recordApplied{Digest: digest, Pin: true}, ownState{}, published{Host: "10.0.0.1"}, consumeApproval{Hash: "p2:old"},
 			finishPlan{Name: "demo-old", Phase: infrav1.PlanApplied, Reason: infrav1.ReasonPlanApplied, Message: "The apply planned exactly these changes and applied them."},
 			announce{Key: "demo-old", Type: corev1.EventTypeNormal, Reason: infrav1.EventPlanApplied, Action: "Apply", Related: "demo-apply-1", Note: "Plan p2:old applied."},
 		},
@@ -165,7 +165,7 @@ func TestDecide(t *testing.T) {
 	}, {
 		name:  "the first apply marks the state applied and owns it, nothing else",
 		o:     outcome{Job: "demo-apply-1", Operation: infrav1.OperationApply, Succeeded: true, Msg: &runner.Message{Outcome: runner.OutcomeNoChanges}},
-		steps: []Step{markApplied{}, ownState{}, keepApplied{}},
+		steps: []Step{recordApplied{}, ownState{}},
 	}, {
 		name:   "a changed plan fails the approved plan and opens the new one",
 		before: waiting,

@@ -7,12 +7,6 @@ import (
 func (approvalStarted) Apply(ctx context.Context, r *Reconciler, x *StepContext) error {
 	return r.approvalStarted(ctx, x.Obj, x.Job)
 }
-func (markApplied) Apply(ctx context.Context, r *Reconciler, x *StepContext) error {
-	return r.markApplied(ctx, x.Obj)
-}
-func (s pinDigest) Apply(ctx context.Context, r *Reconciler, x *StepContext) error {
-	return r.pinDigest(ctx, x.Obj, x.Job, s.Digest)
-}
 func (s consumeApproval) Apply(ctx context.Context, r *Reconciler, x *StepContext) error {
 	return r.consumeApproval(ctx, x.Obj, s.Hash)
 }
