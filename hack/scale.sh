@@ -10,7 +10,8 @@
 # default 2; 0 for clusters only), CAPTF_SCALE_IDLE (idle window, default 2m),
 # CAPTF_SCALE_RECHECK (--recheck-interval during the run, default 1m),
 # CAPTF_SCALE_TIMEOUT (longest phase, default 20m), CAPTF_SCALE_STATE_KIB
-# (size of each state Secret the node writes, default 4), CAPTF_SCALE_MANAGER_ARGS
+# (size of each state Secret the node writes, default 4), CAPTF_SCALE_BREAKDOWN
+# (1: requests of each phase by method and resource), CAPTF_SCALE_MANAGER_ARGS
 # (more manager flags).
 set -euo pipefail
 cd "$(dirname "$0")/.."

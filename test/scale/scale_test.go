@@ -17,9 +17,12 @@
 package scale
 
 import (
+	"cmp"
 	"context"
 	"fmt"
+	"maps"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -35,6 +38,7 @@ import (
 
 	infrav1 "github.com/captf/captf/api/v1alpha1"
 	"github.com/captf/captf/internal/controller/engine"
+	"github.com/captf/captf/internal/faultproxy"
 	"github.com/captf/captf/internal/managertest"
 	"github.com/captf/captf/internal/testenv"
 )
@@ -54,11 +58,15 @@ const (
 // CAPTF_SCALE_RECHECK (the manager's --recheck-interval during the run,
 // default 1m), CAPTF_SCALE_TIMEOUT (the longest each phase may take,
 // default 20m), CAPTF_SCALE_STATE_KIB (the size of each state Secret the
-// node writes, gzip'ed as terraform writes it, default 4) and
-// CAPTF_SCALE_MANAGER_ARGS (more manager flags, split on spaces).
+// node writes, gzip'ed as terraform writes it, default 4),
+// CAPTF_SCALE_BREAKDOWN (1: the manager talks to the API server through a
+// recording proxy, and each phase's requests are printed by method and
+// resource) and CAPTF_SCALE_MANAGER_ARGS (more manager flags, split on
+// spaces).
 type settings struct {
 	n, machines, pools     int
 	stateKiB               int
+	breakdown              bool
 	idle, recheck, timeout time.Duration
 	managerArgs            []string
 }
@@ -94,6 +102,7 @@ func readSettings(t *testing.T) settings {
 		}
 	}
 	s.managerArgs = strings.Fields(os.Getenv("CAPTF_SCALE_MANAGER_ARGS"))
+	s.breakdown = os.Getenv("CAPTF_SCALE_BREAKDOWN") == "1"
 	return s
 }
 
@@ -130,7 +139,7 @@ func TestScale(t *testing.T) {
 	}
 
 	// 1. N objects under Manual; their first apply is not gated.
-	m0 := scrape(t, mgr.metricsURL)
+	m0, r0 := scrape(t, mgr.metricsURL), mgr.mark()
 	began := time.Now()
 	parallel(t, names, func(name string) error {
 		return c.Create(ctx, &infrav1.TerraformCluster{
@@ -143,7 +152,7 @@ func TestScale(t *testing.T) {
 	})
 	waitAll(t, c, s, mgr, "Ready after the first apply", ready)
 	firstApply := time.Since(began)
-	m1 := scrape(t, mgr.metricsURL)
+	m1, r1 := scrape(t, mgr.metricsURL), mgr.mark()
 
 	// 2. New inputs on every object: each plans and waits.
 	began = time.Now()
@@ -153,7 +162,7 @@ func TestScale(t *testing.T) {
 	})
 	waitAll(t, c, s, mgr, "a plan awaiting approval", awaiting)
 	planned := time.Since(began)
-	m2 := scrape(t, mgr.metricsURL)
+	m2, r2 := scrape(t, mgr.metricsURL), mgr.mark()
 
 	// 3. Approve every plan; measure until the approved apply Job appears.
 	var list infrav1.TerraformClusterList
@@ -194,7 +203,7 @@ func TestScale(t *testing.T) {
 	}
 	waitAll(t, c, s, mgr, "Ready after the approved apply", applied)
 	approvedFlow := time.Since(began)
-	m3 := scrape(t, mgr.metricsURL)
+	m3, r3 := scrape(t, mgr.metricsURL), mgr.mark()
 
 	// 4. Idle: every object re-checks about idle/recheck times.
 	idle0, idle1, hwm, rss := idleWindow(t, s, mgr)
@@ -219,6 +228,14 @@ func TestScale(t *testing.T) {
 			planned.Round(time.Second), requests(m1, m2)/float64(s.n), reconciles(m1, m2, "terraformcluster")/float64(s.n), cpu(m1, m2),
 			approvedFlow.Round(time.Second), requests(m2, m3)/float64(s.n), reconciles(m2, m3, "terraformcluster")/float64(s.n), cpu(m2, m3), cpu(idle0, idle1),
 			idle1.sum("rest_client_requests_total", `code="409"`), idle1.sum("controller_runtime_reconcile_errors_total", `controller="terraformcluster"`)),
+	}
+	if s.breakdown {
+		for _, p := range []struct {
+			name     string
+			from, to int
+		}{{"create→Ready", r0, r1}, {"new inputs→plan awaiting", r1, r2}, {"approve→Ready", r2, r3}} {
+			lines = append(lines, fmt.Sprintf("scale: N=%d breakdown %s, requests per object: %s", s.n, p.name, mgr.breakdown(p.from, p.to, s.n)))
+		}
 	}
 	baseline := idleRequests / s.idle.Minutes()
 	if s.machines > 0 {
@@ -294,10 +311,44 @@ func formatCounts(m map[string]float64) string {
 	return strings.Join(parts, ", ")
 }
 
-// manager is the running manager binary and its metrics endpoint.
+// manager is the running manager binary and its metrics endpoint; with
+// CAPTF_SCALE_BREAKDOWN, the proxy it talks to the API server through.
 type manager struct {
 	*managertest.Manager
 	metricsURL string
+	proxy      *faultproxy.Proxy
+}
+
+// mark is where the proxy's record of requests stands (0 without one).
+func (m *manager) mark() int {
+	if m.proxy == nil {
+		return 0
+	}
+	return m.proxy.Mark()
+}
+
+// breakdown is the requests recorded between marks from and to, by method
+// and resource (watches apart), per one of n, most first.
+func (m *manager) breakdown(from, to, n int) string {
+	if m.proxy == nil || n == 0 {
+		return ""
+	}
+	counts := map[string]int{}
+	for _, r := range m.proxy.Since(from)[:to-from] {
+		key := r.Key()
+		if r.Watch {
+			key = "WATCH " + r.Resource
+		}
+		counts[key]++
+	}
+	keys := slices.SortedFunc(maps.Keys(counts), func(a, b string) int { return cmp.Or(counts[b]-counts[a], strings.Compare(a, b)) })
+	parts := make([]string, 0, len(keys))
+	var total int
+	for _, k := range keys {
+		total += counts[k]
+		parts = append(parts, fmt.Sprintf("%s %.2f", k, float64(counts[k])/float64(n)))
+	}
+	return fmt.Sprintf("%.1f in all: %s", float64(total)/float64(n), strings.Join(parts, ", "))
 }
 
 // startManager builds cmd/manager and runs it against env with a metrics
@@ -310,10 +361,14 @@ func startManager(t *testing.T, env *testenv.Env, s settings) *manager {
 		fmt.Sprintf("--metrics-bind-address=127.0.0.1:%d", metricsPort),
 		"--recheck-interval=" + s.recheck.String(),
 	}, s.managerArgs...)
-	return &manager{
-		Manager:    managertest.Start(t, managertest.Build(t, "../.."), env.Kubeconfig(t), args...),
-		metricsURL: fmt.Sprintf("http://127.0.0.1:%d/metrics", metricsPort),
+	m := &manager{metricsURL: fmt.Sprintf("http://127.0.0.1:%d/metrics", metricsPort)}
+	kubeconfig := env.Kubeconfig(t)
+	if s.breakdown {
+		m.proxy = faultproxy.Start(t, env.Config)
+		kubeconfig = m.proxy.Kubeconfig(t)
 	}
+	m.Manager = managertest.Start(t, managertest.Build(t, "../.."), kubeconfig, args...)
+	return m
 }
 
 // parallel runs do for every name, writers at a time, and fails the test
@@ -424,9 +479,9 @@ func driftPhase(t *testing.T, c client.Client, s settings, mgr *manager, nd *nod
 	// Past the first checks, whose Jobs are not pruned yet: the window
 	// sees the steady state, where each check's Job replaces an old one.
 	time.Sleep(4 * driftInterval)
-	d0, j0 := scrape(t, mgr.metricsURL), nd.driftJobs()
+	d0, j0, r0 := scrape(t, mgr.metricsURL), nd.driftJobs(), mgr.mark()
 	time.Sleep(s.idle)
-	d1, j1 := scrape(t, mgr.metricsURL), nd.driftJobs()
+	d1, j1, r1 := scrape(t, mgr.metricsURL), nd.driftJobs(), mgr.mark()
 	checks := float64(j1 - j0)
 	if checks == 0 {
 		t.Fatalf("no drift check ran in %s at spec.drift.intervalSeconds=%s", s.idle, driftInterval)
@@ -434,7 +489,11 @@ func driftPhase(t *testing.T, c client.Client, s settings, mgr *manager, nd *nod
 	// The window's re-checks are in the figure too: an upper bound.
 	perCheck := requests(d0, d1) / checks
 	perHour := perCheck * (time.Hour.Minutes() / engine.DefaultDriftInterval.Minutes())
-	return []string{fmt.Sprintf("scale: N=%d drift checks every %s, idle %s: %.0f checks, %.0f requests (%s), manager CPU %.1fs; %.1f requests per check (re-checks in the window included) × %.0f checks an hour at the default %s = %.1f requests per object per hour for drift",
+	lines := []string{fmt.Sprintf("scale: N=%d drift checks every %s, idle %s: %.0f checks, %.0f requests (%s), manager CPU %.1fs; %.1f requests per check (re-checks in the window included) × %.0f checks an hour at the default %s = %.1f requests per object per hour for drift",
 		s.n, driftInterval, s.idle, checks, requests(d0, d1), formatCounts(byMethod(d0, d1)), cpu(d0, d1), perCheck,
 		time.Hour.Minutes()/engine.DefaultDriftInterval.Minutes(), engine.DefaultDriftInterval, perHour)}
+	if s.breakdown {
+		lines = append(lines, fmt.Sprintf("scale: N=%d breakdown drift, requests per check: %s", s.n, mgr.breakdown(r0, r1, int(checks))))
+	}
+	return lines
 }
