@@ -123,8 +123,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	// Set last: a patch of the object itself (the finalizer) reads its
 	// status back from the API server.
 	setCondition(obj, ConditionPaused, false, ReasonNotPaused, "Not paused.")
-	if errors.Is(err, errAdopt) {
-		// A Job the cache has not shown yet: take it up in a moment.
+	if errors.Is(err, errAdopt) || errors.Is(err, errMigrated) {
+		// A Job the cache has not shown yet, or a state it has not shown
+		// under its new name: take it up in a moment.
 		return ctrl.Result{RequeueAfter: time.Second}, r.patchStatus(ctx, s)
 	}
 	if locked, lerr := r.lockFailure(ctx, obj, err); locked {
@@ -226,6 +227,11 @@ func (r *Reconciler) reconcileNormal(ctx context.Context, s *scope) (ctrl.Result
 // rendered root.
 func (r *Reconciler) reconcileDue(ctx context.Context, s *scope, key []byte, root *render.Root) (ctrl.Result, error) {
 	obj := s.obj
+	// A state under the suffix the object had before is moved first: read
+	// as no state, it would plan to create everything again.
+	if err := r.migrateState(ctx, obj); err != nil {
+		return ctrl.Result{}, err
+	}
 	state, err := r.readState(ctx, r.Client, obj)
 	if err != nil {
 		return ctrl.Result{}, err
