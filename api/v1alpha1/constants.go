@@ -73,6 +73,10 @@ const (
 	// as having applied before. The manager sets it and removes it after
 	// the next successful apply.
 	AnnotationMovedMidRun = "captf.io/moved-mid-run"
+	// AnnotationStateMigratedFrom on the Secret of a state's chunk 0 names
+	// the suffix the manager moved the state from, once the copy was
+	// checked: what remains under that suffix may go.
+	AnnotationStateMigratedFrom = "captf.io/state-migrated-from"
 	// AnnotationApplied is "true" after the first successful apply.
 	AnnotationApplied = "captf.io/applied"
 
@@ -196,6 +200,9 @@ const (
 	// EventStateUnlocked (Normal): the manager released a lock that a pod
 	// of the object's own, now gone, left behind.
 	EventStateUnlocked = "StateUnlocked"
+	// EventStateMigrated (Normal): the manager moved an object's state from
+	// the suffix it had before names ending in -<digits> got a new one.
+	EventStateMigrated = "StateMigrated"
 )
 
 // Reasons of InfrastructureHealthy, by the health output's state.

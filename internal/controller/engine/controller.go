@@ -36,14 +36,18 @@ import (
 )
 
 // SetupWithManager registers the reconciler: the kind's objects, the Jobs
-// and TerraformPlans they own, the Jobs' pods, and the ConfigMaps and Secrets they read
-// variables from. The manager's cache should be made with CacheOptions.
+// and TerraformPlans they own, the Jobs' pods, the ConfigMaps and Secrets they read
+// variables from, and the identities they use with their Secrets and the
+// labels of their namespaces. The manager's cache should be made with CacheOptions.
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, opts controller.Options) error {
 	if err := IndexPlans(context.Background(), mgr.GetFieldIndexer()); err != nil {
 		return fmt.Errorf("index TerraformPlans: %w", err)
 	}
 	if err := mgr.GetFieldIndexer().IndexField(context.Background(), r.kind().New(), IndexReads, readsIndex); err != nil {
 		return fmt.Errorf("index of variable sources: %w", err)
+	}
+	if err := IndexIdentities(context.Background(), mgr.GetFieldIndexer()); err != nil {
+		return fmt.Errorf("index TerraformClusterIdentities: %w", err)
 	}
 	if opts.RateLimiter == nil {
 		opts.RateLimiter = errorRetries()
@@ -58,7 +62,11 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, opts controller.Options)
 		Owns(&batchv1.Job{}, builder.WithPredicates(jobEnded)).
 		Owns(&infrav1.TerraformPlan{}).
 		Watches(&corev1.ConfigMap{}, handler.EnqueueRequestsFromMapFunc(r.sourcesOf("ConfigMap"))).
-		Watches(&corev1.Secret{}, handler.EnqueueRequestsFromMapFunc(r.sourcesOf("Secret"))).
+		Watches(&corev1.Secret{}, handler.EnqueueRequestsFromMapFunc(r.secretUsers())).
+		Watches(&infrav1.TerraformClusterIdentity{}, handler.EnqueueRequestsFromMapFunc(r.identityUsers)).
+		// Only the labels of namespaces matter: their metadata is all the
+		// cache holds of them.
+		WatchesMetadata(&corev1.Namespace{}, handler.EnqueueRequestsFromMapFunc(r.namespaceUsers), builder.WithPredicates(labelsChanged)).
 		Watches(&corev1.Pod{}, handler.EnqueueRequestsFromMapFunc(r.podOwner))
 	b, err := r.kind().Watch(b, mgr)
 	if err != nil {
@@ -74,7 +82,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, opts controller.Options)
 // +kubebuilder:rbac:groups="",resources=secrets;configmaps,verbs=get;list;watch;create;update;patch;delete
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
 // +kubebuilder:rbac:groups=infrastructure.cluster.x-k8s.io,resources=terraformclusteridentities,verbs=get;list;watch
-// +kubebuilder:rbac:groups="",resources=namespaces,verbs=get
+// +kubebuilder:rbac:groups="",resources=namespaces,verbs=get;list;watch
 // +kubebuilder:rbac:groups=cluster.x-k8s.io,resources=clusters,verbs=get;list;watch
 
 // Reconcile brings one object a step closer to its spec. Its
@@ -118,8 +126,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	// Set last: a patch of the object itself (the finalizer) reads its
 	// status back from the API server.
 	setCondition(obj, ConditionPaused, false, ReasonNotPaused, "Not paused.")
-	if errors.Is(err, errAdopt) {
-		// A Job the cache has not shown yet: take it up in a moment.
+	if errors.Is(err, errAdopt) || errors.Is(err, errMigrated) {
+		// A Job the cache has not shown yet, or a state it has not shown
+		// under its new name: take it up in a moment.
 		return ctrl.Result{RequeueAfter: time.Second}, r.patchStatus(ctx, s)
 	}
 	if locked, lerr := r.lockFailure(ctx, obj, err); locked {
@@ -135,8 +144,8 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		res, err = ctrl.Result{RequeueAfter: r.recheck()}, nil
 	}
 	if reason, msg, ok := identityFailure(err); ok {
-		// No Job runs. A Secret identity that appears acts at once through
-		// the Secrets' watch; anything else at the next re-check.
+		// No Job runs. A change of the identity, of its Secret or of the
+		// namespace's labels acts at once through their watches.
 		setCondition(obj, infrav1.ConditionApplyJobSucceeded, false, reason, msg)
 		res, err = ctrl.Result{RequeueAfter: r.recheck()}, nil
 	}
@@ -236,6 +245,11 @@ func (r *Reconciler) publishState(ctx context.Context, obj Object, st *stateRead
 // rendered root.
 func (r *Reconciler) reconcileDue(ctx context.Context, s *scope, key []byte, root *render.Root) (ctrl.Result, error) {
 	obj := s.obj
+	// A state under the suffix the object had before is moved first: read
+	// as no state, it would plan to create everything again.
+	if err := r.migrateState(ctx, obj); err != nil {
+		return ctrl.Result{}, err
+	}
 	state, err := r.readState(ctx, r.Client, obj)
 	if err != nil {
 		return ctrl.Result{}, err
@@ -269,6 +283,12 @@ func (r *Reconciler) reconcileDue(ctx context.Context, s *scope, key []byte, roo
 		// Nothing is due: a waiting plan is moot; a drift check may be.
 		obj.GetRunnerStatus().Plan = nil
 		setProvisioned(obj)
+		// An identity the object may no longer use says so now, not when
+		// its next Job is due: the watches of identities, their Secrets
+		// and namespaces' labels bring the object back.
+		if err := r.checkIdentity(ctx, obj); err != nil {
+			return ctrl.Result{}, err
+		}
 		return r.idleJobs(ctx, obj, func() (*appliedRun, error) { return r.appliedOrCurrent(ctx, obj, root) })
 	}
 	if upToDate && capRemediation(obj) {

@@ -98,6 +98,9 @@ func (r *Reconciler) reconcileDelete(ctx context.Context, s *scope) (ctrl.Result
 			return ctrl.Result{}, err
 		}
 	}
+	if err := r.migrateState(ctx, obj); err != nil {
+		return ctrl.Result{}, err
+	}
 	state, err := r.readState(ctx, r.Reader, obj)
 	if err != nil {
 		return ctrl.Result{}, err

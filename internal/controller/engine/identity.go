@@ -44,43 +44,80 @@ type errIdentity struct {
 func (e *errIdentity) Error() string { return e.msg }
 
 // credentials reads the Secret the identity ref names (obj's identityRef,
-// or the one a destroy or drift check runs with) and checks that obj may use
-// it. It returns nil for no identity, and an *errIdentity when the identity
-// is missing or does not allow obj's namespace.
+// or the one a destroy or drift check runs with) from the API server
+// itself, once per Job start, and checks that obj may use it. It returns
+// nil for no identity, and an *errIdentity when the identity is missing or
+// does not allow obj's namespace.
 func (r *Reconciler) credentials(ctx context.Context, obj Object, ref *infrav1.IdentityReference) (map[string][]byte, error) {
 	if ref == nil {
 		return nil, nil
 	}
-	key := client.ObjectKey{Namespace: obj.GetNamespace(), Name: ref.Name}
-	if ref.Kind == infrav1.IdentityKindTerraformClusterIdentity {
-		var id infrav1.TerraformClusterIdentity
-		if err := r.Reader.Get(ctx, client.ObjectKey{Name: ref.Name}, &id); apierrors.IsNotFound(err) {
-			return nil, &errIdentity{ReasonIdentityNotFound, fmt.Sprintf("TerraformClusterIdentity %s does not exist; no Job runs until it does.", ref.Name)}
-		} else if err != nil {
-			return nil, fmt.Errorf("identity %s: %w", ref.Name, err)
-		}
-		allowed, err := r.allows(ctx, id.Spec.AllowedNamespaces, obj.GetNamespace())
-		if err != nil {
-			return nil, err
-		}
-		if !allowed {
-			return nil, &errIdentity{ReasonIdentityNotAllowed, fmt.Sprintf("TerraformClusterIdentity %s does not allow namespace %s (spec.allowedNamespaces); no Job runs.", ref.Name, obj.GetNamespace())}
-		}
-		key = client.ObjectKey{Namespace: id.Spec.SecretRef.Namespace, Name: id.Spec.SecretRef.Name}
+	key, err := r.identitySecret(ctx, r.Reader, obj, ref)
+	if err != nil {
+		return nil, err
 	}
 	var s corev1.Secret
-	if err := r.Reader.Get(ctx, key, &s); apierrors.IsNotFound(err) {
-		return nil, &errIdentity{ReasonIdentityNotFound, fmt.Sprintf("the credentials Secret %s/%s of identity %s %s does not exist; no Job runs until it does.", key.Namespace, key.Name, ref.Kind, ref.Name)}
-	} else if err != nil {
-		return nil, fmt.Errorf("credentials of identity %s %s: %w", ref.Kind, ref.Name, err)
+	if err := r.Reader.Get(ctx, key, &s); err != nil {
+		return nil, secretError(err, key, ref)
 	}
 	return s.Data, nil
 }
 
+// checkIdentity reports, from the manager's cache, whether obj may use the
+// identity its spec names: an *errIdentity when not. An idle object says
+// so at once, when a watch of the identity, its Secret or its namespace
+// brings it back, rather than when its next Job is due.
+func (r *Reconciler) checkIdentity(ctx context.Context, obj Object) error {
+	ref := obj.GetRunnerSpec().IdentityRef
+	if ref == nil {
+		return nil
+	}
+	key, err := r.identitySecret(ctx, r.Client, obj, ref)
+	if err != nil {
+		return err
+	}
+	// Its existence only, from the cache: no request, no data kept.
+	if err := r.metadataReader().Get(ctx, key, &corev1.Secret{}); err != nil {
+		return secretError(err, key, ref)
+	}
+	return nil
+}
+
+// identitySecret checks, reading through reader, that obj may use the
+// identity ref, and returns the key of the Secret of its credentials.
+func (r *Reconciler) identitySecret(ctx context.Context, reader client.Reader, obj Object, ref *infrav1.IdentityReference) (client.ObjectKey, error) {
+	if ref.Kind != infrav1.IdentityKindTerraformClusterIdentity {
+		return client.ObjectKey{Namespace: obj.GetNamespace(), Name: ref.Name}, nil
+	}
+	var id infrav1.TerraformClusterIdentity
+	if err := reader.Get(ctx, client.ObjectKey{Name: ref.Name}, &id); apierrors.IsNotFound(err) {
+		return client.ObjectKey{}, &errIdentity{ReasonIdentityNotFound, fmt.Sprintf("TerraformClusterIdentity %s does not exist; no Job runs until it does.", ref.Name)}
+	} else if err != nil {
+		return client.ObjectKey{}, fmt.Errorf("identity %s: %w", ref.Name, err)
+	}
+	allowed, err := allows(ctx, reader, id.Spec.AllowedNamespaces, obj.GetNamespace())
+	if err != nil {
+		return client.ObjectKey{}, err
+	}
+	if !allowed {
+		return client.ObjectKey{}, &errIdentity{ReasonIdentityNotAllowed, fmt.Sprintf("TerraformClusterIdentity %s does not allow namespace %s (spec.allowedNamespaces); no Job runs.", ref.Name, obj.GetNamespace())}
+	}
+	return client.ObjectKey{Namespace: id.Spec.SecretRef.Namespace, Name: id.Spec.SecretRef.Name}, nil
+}
+
+// secretError is the error of reading the credentials Secret key of ref.
+func secretError(err error, key client.ObjectKey, ref *infrav1.IdentityReference) error {
+	if apierrors.IsNotFound(err) {
+		return &errIdentity{ReasonIdentityNotFound, fmt.Sprintf("the credentials Secret %s/%s of identity %s %s does not exist; no Job runs until it does.", key.Namespace, key.Name, ref.Kind, ref.Name)}
+	}
+	return fmt.Errorf("credentials of identity %s %s: %w", ref.Kind, ref.Name, err)
+}
+
 // allows reports whether namespace ns may use an identity: nil allows
 // none, an empty one every namespace, else those listed and those whose
-// labels the selector matches.
-func (r *Reconciler) allows(ctx context.Context, a *infrav1.AllowedNamespaces, ns string) (bool, error) {
+// labels the selector matches. The namespace's metadata is all it reads
+// (the cache holds no more of namespaces).
+func allows(ctx context.Context, reader client.Reader, a *infrav1.AllowedNamespaces, ns string) (bool, error) {
 	switch {
 	case a == nil:
 		return false, nil
@@ -95,8 +132,9 @@ func (r *Reconciler) allows(ctx context.Context, a *infrav1.AllowedNamespaces, n
 	if err != nil {
 		return false, nil // an invalid selector selects nothing
 	}
-	var n corev1.Namespace
-	if err := r.Reader.Get(ctx, client.ObjectKey{Name: ns}, &n); err != nil {
+	n := &metav1.PartialObjectMetadata{}
+	n.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("Namespace"))
+	if err := reader.Get(ctx, client.ObjectKey{Name: ns}, n); err != nil {
 		return false, fmt.Errorf("namespace %s: %w", ns, err)
 	}
 	return sel.Matches(labels.Set(n.Labels)), nil

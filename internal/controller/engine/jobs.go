@@ -63,15 +63,10 @@ const (
 )
 
 // createRun writes the per-run Secrets of job, owned by the Job: the copy
-// of its credentials first, then its inputs, so that inputs found mean
-// credentials written.
-func (r *Reconciler) createRun(ctx context.Context, obj Object, job *batchv1.Job, root *render.Root) error {
-	identity := jobIdentity(obj, job)
-	creds, err := r.credentials(ctx, obj, identity)
-	if err != nil {
-		return err
-	}
-	if identity != nil {
+// of its credentials (creds, read for the Job's identity) first, then its
+// inputs, so that inputs found mean credentials written.
+func (r *Reconciler) createRun(ctx context.Context, obj Object, job *batchv1.Job, root *render.Root, creds map[string][]byte) error {
+	if jobIdentity(obj, job) != nil {
 		if err := r.createCredentials(ctx, job, creds); err != nil {
 			return err
 		}

@@ -58,7 +58,7 @@ func (r *Reconciler) lockFailure(ctx context.Context, obj Object, err error) (bo
 // LockName is the Lease that locks the state of the object named name.
 func LockName(short, name string) string { return tfstate.LeaseName(StateSuffix(short, name)) }
 
-// +kubebuilder:rbac:groups=coordination.k8s.io,resources=leases,verbs=get;update
+// +kubebuilder:rbac:groups=coordination.k8s.io,resources=leases,verbs=get;create;update;delete
 
 // checkLock looks at the state's lock before a Job starts, when the last
 // run did not succeed or an apply was interrupted: it releases a stale lock of the object's own and

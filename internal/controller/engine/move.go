@@ -121,7 +121,7 @@ func (r *Reconciler) ownStateForMove(ctx context.Context, obj Object) error {
 		return nil
 	}
 	var list corev1.SecretList
-	if err := r.Client.List(ctx, &list, client.InNamespace(obj.GetNamespace()), client.MatchingLabels{tfstate.LabelSuffix: StateSuffix(r.kind().Short(), obj.GetName())}); err != nil {
+	if err := r.metadataReader().List(ctx, &list, client.InNamespace(obj.GetNamespace()), client.MatchingLabels{tfstate.LabelSuffix: StateSuffix(r.kind().Short(), obj.GetName())}); err != nil {
 		return fmt.Errorf("state Secrets: %w", err)
 	}
 	for i := range list.Items {

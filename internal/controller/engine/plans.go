@@ -3,7 +3,7 @@ package engine
 import (
 	"context"
 	"fmt"
-	"sort"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -289,19 +289,31 @@ func (r *Reconciler) syncPlans(ctx context.Context, obj Object) error {
 	if _, paused := obj.GetAnnotations()[AnnotationPaused]; paused || !obj.GetDeletionTimestamp().IsZero() || len(finished) <= KeepFinished {
 		return nil
 	}
-	sort.Slice(finished, func(i, j int) bool {
-		a, b := finished[i].CreationTimestamp, finished[j].CreationTimestamp
-		if !a.Equal(&b) {
-			return b.Before(&a)
-		}
-		return finished[i].Name > finished[j].Name
-	})
-	for _, plan := range finished[KeepFinished:] {
+	for _, plan := range prunable(finished) {
 		if err := r.Client.Delete(ctx, plan); err != nil && !apierrors.IsNotFound(err) {
 			return fmt.Errorf("prune TerraformPlan %s: %w", plan.Name, err)
 		}
 	}
 	return nil
+}
+
+// prunable is what to delete of finished, an object's finished plans: all
+// but the KeepFinished newest. Creation timestamps have a resolution of a
+// second, so plans made within one second are ordered by name (the greater
+// counts as newer): whatever order the list came in, every reconcile, and
+// every manager, keeps the same ones.
+func prunable(finished []*infrav1.TerraformPlan) []*infrav1.TerraformPlan {
+	if len(finished) <= KeepFinished {
+		return nil
+	}
+	newestFirst := slices.Clone(finished)
+	slices.SortFunc(newestFirst, func(a, b *infrav1.TerraformPlan) int {
+		if c := b.CreationTimestamp.Compare(a.CreationTimestamp.Time); c != 0 {
+			return c
+		}
+		return strings.Compare(b.Name, a.Name)
+	})
+	return newestFirst[KeepFinished:]
 }
 
 // reattachRef names the live plan of status.plan in status.pendingPlanRef

@@ -208,3 +208,13 @@ func (r *Reconciler) fillSecrets(mgr ctrl.Manager) error {
 
 // cached is the client the cache answers without filling anything in.
 func (f *secretFiller) cached() client.Reader { return f.Client }
+
+// metadataReader reads from the cache without filling in any Secret's
+// data: for what needs a Secret's existence, labels or owners only, which
+// then costs no request and keeps no data.
+func (r *Reconciler) metadataReader() client.Reader {
+	if f, ok := r.Client.(*secretFiller); ok {
+		return f.cached()
+	}
+	return r.Client
+}

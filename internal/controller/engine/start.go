@@ -128,8 +128,10 @@ func (r *Reconciler) startJob(ctx context.Context, obj Object, root *render.Root
 	if req.applied != nil {
 		identity = req.applied.identityRef()
 	}
-	// An identity the object may not use starts nothing.
-	if _, err := r.credentials(ctx, obj, identity); err != nil {
+	// An identity the object may not use starts nothing. Its credentials
+	// are read once, here, and copied for the Job below.
+	creds, err := r.credentials(ctx, obj, identity)
+	if err != nil {
 		return err
 	}
 	if req.op == infrav1.OperationApply {
@@ -196,7 +198,7 @@ func (r *Reconciler) startJob(ctx context.Context, obj Object, root *render.Root
 		r.observeApproval(ctx, obj, req.plan)
 	}
 	// A new Job has no per-run Secret yet: no need to ask.
-	if err := r.createRun(ctx, obj, job, root); err != nil {
+	if err := r.createRun(ctx, obj, job, root, creds); err != nil {
 		return fmt.Errorf("per-run inputs of Job %s: %w", job.Name, err)
 	}
 	return r.activate(ctx, obj, job)
@@ -233,7 +235,10 @@ func (r *Reconciler) resume(ctx context.Context, obj Object, root *render.Root, 
 			// starts anew.
 			return r.dropJob(ctx, obj, job)
 		}
-		err = r.createRun(ctx, obj, job, root)
+		var creds map[string][]byte
+		if creds, err = r.credentials(ctx, obj, jobIdentity(obj, job)); err == nil {
+			err = r.createRun(ctx, obj, job, root, creds)
+		}
 	}
 	if err != nil {
 		return fmt.Errorf("per-run inputs of Job %s: %w", job.Name, err)

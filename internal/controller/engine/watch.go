@@ -2,6 +2,8 @@ package engine
 
 import (
 	"context"
+	"maps"
+	"sync"
 
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -21,7 +23,10 @@ import (
 
 // readsIndex is the index key of each variable source of an object the
 // engine reconciles: "<kind>/<name>" for a valueFrom and for the Secret
-// spec.identityRef names, "<kind>/*" for a variablesFrom selector.
+// spec.identityRef names, "<kind>/*" for a variablesFrom selector; and for
+// a TerraformClusterIdentity it names, "TerraformClusterIdentity/<name>"
+// and "TerraformClusterIdentity/*" (uses one: a namespace's labels may
+// decide whether it may).
 func readsIndex(obj client.Object) []string {
 	o, ok := obj.(Object)
 	if !ok {
@@ -44,7 +49,102 @@ func readsIndex(obj client.Object) []string {
 	if id := spec.IdentityRef; id != nil && id.Kind == infrav1.IdentityKindSecret {
 		keys.Insert("Secret/" + id.Name)
 	}
+	if id := spec.IdentityRef; id != nil && id.Kind == infrav1.IdentityKindTerraformClusterIdentity {
+		keys.Insert(infrav1.IdentityKindTerraformClusterIdentity+"/"+id.Name, infrav1.IdentityKindTerraformClusterIdentity+"/*")
+	}
 	return sets.List(keys)
+}
+
+// indexIdentitySecret indexes TerraformClusterIdentities by the Secret of
+// their credentials ("<namespace>/<name>"), so an event of any Secret finds
+// the identities that name it without listing them all.
+const indexIdentitySecret = "captf.io/identity-secret"
+
+// identitiesIndexed holds the field indexers IndexIdentities registered
+// with (the reconcilers of several kinds share one cache).
+var identitiesIndexed sync.Map
+
+// IndexIdentities registers indexIdentitySecret with the manager's cache,
+// once.
+func IndexIdentities(ctx context.Context, indexer client.FieldIndexer) error {
+	if _, done := identitiesIndexed.LoadOrStore(indexer, true); done {
+		return nil
+	}
+	return indexer.IndexField(ctx, &infrav1.TerraformClusterIdentity{}, indexIdentitySecret, func(obj client.Object) []string {
+		ref := obj.(*infrav1.TerraformClusterIdentity).Spec.SecretRef
+		return []string{ref.Namespace + "/" + ref.Name}
+	})
+}
+
+// identityUsers maps a TerraformClusterIdentity to the objects of the kind,
+// in every namespace, whose spec.identityRef names it: a change of which
+// namespaces it allows, or of its Secret, shows on them at once.
+func (r *Reconciler) identityUsers(ctx context.Context, id client.Object) []reconcile.Request {
+	list, err := r.kind().ListReading(ctx, r.Client, "", infrav1.IdentityKindTerraformClusterIdentity+"/"+id.GetName())
+	if err != nil {
+		ctrl.LoggerFrom(ctx).Error(err, "List objects of an identity", "kind", r.kind().Name(), "identity", id.GetName())
+		return nil
+	}
+	reqs := make([]reconcile.Request, 0, len(list))
+	for _, o := range list {
+		reqs = append(reqs, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(o)})
+	}
+	return reqs
+}
+
+// secretUsers maps a Secret to the objects that read it: as a variables
+// source or an identity of kind Secret (sourcesOf), or as the credentials
+// of a TerraformClusterIdentity they use.
+func (r *Reconciler) secretUsers() func(context.Context, client.Object) []reconcile.Request {
+	sources := r.sourcesOf("Secret")
+	return func(ctx context.Context, obj client.Object) []reconcile.Request {
+		reqs := sources(ctx, obj)
+		var ids infrav1.TerraformClusterIdentityList
+		if err := r.Client.List(ctx, &ids, client.MatchingFields{indexIdentitySecret: obj.GetNamespace() + "/" + obj.GetName()}, client.UnsafeDisableDeepCopy); err != nil {
+			ctrl.LoggerFrom(ctx).Error(err, "List identities of a Secret")
+			return reqs
+		}
+		for i := range ids.Items {
+			reqs = append(reqs, r.identityUsers(ctx, &ids.Items[i])...)
+		}
+		return reqs
+	}
+}
+
+// namespaceUsers maps a namespace whose labels changed to the objects of
+// the kind in it that use a TerraformClusterIdentity allowing namespaces
+// by a label selector: whether they may use it can have changed.
+func (r *Reconciler) namespaceUsers(ctx context.Context, ns client.Object) []reconcile.Request {
+	list, err := r.kind().ListReading(ctx, r.Client, ns.GetName(), infrav1.IdentityKindTerraformClusterIdentity+"/*")
+	if err != nil {
+		ctrl.LoggerFrom(ctx).Error(err, "List objects of a namespace that use an identity", "kind", r.kind().Name(), "namespace", ns.GetName())
+		return nil
+	}
+	var reqs []reconcile.Request
+	for _, o := range list {
+		ref := o.GetRunnerSpec().IdentityRef
+		var id infrav1.TerraformClusterIdentity
+		if err := r.Client.Get(ctx, client.ObjectKey{Name: ref.Name}, &id); err != nil {
+			// Missing: its own creation brings the object back.
+			continue
+		}
+		if a := id.Spec.AllowedNamespaces; a != nil && a.Selector != nil {
+			reqs = append(reqs, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(o)})
+		}
+	}
+	return reqs
+}
+
+// labelsChanged lets through a namespace's update that changed its labels,
+// the only part of a namespace an identity reads. A namespace made or
+// deleted holds no object yet, or none any more.
+var labelsChanged = predicate.Funcs{
+	CreateFunc: func(event.CreateEvent) bool { return false },
+	UpdateFunc: func(e event.UpdateEvent) bool {
+		return !maps.Equal(e.ObjectOld.GetLabels(), e.ObjectNew.GetLabels())
+	},
+	DeleteFunc:  func(event.DeleteEvent) bool { return false },
+	GenericFunc: func(event.GenericEvent) bool { return false },
 }
 
 // sourcesOf maps a ConfigMap or Secret to the objects of the kind in its

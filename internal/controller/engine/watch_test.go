@@ -28,17 +28,21 @@ func TestReadsIndex(t *testing.T) {
 		reason string
 		vars   []infrav1.Variable
 		from   []infrav1.VariablesSource
+		id     *infrav1.IdentityReference
 		want   []string
 	}{
-		{"inline values read no source", []infrav1.Variable{inline}, nil, []string{}},
-		{"valueFrom by kind and name", []infrav1.Variable{inline, secret("token"), configMap("sizes")}, nil, []string{"ConfigMap/sizes", "Secret/token"}},
-		{"one key per source, read twice", []infrav1.Variable{secret("token"), secret("token")}, nil, []string{"Secret/token"}},
-		{"a selector may match any name of its kind", nil, []infrav1.VariablesSource{selector("Secret"), selector("ConfigMap"), selector("Secret")}, []string{"ConfigMap/*", "Secret/*"}},
-		{"both", []infrav1.Variable{configMap("sizes")}, []infrav1.VariablesSource{selector("Secret")}, []string{"ConfigMap/sizes", "Secret/*"}},
+		{"inline values read no source", []infrav1.Variable{inline}, nil, nil, []string{}},
+		{"valueFrom by kind and name", []infrav1.Variable{inline, secret("token"), configMap("sizes")}, nil, nil, []string{"ConfigMap/sizes", "Secret/token"}},
+		{"one key per source, read twice", []infrav1.Variable{secret("token"), secret("token")}, nil, nil, []string{"Secret/token"}},
+		{"a selector may match any name of its kind", nil, []infrav1.VariablesSource{selector("Secret"), selector("ConfigMap"), selector("Secret")}, nil, []string{"ConfigMap/*", "Secret/*"}},
+		{"both", []infrav1.Variable{configMap("sizes")}, []infrav1.VariablesSource{selector("Secret")}, nil, []string{"ConfigMap/sizes", "Secret/*"}},
+		{"an identity of kind Secret by name", nil, nil, &infrav1.IdentityReference{Kind: infrav1.IdentityKindSecret, Name: "cloud"}, []string{"Secret/cloud"}},
+		{"a TerraformClusterIdentity by name, and as any", []infrav1.Variable{secret("token")}, nil, &infrav1.IdentityReference{Kind: infrav1.IdentityKindTerraformClusterIdentity, Name: "shared"},
+			[]string{"Secret/token", "TerraformClusterIdentity/*", "TerraformClusterIdentity/shared"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.reason, func(t *testing.T) {
-			tc := &infrav1.TerraformCluster{Spec: infrav1.TerraformClusterSpec{RunnerSpec: infrav1.RunnerSpec{Variables: tt.vars, VariablesFrom: tt.from}}}
+			tc := &infrav1.TerraformCluster{Spec: infrav1.TerraformClusterSpec{RunnerSpec: infrav1.RunnerSpec{Variables: tt.vars, VariablesFrom: tt.from, IdentityRef: tt.id}}}
 			if diff := cmp.Diff(tt.want, readsIndex(tc)); diff != "" {
 				t.Errorf("readsIndex (-want +got):\n%s", diff)
 			}
