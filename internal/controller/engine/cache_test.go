@@ -279,3 +279,59 @@ func TestPausedReadFromCache(t *testing.T) {
 		}
 	}
 }
+
+// TestFirstApplyReadsStateOnce: the reconcile that starts a new object's
+// first apply reads its state from the API server once, a list, which
+// also tells that there is none; the check of its history reads no state
+// Secret again.
+func TestFirstApplyReadsStateOnce(t *testing.T) {
+	env := testenv.Start(t, "../../..")
+	ctx := context.Background()
+	cch := startCache(t, env)
+	if err := IndexPlans(ctx, cch); err != nil {
+		t.Fatal(err)
+	}
+	c, err := client.New(env.Config, client.Options{Scheme: env.Client.Scheme(), Cache: &client.CacheOptions{Reader: cch}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	direct, err := client.NewWithWatch(env.Config, client.Options{Scheme: env.Client.Scheme()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var mu sync.Mutex
+	var gets []string
+	reader := interceptor.NewClient(direct, interceptor.Funcs{
+		Get: func(ctx context.Context, c client.WithWatch, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
+			mu.Lock()
+			gets = append(gets, fmt.Sprintf("%T %s", obj, key.Name))
+			mu.Unlock()
+			return c.Get(ctx, key, obj, opts...)
+		},
+	})
+	r := &Reconciler{Kind: theTestKind, Client: newSecretFiller(c, reader), Reader: reader, RunnerImage: runnerImage}
+	tc := &infrav1.TerraformCluster{
+		ObjectMeta: metav1.ObjectMeta{Name: "first", Namespace: "default"},
+		Spec:       infrav1.TerraformClusterSpec{RunnerSpec: infrav1.RunnerSpec{Image: moduleImage}},
+	}
+	if err := direct.Create(ctx, tc); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := r.Reconcile(ctx, ctrl.Request{NamespacedName: client.ObjectKeyFromObject(tc)}); err != nil {
+		t.Fatal(err)
+	}
+	if err := direct.Get(ctx, client.ObjectKeyFromObject(tc), tc); err != nil {
+		t.Fatal(err)
+	}
+	if tc.Status.ActiveJob == nil {
+		t.Fatal("the first reconcile started no apply")
+	}
+	state := "*v1.Secret " + StateSecretName(r.kind().Short(), tc.Name)
+	mu.Lock()
+	defer mu.Unlock()
+	for _, g := range gets {
+		if g == state {
+			t.Errorf("the first apply's reconcile read the state Secret by name (reads %v); its list had said there is none", gets)
+		}
+	}
+}

@@ -303,12 +303,14 @@ func (r *Reconciler) reconcileDue(ctx context.Context, s *scope, key []byte, roo
 			return ctrl.Result{RequeueAfter: wait}, nil
 		}
 	}
+	var fresh *freshState
 	if !owed(obj) {
 		// The cache may lag behind an apply that just finished: ask the
 		// API server before starting anything.
 		if state, err = r.readState(ctx, r.Reader, obj); err != nil {
 			return ctrl.Result{}, err
 		}
+		fresh = &freshState{state: state}
 		if stateHash = state.InputsHash(); stateHash == root.InputsHash {
 			return ctrl.Result{RequeueAfter: time.Second}, nil
 		}
@@ -317,7 +319,7 @@ func (r *Reconciler) reconcileDue(ctx context.Context, s *scope, key []byte, roo
 	// lost nor a first apply. Otherwise the API server says which.
 	var past history
 	if stateHash == "" {
-		if past, err = r.readHistory(ctx, obj); err != nil {
+		if past, err = r.readHistory(ctx, obj, fresh); err != nil {
 			return ctrl.Result{}, err
 		}
 		stop, err := r.guardLostState(ctx, obj, past)

@@ -108,7 +108,7 @@ func (r *Reconciler) reconcileDelete(ctx context.Context, s *scope) (ctrl.Result
 	if state == nil {
 		// Nothing to destroy, unless the object applied before and its
 		// state is lost: then what exists would be left behind unseen.
-		past, err := r.readHistory(ctx, obj)
+		past, err := r.readHistory(ctx, obj, &freshState{state: state})
 		if err != nil {
 			return ctrl.Result{}, err
 		}

@@ -51,8 +51,10 @@ func (h history) first() bool { return !h.past() && !h.state }
 // Secret is gone.
 func (h history) lost() bool { return h.past() && !h.state }
 
-// readHistory reads obj's history from the API server itself.
-func (r *Reconciler) readHistory(ctx context.Context, obj Object) (history, error) {
+// readHistory reads obj's history from the API server itself. fresh is
+// its state as just read from the API server, when it was (nil when it
+// was not): then whether the state Secret exists costs no second read.
+func (r *Reconciler) readHistory(ctx context.Context, obj Object, fresh *freshState) (history, error) {
 	h := history{backup: -1}
 	var s corev1.Secret
 	err := r.Reader.Get(ctx, client.ObjectKey{Namespace: obj.GetNamespace(), Name: InputsName(r.kind().Short(), obj.GetName())}, &s)
@@ -67,12 +69,16 @@ func (r *Reconciler) readHistory(ctx context.Context, obj Object) (history, erro
 	case !apierrors.IsNotFound(err):
 		return h, fmt.Errorf("durable inputs: %w", err)
 	}
-	err = r.Reader.Get(ctx, client.ObjectKey{Namespace: obj.GetNamespace(), Name: StateSecretName(r.kind().Short(), obj.GetName())}, &corev1.Secret{})
-	switch {
-	case err == nil:
-		h.state = true
-	case !apierrors.IsNotFound(err):
-		return h, fmt.Errorf("state: %w", err)
+	if fresh != nil {
+		h.state = fresh.state != nil
+	} else {
+		err = r.Reader.Get(ctx, client.ObjectKey{Namespace: obj.GetNamespace(), Name: StateSecretName(r.kind().Short(), obj.GetName())}, &corev1.Secret{})
+		switch {
+		case err == nil:
+			h.state = true
+		case !apierrors.IsNotFound(err):
+			return h, fmt.Errorf("state: %w", err)
+		}
 	}
 	list, _, err := r.backups(ctx, obj)
 	if err != nil {
@@ -136,6 +142,10 @@ func (acceptedEmptyState) Apply(ctx context.Context, r *Reconciler, x *StepConte
 	}
 	return r.removeAnnotation(ctx, x.Obj, infrav1.AnnotationMovedMidRun)
 }
+
+// freshState is a state as read from the API server itself (readState
+// through Reader), nil for none.
+type freshState struct{ state *stateRead }
 
 // stateRead is what the manager reads of a terraform state: its chunks as
 // the backend stores them, its serial and lineage, and the inputs hash it
