@@ -20,6 +20,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+	"sigs.k8s.io/controller-runtime/pkg/metrics/filters"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 	"sigs.k8s.io/controller-runtime/pkg/webhook"
 
@@ -42,7 +43,10 @@ func main() {
 
 func run(args []string, stdout io.Writer) error {
 	fs := flag.NewFlagSet("manager", flag.ContinueOnError)
-	metrics := fs.String("metrics-bind-address", ":8080", "where metrics are served; 0 turns them off")
+	metrics := fs.String("metrics-bind-address", ":8443", "where metrics are served; 0 turns them off")
+	metricsSecure := fs.Bool("metrics-secure", true, "serve metrics over HTTPS to callers the API server authenticates and allows to get /metrics "+
+		"(a TokenReview and a SubjectAccessReview per scrape); false serves plain HTTP to anyone")
+	metricsCertDir := fs.String("metrics-cert-dir", "", "the folder holding the metrics server's tls.crt and tls.key; empty: a self-signed certificate made at start")
 	probes := fs.String("health-probe-bind-address", ":8081", "where /healthz and /readyz are served")
 	leaderElect := fs.Bool("leader-elect", false, "elect a leader, so only one replica reconciles")
 	leaderNS := fs.String("leader-election-namespace", "", "where the leader Lease lives (default: the pod's namespace)")
@@ -121,7 +125,7 @@ func run(args []string, stdout io.Writer) error {
 		Scheme:                  scheme,
 		Cache:                   engine.CacheOptions(),
 		Client:                  engine.ClientOptions(),
-		Metrics:                 metricsserver.Options{BindAddress: *metrics},
+		Metrics:                 metricsOptions(*metrics, *metricsSecure, *metricsCertDir),
 		HealthProbeBindAddress:  *probes,
 		LeaderElection:          *leaderElect,
 		LeaderElectionID:        "captf-manager.captf.io",
@@ -191,4 +195,17 @@ func limit(cfg *rest.Config, qps float64, burst int) {
 	if qps > 0 {
 		cfg.RateLimiter = flowcontrol.NewTokenBucketRateLimiter(float32(qps), burst)
 	}
+}
+
+// metricsOptions serves metrics at addr: with secure, over HTTPS to the
+// callers the API server authenticates and authorizes for a get of the
+// non-resource URL /metrics (controller-runtime's filter), with the
+// certificate in certDir or a self-signed one.
+func metricsOptions(addr string, secure bool, certDir string) metricsserver.Options {
+	opts := metricsserver.Options{BindAddress: addr, SecureServing: secure}
+	if secure {
+		opts.FilterProvider = filters.WithAuthenticationAndAuthorization
+		opts.CertDir = certDir
+	}
+	return opts
 }

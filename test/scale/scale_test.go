@@ -358,7 +358,7 @@ func startManager(t *testing.T, env *testenv.Env, s settings) *manager {
 	metricsPort := managertest.FreePort(t)
 	args := append([]string{
 		"--runner-image=" + runnerImage,
-		fmt.Sprintf("--metrics-bind-address=127.0.0.1:%d", metricsPort),
+		fmt.Sprintf("--metrics-bind-address=127.0.0.1:%d", metricsPort), "--metrics-secure=false",
 		"--recheck-interval=" + s.recheck.String(),
 	}, s.managerArgs...)
 	m := &manager{metricsURL: fmt.Sprintf("http://127.0.0.1:%d/metrics", metricsPort)}

@@ -15,6 +15,11 @@ import (
 	infrav1 "github.com/captf/captf/api/v1alpha1"
 )
 
+// The metrics endpoint (HTTPS by default) asks the API server whether its
+// caller is who it says and may get /metrics:
+// +kubebuilder:rbac:groups=authentication.k8s.io,resources=tokenreviews,verbs=create
+// +kubebuilder:rbac:groups=authorization.k8s.io,resources=subjectaccessreviews,verbs=create
+
 // The manager's own metrics, in controller-runtime's registry (served with
 // its others on the metrics endpoint). Labels hold kinds, operations,
 // outcomes and namespaces, never a name or a value.
