@@ -47,6 +47,7 @@ func TestManifestsWritesTheRelease(t *testing.T) {
 		"cluster-template-machinepool.yaml":  "kind: TerraformMachinePool",
 		"cluster-template-clusterclass.yaml": "classRef:",
 		"clusterclass-captf.yaml":            "kind: TerraformClusterTemplate",
+		"release-notes.md":                   "cosign attest --yes --key cosign.key --type spdxjson",
 	} {
 		b, err := os.ReadFile(filepath.Join(out, name))
 		if err != nil {

@@ -8,11 +8,14 @@
 package release
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
+	"text/template"
 
 	"github.com/distribution/reference"
 	"k8s.io/apimachinery/pkg/util/version"
@@ -22,11 +25,13 @@ import (
 	"sigs.k8s.io/yaml"
 )
 
-// The files of a release, named as clusterctl looks for them.
+// The files of a release, named as clusterctl looks for them, and its
+// notes.
 const (
 	ComponentsFile = "infrastructure-components.yaml"
 	MetadataFile   = "metadata.yaml"
 	TemplateFile   = "cluster-template.yaml"
+	NotesFile      = "release-notes.md"
 )
 
 // The images of a release are <registry>/<name>:<version>.
@@ -83,7 +88,82 @@ func Manifests(opts Options) (map[string][]byte, error) {
 	if err := addTemplates(dir, files); err != nil {
 		return nil, err
 	}
+	notes, err := releaseNotes(opts, files)
+	if err != nil {
+		return nil, err
+	}
+	files[NotesFile] = notes
 	return files, nil
+}
+
+// notesTemplate is the release's notes: how to install it, its images and
+// their SBOMs, and how to sign and verify them (the release signs
+// nothing: no signing key exists where it is built).
+var notesTemplate = template.Must(template.New(NotesFile).Parse(`# captf {{.Version}}
+
+## Install
+
+` + "```" + `sh
+clusterctl init --infrastructure captf:{{.Version}}
+export CAPTF_MODULE_IMAGE=…  CAPTF_MACHINE_IMAGE=…
+clusterctl generate cluster NAME --infrastructure captf:{{.Version}} [--flavor FLAVOR] | kubectl apply -f -
+` + "```" + `
+
+Flavors: {{range $i, $f := .Flavors}}{{if $i}}, {{end}}` + "`{{$f}}`" + `{{end}}. Their objects and
+variables: docs/install.md, "Cluster flavors".
+
+## Images
+{{range .Images}}
+- ` + "`{{.Ref}}`" + `{{end}}
+
+Each image index carries an SBOM (SPDX 2.3 JSON) as an OCI referrer
+(artifactType ` + "`application/spdx+json`" + `): ` + "`oras discover IMAGE`" + ` lists it.
+
+## Signing and verifying
+
+This release is not signed by its build: no signing key exists there.
+Whoever publishes it signs by digest, with a key pair of their own (drop
+` + "`--key`" + ` to sign keyless):
+
+` + "```" + `sh
+{{range .Images}}index=$(crane digest {{.Ref}})
+cosign sign --yes --recursive --key cosign.key {{.Repo}}@$index
+cosign attest --yes --key cosign.key --type spdxjson --predicate dist/images/{{.Name}}.spdx.json {{.Repo}}@$index
+{{end}}` + "```" + `
+
+Users check an image before they run it:
+
+` + "```" + `sh
+cosign verify --key cosign.pub IMAGE@sha256:<index digest>
+cosign verify-attestation --key cosign.pub --type spdxjson IMAGE@sha256:<index digest>
+` + "```" + `
+`))
+
+// releaseImage is one image of a release, for its notes: its name, its
+// repository and its reference.
+type releaseImage struct{ Name, Repo, Ref string }
+
+func newImage(opts Options, name string) releaseImage {
+	return releaseImage{Name: name, Repo: opts.Registry + "/" + name, Ref: opts.Image(name)}
+}
+
+// releaseNotes writes the notes of the release opts, whose files are
+// files.
+func releaseNotes(opts Options, files map[string][]byte) ([]byte, error) {
+	flavors := []string{"default"}
+	for name := range files {
+		if f, ok := strings.CutPrefix(name, "cluster-template-"); ok {
+			flavors = append(flavors, strings.TrimSuffix(f, ".yaml"))
+		}
+	}
+	slices.Sort(flavors[1:])
+	var b bytes.Buffer
+	err := notesTemplate.Execute(&b, map[string]any{
+		"Version": opts.Version,
+		"Flavors": flavors,
+		"Images":  []releaseImage{newImage(opts, ManagerImageName), newImage(opts, RunnerImageName)},
+	})
+	return b.Bytes(), err
 }
 
 // addTemplates adds the templates of dir to files: every flavor and

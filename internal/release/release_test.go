@@ -338,3 +338,32 @@ func applyComponents(ctx context.Context, t *testing.T, env *testenv.Env, objs [
 		}
 	}
 }
+
+// TestReleaseNotes: the release's notes name its version's images, every
+// flavor it ships, and how to sign each image and attest its SBOM by
+// digest and how to verify both.
+func TestReleaseNotes(t *testing.T) {
+	files, err := release.Manifests(release.Options{Config: "../../config", Version: testVersion, Registry: testRegistry})
+	if err != nil {
+		t.Fatal(err)
+	}
+	notes := string(files[release.NotesFile])
+	var want []string
+	for _, name := range []string{release.ManagerImageName, release.RunnerImageName} {
+		repo := testRegistry + "/" + name
+		want = append(want,
+			"- `"+repo+":"+testVersion+"`",
+			"index=$(crane digest "+repo+":"+testVersion+")",
+			"cosign sign --yes --recursive --key cosign.key "+repo+"@$index",
+			"cosign attest --yes --key cosign.key --type spdxjson --predicate dist/images/"+name+".spdx.json "+repo+"@$index")
+	}
+	want = append(want,
+		"clusterctl init --infrastructure captf:"+testVersion,
+		"Flavors: `default`, `clusterclass`, `machinepool`.",
+		"cosign verify-attestation --key cosign.pub --type spdxjson IMAGE@sha256:<index digest>")
+	for _, w := range want {
+		if !strings.Contains(notes, w) {
+			t.Errorf("the release notes lack %q:\n%s", w, notes)
+		}
+	}
+}
