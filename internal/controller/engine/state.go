@@ -188,6 +188,12 @@ func (r *Reconciler) cachedState(ctx context.Context, f *secretFiller, obj Objec
 		r.states.Delete(key)
 		return nil, nil
 	}
+	for _, s := range list.Items {
+		if _, stripped := s.Annotations[annotationDataDigest]; !stripped {
+			// A cache that holds the data (not the manager's): read it.
+			return parseState(suffix, list.Items)
+		}
+	}
 	version := stateVersion(list.Items, func(s *corev1.Secret) string { return s.Annotations[annotationDataDigest] })
 	if v, ok := r.states.Load(key); ok {
 		if known := v.(stateRead); known.version == version {
