@@ -33,20 +33,8 @@ import (
 // running Job before); a pod that cannot pull its image, and a finished
 // Job, are read from the API server before the reconcile acts on them.
 func TestRunningJobReadFromCache(t *testing.T) {
-	env := testenv.Start(t, "../../..")
 	ctx := context.Background()
-	cch := startCache(t, env)
-	if err := IndexPlans(ctx, cch); err != nil {
-		t.Fatal(err)
-	}
-	c, err := client.New(env.Config, client.Options{Scheme: env.Client.Scheme(), Cache: &client.CacheOptions{Reader: cch}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	direct, err := client.NewWithWatch(env.Config, client.Options{Scheme: env.Client.Scheme()})
-	if err != nil {
-		t.Fatal(err)
-	}
+	_, c, direct := cachedEnv(t)
 	var mu sync.Mutex
 	var reads []string
 	record := func(verb string, obj any) {
@@ -198,6 +186,27 @@ func TestRunningJobReadFromCache(t *testing.T) {
 	}
 }
 
+// cachedEnv starts an API server and the manager's cache on it (its
+// TerraformPlans indexed) and returns the cache, a client that reads
+// through the cache and one that reads the API server itself.
+func cachedEnv(t *testing.T) (cache.Cache, client.Client, client.WithWatch) {
+	t.Helper()
+	env := testenv.Start(t, "../../..")
+	cch := startCache(t, env)
+	if err := IndexPlans(context.Background(), cch); err != nil {
+		t.Fatal(err)
+	}
+	c, err := client.New(env.Config, client.Options{Scheme: env.Client.Scheme(), Cache: &client.CacheOptions{Reader: cch}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	direct, err := client.NewWithWatch(env.Config, client.Options{Scheme: env.Client.Scheme()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cch, c, direct
+}
+
 // startCache starts the manager's cache (CacheOptions) on env until the
 // test ends, stopping it before the API server stops.
 func startCache(t *testing.T, env *testenv.Env) cache.Cache {
@@ -285,20 +294,8 @@ func TestPausedReadFromCache(t *testing.T) {
 // also tells that there is none; the check of its history reads no state
 // Secret again.
 func TestFirstApplyReadsStateOnce(t *testing.T) {
-	env := testenv.Start(t, "../../..")
 	ctx := context.Background()
-	cch := startCache(t, env)
-	if err := IndexPlans(ctx, cch); err != nil {
-		t.Fatal(err)
-	}
-	c, err := client.New(env.Config, client.Options{Scheme: env.Client.Scheme(), Cache: &client.CacheOptions{Reader: cch}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	direct, err := client.NewWithWatch(env.Config, client.Options{Scheme: env.Client.Scheme()})
-	if err != nil {
-		t.Fatal(err)
-	}
+	_, c, direct := cachedEnv(t)
 	var mu sync.Mutex
 	var gets []string
 	reader := interceptor.NewClient(direct, interceptor.Funcs{

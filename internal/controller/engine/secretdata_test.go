@@ -19,7 +19,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
 	infrav1 "github.com/captf/captf/api/v1alpha1"
-	"github.com/captf/captf/internal/testenv"
 	"github.com/captf/captf/internal/tfstate"
 )
 
@@ -30,17 +29,8 @@ import (
 // change of its labels), and the state its serial and inputs hash, read
 // once per new content.
 func TestSecretsCachedWithoutData(t *testing.T) {
-	env := testenv.Start(t, "../../..")
 	ctx := context.Background()
-	cch := startCache(t, env)
-	c, err := client.New(env.Config, client.Options{Scheme: env.Client.Scheme(), Cache: &client.CacheOptions{Reader: cch}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	direct, err := client.NewWithWatch(env.Config, client.Options{Scheme: env.Client.Scheme()})
-	if err != nil {
-		t.Fatal(err)
-	}
+	cch, c, direct := cachedEnv(t)
 	var apiReads atomic.Int32
 	api := interceptor.NewClient(direct, interceptor.Funcs{
 		Get: func(ctx context.Context, c client.WithWatch, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
@@ -71,7 +61,7 @@ func TestSecretsCachedWithoutData(t *testing.T) {
 		Data:       map[string][]byte{"tfstate": bigState(t, 1, 256<<10)},
 	}
 	for _, s := range []*corev1.Secret{source, own, state} {
-		if err := env.Client.Create(ctx, s); err != nil {
+		if err := direct.Create(ctx, s); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -125,13 +115,13 @@ func TestSecretsCachedWithoutData(t *testing.T) {
 	}
 	read("a second read", 0)
 	source.Labels = map[string]string{"team": "a"}
-	if err := env.Client.Update(ctx, source); err != nil {
+	if err := direct.Update(ctx, source); err != nil {
 		t.Fatal(err)
 	}
 	inCache(source)
 	read("after a change of labels", 0)
 	source.Data["password"] = []byte(canary + "-rotated")
-	if err := env.Client.Update(ctx, source); err != nil {
+	if err := direct.Update(ctx, source); err != nil {
 		t.Fatal(err)
 	}
 	inCache(source)
@@ -165,7 +155,7 @@ func TestSecretsCachedWithoutData(t *testing.T) {
 	readState("the first read of the state", 1, 1)
 	readState("a second read of the state", 0, 1)
 	state.Data["tfstate"] = bigState(t, 2, 256<<10)
-	if err := env.Client.Update(ctx, state); err != nil {
+	if err := direct.Update(ctx, state); err != nil {
 		t.Fatal(err)
 	}
 	inCache(state)
