@@ -35,8 +35,9 @@ import (
 
 // annotationDataDigest holds, on a Secret in the cache only, the keyed
 // digest of the data the cache left out. It is never written: a Secret
-// read through the cache gets its data back, and loses the annotation,
-// before anything sees it.
+// read through the Reconciler's client gets its data back and loses the
+// annotation; one read through metadataReader keeps it and is only
+// looked at, never written back.
 const annotationDataDigest = "captf.io/cached-data-digest"
 
 // dataKey keys the digests of the data, for this process only: a digest
