@@ -214,17 +214,7 @@ func (r *Reconciler) copyState(ctx context.Context, obj Object, olds storedState
 	return nil
 }
 
-func toState(secrets []corev1.Secret) []tfstate.Secret {
-	out := make([]tfstate.Secret, 0, len(secrets))
-	for _, s := range secrets {
-		out = append(out, tfstate.Secret{Name: s.Name, Data: s.Data})
-	}
-	return out
-}
-
-func equalChunks(a, b [][]byte) bool {
-	return slices.EqualFunc(a, b, func(x, y []byte) bool { return bytes.Equal(x, y) })
-}
+func equalChunks(a, b [][]byte) bool { return slices.EqualFunc(a, b, bytes.Equal) }
 
 // lockOldState takes the lock of the state of suffix old as terraform's
 // kubernetes backend does, so that no terraform or tofu writes the old

@@ -6,7 +6,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -32,17 +31,9 @@ import (
 // CRD's selectable field, so a list from the API server selects the same.)
 const indexPlanTarget = "spec.targetRef.name"
 
-// indexed holds the field indexers IndexPlans registered with: the
-// reconcilers of several kinds share one manager, whose cache takes an
-// index once.
-var indexed sync.Map
-
 // IndexPlans registers indexPlanTarget with the manager's cache, once.
 func IndexPlans(ctx context.Context, indexer client.FieldIndexer) error {
-	if _, done := indexed.LoadOrStore(indexer, true); done {
-		return nil
-	}
-	return indexer.IndexField(ctx, &infrav1.TerraformPlan{}, indexPlanTarget, func(obj client.Object) []string {
+	return indexOnce(ctx, indexer, &infrav1.TerraformPlan{}, indexPlanTarget, func(obj client.Object) []string {
 		return []string{obj.(*infrav1.TerraformPlan).Spec.TargetRef.Name}
 	})
 }

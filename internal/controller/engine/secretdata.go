@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"bytes"
 	"context"
 	"crypto/hmac"
 	"crypto/rand"
@@ -93,7 +94,7 @@ func stripSecretData(in any) (any, error) {
 // changed its data.
 func DataChanged(old, now *corev1.Secret) bool {
 	return old.Annotations[annotationDataDigest] != now.Annotations[annotationDataDigest] ||
-		!maps.EqualFunc(old.Data, now.Data, func(a, b []byte) bool { return string(a) == string(b) })
+		!maps.EqualFunc(old.Data, now.Data, bytes.Equal)
 }
 
 // secretFiller is a client whose reads go to the cache, except that a

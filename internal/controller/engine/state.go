@@ -252,17 +252,24 @@ func (r *Reconciler) readState(ctx context.Context, reader client.Reader, obj Ob
 	return parseState(suffix, list.Items)
 }
 
+// toState is what tfstate reads of the Secrets of a state.
+func toState(secrets []corev1.Secret) []tfstate.Secret {
+	out := make([]tfstate.Secret, 0, len(secrets))
+	for _, s := range secrets {
+		out = append(out, tfstate.Secret{Name: s.Name, Data: s.Data})
+	}
+	return out
+}
+
 // parseState reads the state of suffix from its Secrets.
 func parseState(suffix string, list []corev1.Secret) (*stateRead, error) {
-	secrets := make([]tfstate.Secret, 0, len(list))
 	for _, s := range list {
 		if _, stripped := s.Annotations[annotationDataDigest]; stripped {
 			// Never taken for no state: the cache holds no state's data.
 			return nil, fmt.Errorf("state Secret %s was read from the cache, which holds no state's data", s.Name)
 		}
-		secrets = append(secrets, tfstate.Secret{Name: s.Name, Data: s.Data})
 	}
-	chunks, err := tfstate.Chunks(suffix, secrets)
+	chunks, err := tfstate.Chunks(suffix, toState(list))
 	if errors.Is(err, tfstate.ErrNoState) {
 		return nil, nil
 	}

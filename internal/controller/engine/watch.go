@@ -60,17 +60,29 @@ func readsIndex(obj client.Object) []string {
 // the identities that name it without listing them all.
 const indexIdentitySecret = "captf.io/identity-secret"
 
-// identitiesIndexed holds the field indexers IndexIdentities registered
-// with (the reconcilers of several kinds share one cache).
-var identitiesIndexed sync.Map
+// indexed holds the indexes indexOnce registered, by field indexer and
+// field: the reconcilers of several kinds share one manager, whose cache
+// takes an index once.
+var indexed sync.Map
+
+type indexKey struct {
+	indexer client.FieldIndexer
+	field   string
+}
+
+// indexOnce registers field of obj's kind with indexer, unless it is there
+// already.
+func indexOnce(ctx context.Context, indexer client.FieldIndexer, obj client.Object, field string, extract client.IndexerFunc) error {
+	if _, done := indexed.LoadOrStore(indexKey{indexer, field}, true); done {
+		return nil
+	}
+	return indexer.IndexField(ctx, obj, field, extract)
+}
 
 // IndexIdentities registers indexIdentitySecret with the manager's cache,
 // once.
 func IndexIdentities(ctx context.Context, indexer client.FieldIndexer) error {
-	if _, done := identitiesIndexed.LoadOrStore(indexer, true); done {
-		return nil
-	}
-	return indexer.IndexField(ctx, &infrav1.TerraformClusterIdentity{}, indexIdentitySecret, func(obj client.Object) []string {
+	return indexOnce(ctx, indexer, &infrav1.TerraformClusterIdentity{}, indexIdentitySecret, func(obj client.Object) []string {
 		ref := obj.(*infrav1.TerraformClusterIdentity).Spec.SecretRef
 		return []string{ref.Namespace + "/" + ref.Name}
 	})
