@@ -346,12 +346,9 @@ func TestSBOM(t *testing.T) {
 	}
 }
 
-// TestSBOMReferrer: the SBOM's referrer is an OCI image manifest of
-// artifact type application/spdx+json, with the empty config, the SBOM
-// as its one layer, and the index as its subject; the layout lists it
-// beside the index, named by its tag, and reads it back as the index's
-// referrer, and not one whose subject is another index.
-func TestSBOMReferrer(t *testing.T) {
+// emptyIndex is an index of one empty linux/amd64 image.
+func emptyIndex(t *testing.T) v1.ImageIndex {
+	t.Helper()
 	img, err := Build(Spec{Platform: v1.Platform{OS: "linux", Architecture: "amd64"}, Created: epoch})
 	if err != nil {
 		t.Fatal(err)
@@ -360,6 +357,16 @@ func TestSBOMReferrer(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	return idx
+}
+
+// TestSBOMReferrer: the SBOM's referrer is an OCI image manifest of
+// artifact type application/spdx+json, with the empty config, the SBOM
+// as its one layer, and the index as its subject; the layout lists it
+// beside the index, named by its tag, and reads it back as the index's
+// referrer, and not one whose subject is another index.
+func TestSBOMReferrer(t *testing.T) {
+	idx := emptyIndex(t)
 	sbom := []byte(`{"spdxVersion":"SPDX-2.3"}`)
 	r, err := SBOMReferrer("demo", idx, sbom, epoch)
 	if err != nil {
@@ -466,14 +473,7 @@ func TestSBOMReferrer(t *testing.T) {
 // itself, and on one without, where the push lists it in the index the
 // referrers tag (sha256-<hex>) names.
 func TestPushReferrer(t *testing.T) {
-	img, err := Build(Spec{Platform: v1.Platform{OS: "linux", Architecture: "amd64"}, Created: epoch})
-	if err != nil {
-		t.Fatal(err)
-	}
-	idx, err := Index(img)
-	if err != nil {
-		t.Fatal(err)
-	}
+	idx := emptyIndex(t)
 	r, err := SBOMReferrer("demo", idx, []byte(`{}`), epoch)
 	if err != nil {
 		t.Fatal(err)
