@@ -348,7 +348,13 @@ func (m *manager) breakdown(from, to, n int) string {
 		total += counts[k]
 		parts = append(parts, fmt.Sprintf("%s %.2f", k, float64(counts[k])/float64(n)))
 	}
-	return fmt.Sprintf("%.1f in all: %s", float64(total)/float64(n), strings.Join(parts, ", "))
+	out := fmt.Sprintf("%.1f in all: %s", float64(total)/float64(n), strings.Join(parts, ", "))
+	if os.Getenv("CAPTF_SCALE_TRACE") == "1" {
+		for _, r := range m.proxy.Since(from)[:to-from] {
+			out += fmt.Sprintf("\n  %s %s %s %d", r.Method, r.Resource, r.Name, r.Status)
+		}
+	}
+	return out
 }
 
 // startManager builds cmd/manager and runs it against env with a metrics
