@@ -327,7 +327,13 @@ func (n *node) writeState(ctx context.Context, job *batchv1.Job) error {
 	s.Data = map[string][]byte{"tfstate": gz.Bytes()}
 	err = n.c.Create(ctx, s)
 	if apierrors.IsAlreadyExists(err) {
-		err = n.c.Update(ctx, s)
+		// As terraform's kubernetes backend does: the Secret read, its
+		// data replaced, the rest (the manager's owner reference) kept.
+		data := s.Data
+		if err = n.c.Get(ctx, client.ObjectKeyFromObject(s), s); err == nil {
+			s.Data = data
+			err = n.c.Update(ctx, s)
+		}
 	}
 	if err != nil {
 		return fmt.Errorf("state: %w", err)

@@ -95,10 +95,9 @@ func approveCommand(k Kind, obj Object, hash string) string {
 // in its own patch with an optimistic lock: a newer value written in the
 // meantime survives, and a conflict fails the reconcile so it runs again.
 func (r *Reconciler) consumeApproval(ctx context.Context, obj Object, hash string) error {
-	latest := r.kind().New()
-	if err := r.Reader.Get(ctx, client.ObjectKeyFromObject(obj), latest); err != nil {
-		return fmt.Errorf("read the approval: %w", err)
-	}
+	// The object as this reconcile read it from the API server, or as its
+	// own last write answered: anything written since fails the lock.
+	latest := obj.DeepCopyObject().(Object)
 	patch := client.MergeFromWithOptions(latest.DeepCopyObject().(Object), client.MergeFromWithOptimisticLock{})
 	found := false
 	for _, a := range approvals {
@@ -113,7 +112,9 @@ func (r *Reconciler) consumeApproval(ctx context.Context, obj Object, hash strin
 	if err := r.Client.Patch(ctx, latest, patch); err != nil {
 		return fmt.Errorf("remove the consumed approval: %w", err)
 	}
+	r.wrote(latest)
 	obj.SetAnnotations(latest.GetAnnotations())
+	obj.SetResourceVersion(latest.GetResourceVersion())
 	return nil
 }
 

@@ -59,9 +59,9 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, opts controller.Options)
 	reader := client.Reader(mgr.GetClient())
 	plansAwaiting.reader.Store(&reader)
 	b := ctrl.NewControllerManagedBy(mgr).
-		For(r.kind().New()).
+		For(r.kind().New(), builder.WithPredicates(r.echoes())).
 		Owns(&batchv1.Job{}, builder.WithPredicates(jobEnded)).
-		Owns(&infrav1.TerraformPlan{}).
+		Owns(&infrav1.TerraformPlan{}, builder.WithPredicates(r.echoes())).
 		Watches(&corev1.ConfigMap{}, handler.EnqueueRequestsFromMapFunc(r.sourcesOf("ConfigMap"))).
 		Watches(&corev1.Secret{}, handler.EnqueueRequestsFromMapFunc(r.secretUsers())).
 		Watches(&infrav1.TerraformClusterIdentity{}, handler.EnqueueRequestsFromMapFunc(r.identityUsers)).
@@ -90,8 +90,8 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, opts controller.Options)
 // status is written where an outcome must be durable, and once at the end
 // when it changed.
 func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
-	obj := r.kind().New()
-	if err := r.Reader.Get(ctx, req.NamespacedName, obj); err != nil {
+	obj, err := r.readObject(ctx, req.NamespacedName)
+	if err != nil {
 		if apierrors.IsNotFound(err) {
 			// Gone: what was kept of its state goes too.
 			r.states.Delete(req.NamespacedName)

@@ -29,6 +29,7 @@ func (r *Reconciler) ensureFinalizer(ctx context.Context, obj Object) error {
 	if err := r.Client.Patch(ctx, obj, client.MergeFromWithOptions(before, client.MergeFromWithOptimisticLock{})); err != nil {
 		return fmt.Errorf("add finalizer: %w", err)
 	}
+	r.wrote(obj)
 	return nil
 }
 

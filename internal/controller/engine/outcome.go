@@ -90,9 +90,12 @@ type annotateJob struct{ Key, Value string }
 // being deleted, only the status counts.
 func decide(k Kind, obj Object, o outcome, now metav1.Time) (Object, []Step) {
 	view, steps := decideRun(k, obj, o, now)
-	if o.Approved != "" {
+	if a := obj.GetRunnerStatus().ActiveJob; o.Approved != "" && (a == nil || a.Name != o.Job) {
 		// Whatever it ended in, an approved apply was started under an
-		// approval: that comes first.
+		// approval: that comes first, unless status names the Job as
+		// active, which it does only once its start was recorded
+		// (activate: the plan moved to Approved and PlanApproved
+		// announced).
 		steps = append([]Step{approvalStarted{}}, steps...)
 	}
 	return view, steps

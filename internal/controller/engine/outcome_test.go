@@ -84,7 +84,6 @@ func TestDecide(t *testing.T) {
 		name:   "an unreadable report is a failed run",
 		before: waiting,
 		o:      outcome{Job: "demo-apply-1", Operation: infrav1.OperationApply, Succeeded: true, Unreadable: true, Approved: "p2:old", Plan: "demo-old"},
-		steps:  []Step{approvalStarted{}},
 		check: func(t *testing.T, st infrav1.TerraformClusterStatus) {
 			if st.LastRun.Succeeded || st.Plan == nil || st.PendingPlanRef == nil {
 				t.Errorf("lastRun %+v; a failed apply keeps the plan and its approval: %+v %+v", st.LastRun, st.Plan, st.PendingPlanRef)
@@ -153,7 +152,7 @@ func TestDecide(t *testing.T) {
 			Msg: &runner.Message{Outcome: runner.OutcomeApplied, Endpoint: &runner.Endpoint{Host: "10.0.0.1", Port: 6443},
 				FailureDomains: []runner.FailureDomain{{Name: "a", ControlPlane: true}, {Name: "b", Attributes: map[string]string{"k": "v"}}}}},
 		steps: []Step{
-			approvalStarted{}, recordApplied{Digest: digest, Pin: true}, ownState{}, published{Host: "10.0.0.1"}, consumeApproval{Hash: "p2:old"},
+			recordApplied{Digest: digest, Pin: true}, ownState{}, published{Host: "10.0.0.1"}, consumeApproval{Hash: "p2:old"},
 			finishPlan{Name: "demo-old", Phase: infrav1.PlanApplied, Reason: infrav1.ReasonPlanApplied, Message: "The apply planned exactly these changes and applied them."},
 			announce{Key: "demo-old", Type: corev1.EventTypeNormal, Reason: infrav1.EventPlanApplied, Action: "Apply", Related: "demo-apply-1", Note: "Plan p2:old applied."},
 		},
@@ -172,7 +171,6 @@ func TestDecide(t *testing.T) {
 		o: outcome{Job: "demo-apply-1", Operation: infrav1.OperationApply, Approved: "p2:old", Plan: "demo-old", InputsHash: "h2:in", Digest: digest,
 			Msg: &runner.Message{Outcome: runner.OutcomePlanChanged, Plan: changes}},
 		steps: []Step{
-			approvalStarted{},
 			annotateJob{Key: infrav1.AnnotationPlanChanged, Value: "p2:new"},
 			finishPlan{Name: "demo-old", Phase: infrav1.PlanFailed, Reason: infrav1.ReasonApplyPlanChanged, Message: "The apply found other changes than the approved ones and applied nothing; a new plan waits."},
 			openPlan{Name: fresh, Job: "demo-apply-1", InputsHash: "h2:in", Digest: digest, Reason: infrav1.ReasonManual, Report: changes},
@@ -190,7 +188,6 @@ func TestDecide(t *testing.T) {
 		o: outcome{Job: "demo-apply-1", Operation: infrav1.OperationApply, Approved: "p2:old", Plan: "demo-old",
 			Msg: &runner.Message{Outcome: runner.OutcomePlanChanged, Plan: empty}},
 		steps: []Step{
-			approvalStarted{},
 			annotateJob{Key: infrav1.AnnotationPlanChanged, Value: fingerprint.EmptyPlanHash},
 			finishPlan{Name: "demo-old", Phase: infrav1.PlanFailed, Reason: infrav1.ReasonApplyPlanChanged, Message: "The apply found other changes than the approved ones and applied nothing; a new plan waits."},
 			announce{Key: "demo-apply-1", Type: corev1.EventTypeWarning, Reason: infrav1.EventPlanChanged, Action: "Apply", Related: "demo-apply-1",
@@ -204,6 +201,23 @@ func TestDecide(t *testing.T) {
 	}, {
 		name:   "a failed approved apply keeps the plan and the approval for the retry",
 		before: waiting,
+		o: outcome{Job: "demo-apply-1", Operation: infrav1.OperationApply, Approved: "p2:old", Plan: "demo-old",
+			Msg: &runner.Message{Outcome: runner.OutcomeFailed, Error: "provider error"}},
+		check: func(t *testing.T, st infrav1.TerraformClusterStatus) {
+			if st.Plan == nil || st.Plan.PlanHash != "p2:old" || st.PendingPlanRef == nil || st.Failures != 3 {
+				t.Errorf("status.plan %+v, pendingPlanRef %+v, failures %d", st.Plan, st.PendingPlanRef, st.Failures)
+			}
+			wantReason(t, st, ReasonApplyFailed)
+		},
+	}, {
+		// Status names an approved apply as active only once its plan
+		// moved to Approved and PlanApproved was announced; a Job that
+		// finished before its start was recorded does both first.
+		name: "an approved apply whose start was not recorded moves its plan to Approved first",
+		before: func(tc *infrav1.TerraformCluster) {
+			waiting(tc)
+			tc.Status.ActiveJob = nil
+		},
 		o: outcome{Job: "demo-apply-1", Operation: infrav1.OperationApply, Approved: "p2:old", Plan: "demo-old",
 			Msg: &runner.Message{Outcome: runner.OutcomeFailed, Error: "provider error"}},
 		steps: []Step{approvalStarted{}},

@@ -4,11 +4,17 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"slices"
+	"sync"
 
 	"k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+
+	infrav1 "github.com/captf/captf/api/v1alpha1"
 )
 
 // scope is one reconcile of one object: the object as the reconcile
@@ -46,6 +52,7 @@ func (r *Reconciler) patchStatus(ctx context.Context, s *scope) error {
 	if err := r.Client.Status().Patch(ctx, s.obj, client.MergeFrom(base)); err != nil {
 		return fmt.Errorf("status: %w", err)
 	}
+	r.wrote(s.obj)
 	r.kind().CopyStatus(s.obj, written)
 	s.written = written
 	return nil
@@ -67,6 +74,7 @@ func (r *Reconciler) removeAnnotation(ctx context.Context, obj Object, key strin
 	if err := r.Client.Patch(ctx, obj, client.RawPatch(types.MergePatchType, body)); err != nil {
 		return fmt.Errorf("remove %s: %w", key, err)
 	}
+	r.wrote(obj)
 	r.kind().CopyStatus(obj, status)
 	return nil
 }
@@ -81,8 +89,135 @@ func (r *Reconciler) PatchObject(ctx context.Context, obj Object, change func(Ob
 	if err := r.Client.Patch(ctx, obj, patch); err != nil {
 		return err
 	}
+	r.wrote(obj)
 	r.kind().CopyStatus(obj, status)
 	return nil
+}
+
+// Every write of the manager's own to an object of the kind or to one of
+// its TerraformPlans comes back as a watch event, which would cost a
+// reconcile (and its read of the object) that has nothing to do: the
+// reconcile that wrote went on with what it wrote. The reconciler keeps,
+// per object, the resourceVersions its last few writes answered with (a
+// reconcile writes an object up to three times before the first echo
+// arrives), and the watches let such an update through only when it
+// carries more than that write could have made (echoes).
+
+// keptWrites is how many of an object's last writes are kept.
+const keptWrites = 4
+
+// writeKey names an object the manager wrote: its Go type and its key.
+type writeKey struct {
+	kind string
+	key  types.NamespacedName
+}
+
+func writeKeyOf(obj client.Object) writeKey {
+	return writeKey{fmt.Sprintf("%T", obj), client.ObjectKeyFromObject(obj)}
+}
+
+// ownWrites are the resourceVersions of an object's last writes.
+type ownWrites struct {
+	mu  sync.Mutex
+	rvs [keptWrites]string
+	// next is where the next one goes.
+	next int
+}
+
+// wrote records the resourceVersion a write of obj answered with.
+func (r *Reconciler) wrote(obj client.Object) {
+	v, _ := r.written.LoadOrStore(writeKeyOf(obj), &ownWrites{})
+	w := v.(*ownWrites)
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.rvs[w.next] = obj.GetResourceVersion()
+	w.next = (w.next + 1) % keptWrites
+}
+
+// lastWrite reports whether obj is what the manager's last write of it
+// answered with.
+func (r *Reconciler) lastWrite(obj client.Object) bool {
+	v, ok := r.written.Load(writeKeyOf(obj))
+	if !ok {
+		return false
+	}
+	w := v.(*ownWrites)
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.rvs[(w.next+keptWrites-1)%keptWrites] == obj.GetResourceVersion()
+}
+
+// readObject reads the object a reconcile starts from: from the cache
+// when the cache shows what the manager's last write of it answered with,
+// so that nothing the manager wrote is missing from it; otherwise from the
+// API server, which may hold a write the cache has not shown yet. A
+// write of someone else's that the cache does not show yet brings its own
+// event, and with it a reconcile that reads it.
+func (r *Reconciler) readObject(ctx context.Context, key types.NamespacedName) (Object, error) {
+	obj := r.kind().New()
+	if err := r.Client.Get(ctx, key, obj); err == nil && r.lastWrite(obj) {
+		return obj, nil
+	}
+	obj = r.kind().New()
+	return obj, r.Reader.Get(ctx, key, obj)
+}
+
+// ownWrite reports whether obj is what one of the manager's last writes
+// of it answered with.
+func (r *Reconciler) ownWrite(obj client.Object) bool {
+	v, ok := r.written.Load(writeKeyOf(obj))
+	if !ok {
+		return false
+	}
+	w := v.(*ownWrites)
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return slices.Contains(w.rvs[:], obj.GetResourceVersion())
+}
+
+// echoes lets through every event but an update that is the echo of the
+// manager's own write: the new object is what that write answered with,
+// and it differs from the old one only in status, in what the API server
+// keeps (resourceVersion, managedFields) and in what the manager alone
+// writes outside status (own: the block-move annotation of an object, the
+// phase label of a plan). An update that also carries a change of someone
+// else's — a relist of the watch may fold several writes into one event —
+// differs in more and goes through. The create of a plan the manager made
+// is its echo too. What was recorded of an object goes with it.
+func (r *Reconciler) echoes() predicate.Funcs {
+	return predicate.Funcs{
+		DeleteFunc: func(e event.DeleteEvent) bool {
+			r.written.Delete(writeKeyOf(e.Object))
+			return true
+		},
+		CreateFunc: func(e event.CreateEvent) bool {
+			_, plan := e.Object.(*infrav1.TerraformPlan)
+			return !plan || !r.ownWrite(e.Object)
+		},
+		UpdateFunc: func(e event.UpdateEvent) bool {
+			if !r.ownWrite(e.ObjectNew) {
+				return true
+			}
+			return !equality.Semantic.DeepEqual(r.withoutOwn(e.ObjectOld), r.withoutOwn(e.ObjectNew))
+		},
+	}
+}
+
+// withoutOwn is a copy of obj without what echoes leaves out of the
+// comparison.
+func (r *Reconciler) withoutOwn(obj client.Object) client.Object {
+	c := obj.DeepCopyObject().(client.Object)
+	c.SetResourceVersion("")
+	c.SetManagedFields(nil)
+	switch c := c.(type) {
+	case *infrav1.TerraformPlan:
+		c.Status = infrav1.TerraformPlanStatus{}
+		delete(c.Labels, infrav1.LabelPlanPhase)
+	case Object:
+		r.kind().CopyStatus(c, r.kind().New())
+		delete(c.GetAnnotations(), AnnotationBlockMove)
+	}
+	return c
 }
 
 func nowTime() metav1.Time { return metav1.Now() }

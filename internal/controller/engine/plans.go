@@ -81,6 +81,7 @@ func (r *Reconciler) openPlan(ctx context.Context, obj Object, o openPlan) error
 	if err != nil {
 		return fmt.Errorf("create TerraformPlan: %w", err)
 	}
+	r.wrote(plan)
 	if plan.Status.Phase == "" {
 		plan.Status.Phase = infrav1.PlanPending
 		plan.Status.ObservedGeneration = plan.Generation
@@ -89,6 +90,7 @@ func (r *Reconciler) openPlan(ctx context.Context, obj Object, o openPlan) error
 		if err := r.Client.Status().Update(ctx, plan); err != nil {
 			return fmt.Errorf("TerraformPlan status: %w", err)
 		}
+		r.wrote(plan)
 	}
 	return r.supersedeOthers(ctx, obj, o.Name)
 }
@@ -201,13 +203,9 @@ func (r *Reconciler) approvePlan(ctx context.Context, name, namespace, by string
 	if name == "" {
 		return nil
 	}
-	plan := &infrav1.TerraformPlan{}
-	err := r.Reader.Get(ctx, client.ObjectKey{Namespace: namespace, Name: name}, plan)
-	if apierrors.IsNotFound(err) {
-		return nil
-	}
-	if err != nil {
-		return fmt.Errorf("TerraformPlan %s: %w", name, err)
+	plan, err := r.readPlan(ctx, namespace, name)
+	if plan == nil || err != nil {
+		return err
 	}
 	if phaseOf(plan) != infrav1.PlanPending {
 		return nil
@@ -218,16 +216,32 @@ func (r *Reconciler) approvePlan(ctx context.Context, name, namespace, by string
 	})
 }
 
-// finishPlan moves a plan to a terminal phase, read from the API server
-// first: a plan already finished (or gone) is left alone.
-func (r *Reconciler) finishPlan(ctx context.Context, obj Object, f finishPlan) error {
+// readPlan reads a plan from the cache, or from the API server when the
+// cache does not show it (yet); nil when it is gone. A phase move of a
+// plan read so is made with an optimistic lock (setPhase): a cache that
+// lags behind a move fails it, and the reconcile runs again.
+func (r *Reconciler) readPlan(ctx context.Context, namespace, name string) (*infrav1.TerraformPlan, error) {
 	plan := &infrav1.TerraformPlan{}
-	err := r.Reader.Get(ctx, client.ObjectKey{Namespace: obj.GetNamespace(), Name: f.Name}, plan)
+	key := client.ObjectKey{Namespace: namespace, Name: name}
+	err := r.Client.Get(ctx, key, plan)
 	if apierrors.IsNotFound(err) {
-		return nil
+		err = r.Reader.Get(ctx, key, plan)
+	}
+	if apierrors.IsNotFound(err) {
+		return nil, nil
 	}
 	if err != nil {
-		return fmt.Errorf("TerraformPlan %s: %w", f.Name, err)
+		return nil, fmt.Errorf("TerraformPlan %s: %w", name, err)
+	}
+	return plan, nil
+}
+
+// finishPlan moves a plan to a terminal phase: a plan already finished
+// (or gone) is left alone.
+func (r *Reconciler) finishPlan(ctx context.Context, obj Object, f finishPlan) error {
+	plan, err := r.readPlan(ctx, obj.GetNamespace(), f.Name)
+	if plan == nil || err != nil {
+		return err
 	}
 	if phaseOf(plan).Terminal() {
 		return nil
@@ -353,6 +367,7 @@ func (r *Reconciler) ignoreLateApproval(ctx context.Context, obj Object, plan *i
 	if err := r.Client.Status().Patch(ctx, plan, client.MergeFrom(before)); err != nil {
 		return fmt.Errorf("TerraformPlan %s status: %w", plan.Name, err)
 	}
+	r.wrote(plan)
 	return nil
 }
 
@@ -364,9 +379,10 @@ func (r *Reconciler) setPhase(ctx context.Context, plan *infrav1.TerraformPlan, 
 		plan.Labels = map[string]string{}
 	}
 	plan.Labels[infrav1.LabelPlanPhase] = string(phase)
-	if err := r.Client.Patch(ctx, plan, client.MergeFrom(before)); err != nil {
+	if err := r.Client.Patch(ctx, plan, client.MergeFromWithOptions(before, client.MergeFromWithOptimisticLock{})); err != nil {
 		return fmt.Errorf("TerraformPlan %s phase: %w", plan.Name, err)
 	}
+	r.wrote(plan)
 	before = plan.DeepCopy()
 	plan.Status.Phase = phase
 	plan.Status.ObservedGeneration = plan.Generation
@@ -374,6 +390,7 @@ func (r *Reconciler) setPhase(ctx context.Context, plan *infrav1.TerraformPlan, 
 	if err := r.Client.Status().Patch(ctx, plan, client.MergeFrom(before)); err != nil {
 		return fmt.Errorf("TerraformPlan %s status: %w", plan.Name, err)
 	}
+	r.wrote(plan)
 	return nil
 }
 

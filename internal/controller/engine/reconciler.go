@@ -69,6 +69,9 @@ type Reconciler struct {
 
 	// states holds, by object, what was read of its state (cachedState).
 	states sync.Map
+	// written holds, by object (writeKey), the resourceVersions the
+	// manager's last writes of it answered with (ownWrites, echoes).
+	written sync.Map
 }
 
 // recheck is the re-check interval in effect.

@@ -1,0 +1,124 @@
+package engine
+
+import (
+	"context"
+	"strings"
+	"testing"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+
+	infrav1 "github.com/captf/captf/api/v1alpha1"
+	"github.com/captf/captf/internal/testenv"
+)
+
+// TestEchoes writes an object and a plan as the reconcile does, against
+// the real API server, and asks the watches' predicate about the updates
+// those writes make: the manager's own writes of status, of the
+// block-move annotation and of a plan's phase bring no reconcile; someone
+// else's write does, alone or folded with one of the manager's into one
+// event (a relist of the watch).
+func TestEchoes(t *testing.T) {
+	ctx := context.Background()
+	env := testenv.Start(t, "../../..")
+	c := env.Client
+	r := &Reconciler{Kind: theTestKind, Client: c, Reader: c, RunnerImage: runnerImage}
+	echoes := r.echoes()
+	update := func(old, now client.Object) bool {
+		return echoes.Update(event.UpdateEvent{ObjectOld: old.DeepCopyObject().(client.Object), ObjectNew: now.DeepCopyObject().(client.Object)})
+	}
+
+	tc := &infrav1.TerraformCluster{
+		ObjectMeta: metav1.ObjectMeta{Name: "echo", Namespace: "default"},
+		Spec:       infrav1.TerraformClusterSpec{RunnerSpec: infrav1.RunnerSpec{Image: moduleImage}},
+	}
+	if err := c.Create(ctx, tc); err != nil {
+		t.Fatal(err)
+	}
+	created := tc.DeepCopy()
+	if !echoes.Create(event.CreateEvent{Object: created}) {
+		t.Error("the create of an object brings no reconcile")
+	}
+
+	s := newScope(tc)
+	if err := r.blockMove(ctx, tc); err != nil {
+		t.Fatal(err)
+	}
+	blocked := tc.DeepCopy()
+	s.obj.GetRunnerStatus().ActiveJob = &infrav1.ActiveJob{Name: "echo-apply-1", Operation: infrav1.OperationApply}
+	if err := r.patchStatus(ctx, s); err != nil {
+		t.Fatal(err)
+	}
+	written := tc.DeepCopy()
+	if update(created, blocked) {
+		t.Error("the manager's block-move annotation brings a reconcile")
+	}
+	if update(blocked, written) {
+		t.Error("the manager's status write brings a reconcile")
+	}
+
+	// Someone else's write: a reconcile, alone or folded with the
+	// manager's next write.
+	other := written.DeepCopy()
+	other.Annotations[infrav1.AnnotationApprovePlan] = "p2:aaaa"
+	if err := c.Update(ctx, other); err != nil {
+		t.Fatal(err)
+	}
+	if !update(written, other) {
+		t.Error("an approval brings no reconcile")
+	}
+	tc.SetResourceVersion(other.ResourceVersion)
+	tc.SetAnnotations(other.Annotations)
+	if err := r.removeAnnotation(ctx, tc, AnnotationBlockMove); err != nil {
+		t.Fatal(err)
+	}
+	released := tc.DeepCopy()
+	if update(other, released) {
+		t.Error("the manager's removal of block-move brings a reconcile")
+	}
+	if !update(written, released) {
+		t.Error("an approval folded into one event with the manager's write brings no reconcile")
+	}
+	// An object whose writes were not recorded (another manager's, a
+	// manager before a restart): every update goes through.
+	r2 := &Reconciler{Kind: theTestKind, Client: c, Reader: c}
+	if !r2.echoes().Update(event.UpdateEvent{ObjectOld: blocked, ObjectNew: written}) {
+		t.Error("a write this manager did not make brings no reconcile")
+	}
+
+	// A plan: its phase moves are the manager's; an approval is not.
+	plan := &infrav1.TerraformPlan{
+		ObjectMeta: metav1.ObjectMeta{Name: "echo-plan", Namespace: "default", Labels: map[string]string{infrav1.LabelPlanPhase: string(infrav1.PlanPending)}},
+		Spec: infrav1.TerraformPlanSpec{TargetRef: infrav1.PlanTargetReference{Kind: "TerraformCluster", Name: "echo"}, Reason: infrav1.ReasonManual,
+			PlanHash: "p2:" + strings.Repeat("a", 64), InputsHash: "h2:" + strings.Repeat("b", 64)},
+	}
+	if err := c.Create(ctx, plan); err != nil {
+		t.Fatal(err)
+	}
+	if !echoes.Create(event.CreateEvent{Object: plan.DeepCopy()}) {
+		t.Error("the create of a plan the manager did not make brings no reconcile")
+	}
+	pending := plan.DeepCopy()
+	if err := r.approvePlan(ctx, plan.Name, plan.Namespace, "someone"); err != nil {
+		t.Fatal(err)
+	}
+	approved := &infrav1.TerraformPlan{}
+	if err := c.Get(ctx, client.ObjectKeyFromObject(plan), approved); err != nil {
+		t.Fatal(err)
+	}
+	if approved.Labels[infrav1.LabelPlanPhase] != string(infrav1.PlanApproved) || approved.Status.Phase != infrav1.PlanApproved {
+		t.Fatalf("plan label %q, status phase %q: want both Approved", approved.Labels[infrav1.LabelPlanPhase], approved.Status.Phase)
+	}
+	if update(pending, approved) {
+		t.Error("the manager's move of a plan to Approved brings a reconcile")
+	}
+	byHand := approved.DeepCopy()
+	byHand.Spec.Approved, byHand.Spec.ApprovedBy = true, "someone"
+	if err := c.Update(ctx, byHand); err != nil {
+		t.Fatal(err)
+	}
+	if !update(approved, byHand) {
+		t.Error("spec.approved on a plan brings no reconcile")
+	}
+}
