@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -23,7 +24,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
 	infrav1 "github.com/captf/captf/api/v1alpha1"
+	"github.com/captf/captf/internal/runner"
 	"github.com/captf/captf/internal/testenv"
+	"github.com/captf/captf/internal/testnode"
 )
 
 // TestRunningJobReadFromCache calls Reconcile directly against the real API
@@ -36,30 +39,7 @@ import (
 func TestRunningJobReadFromCache(t *testing.T) {
 	ctx := context.Background()
 	_, c, direct := cachedEnv(t)
-	var mu sync.Mutex
-	var reads []string
-	record := func(verb string, obj any) {
-		mu.Lock()
-		defer mu.Unlock()
-		reads = append(reads, fmt.Sprintf("%s %T", verb, obj))
-	}
-	taken := func() []string {
-		mu.Lock()
-		defer mu.Unlock()
-		r := reads
-		reads = nil
-		return r
-	}
-	reader := interceptor.NewClient(direct, interceptor.Funcs{
-		Get: func(ctx context.Context, c client.WithWatch, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
-			record("get", obj)
-			return c.Get(ctx, key, obj, opts...)
-		},
-		List: func(ctx context.Context, c client.WithWatch, list client.ObjectList, opts ...client.ListOption) error {
-			record("list", list)
-			return c.List(ctx, list, opts...)
-		},
-	})
+	reader, taken := recordReads(direct)
 	// The Reconciler's client as SetupWithManager makes it.
 	r := &Reconciler{Kind: theTestKind, Client: newSecretFiller(c, reader), Reader: reader, RunnerImage: runnerImage}
 
@@ -227,6 +207,132 @@ func TestRunningJobReadFromCache(t *testing.T) {
 	got := current()
 	if got.Status.ActiveJob != nil || got.Status.LastRun == nil || got.Status.LastRun.Job != job.Name || got.Status.LastRun.Succeeded {
 		t.Errorf("active Job %+v, last run %+v: want the Job collected as a failed run", got.Status.ActiveJob, got.Status.LastRun)
+	}
+}
+
+// recordReads is a reader of the API server through direct that records
+// each read ("get *v1.Job", "list *v1.PodList"), and what takes the
+// record so far.
+func recordReads(direct client.WithWatch) (client.Reader, func() []string) {
+	var mu sync.Mutex
+	var reads []string
+	record := func(verb string, obj any) {
+		mu.Lock()
+		defer mu.Unlock()
+		reads = append(reads, fmt.Sprintf("%s %T", verb, obj))
+	}
+	taken := func() []string {
+		mu.Lock()
+		defer mu.Unlock()
+		r := reads
+		reads = nil
+		return r
+	}
+	return interceptor.NewClient(direct, interceptor.Funcs{
+		Get: func(ctx context.Context, c client.WithWatch, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
+			record("get", obj)
+			return c.Get(ctx, key, obj, opts...)
+		},
+		List: func(ctx context.Context, c client.WithWatch, list client.ObjectList, opts ...client.ListOption) error {
+			record("list", list)
+			return c.List(ctx, list, opts...)
+		},
+	}), taken
+}
+
+// TestFinishedJobReadFromCache: a finished Job whose pods the cache shows
+// ended is processed from the cache's copies, which give the outcome the
+// API server's do (the report and the digest the pod ran: a transform of
+// the cache that dropped them would change it), with no read of the Job
+// or its pods from the API server.
+func TestFinishedJobReadFromCache(t *testing.T) {
+	ctx := context.Background()
+	_, c, direct := cachedEnv(t)
+	reader, taken := recordReads(direct)
+	r := &Reconciler{Kind: theTestKind, Client: newSecretFiller(c, reader), Reader: reader, RunnerImage: runnerImage}
+	tc := &infrav1.TerraformCluster{
+		ObjectMeta: metav1.ObjectMeta{Name: "ended", Namespace: "default"},
+		Spec:       infrav1.TerraformClusterSpec{RunnerSpec: infrav1.RunnerSpec{Image: moduleImage}},
+	}
+	if err := direct.Create(ctx, tc); err != nil {
+		t.Fatal(err)
+	}
+	req := ctrl.Request{NamespacedName: client.ObjectKeyFromObject(tc)}
+	if _, err := r.Reconcile(ctx, req); err != nil {
+		t.Fatal(err)
+	}
+	if err := direct.Get(ctx, req.NamespacedName, tc); err != nil || tc.Status.ActiveJob == nil {
+		t.Fatalf("no Job started: %v", err)
+	}
+	job := &batchv1.Job{}
+	if err := direct.Get(ctx, client.ObjectKey{Namespace: "default", Name: tc.Status.ActiveJob.Name}, job); err != nil {
+		t.Fatal(err)
+	}
+
+	// The pod ends with a report, then the Job, as the kubelet and the
+	// Job controller leave them.
+	pod := testnode.PodFor(job)
+	if err := direct.Create(ctx, pod); err != nil {
+		t.Fatal(err)
+	}
+	pod.Status.Phase = corev1.PodSucceeded
+	st := testnode.Terminated(*JobContainer(job), 0, string(runner.Message{Outcome: runner.OutcomeApplied}.Encode()))
+	st.ImageID = "registry.example/module@sha256:" + strings.Repeat("c", 64)
+	pod.Status.ContainerStatuses = []corev1.ContainerStatus{st}
+	if err := direct.Status().Update(ctx, pod); err != nil {
+		t.Fatal(err)
+	}
+	now := metav1.Now()
+	job.Status.StartTime, job.Status.CompletionTime, job.Status.Succeeded = &now, &now, 1
+	job.Status.Conditions = []batchv1.JobCondition{
+		{Type: batchv1.JobSuccessCriteriaMet, Status: corev1.ConditionTrue, LastTransitionTime: now, LastProbeTime: now},
+		{Type: batchv1.JobComplete, Status: corev1.ConditionTrue, LastTransitionTime: now, LastProbeTime: now},
+	}
+	if err := direct.Status().Update(ctx, job); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(30 * time.Second)
+	var cachedJob batchv1.Job
+	var cachedPods corev1.PodList
+	for {
+		if c.Get(ctx, client.ObjectKeyFromObject(job), &cachedJob) == nil && c.List(ctx, &cachedPods, client.MatchingLabels{JobNameLabel: job.Name}) == nil &&
+			podsFinal(&cachedJob, cachedPods.Items) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the cache does not show the finished Job and its ended pod within 30s")
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	var apiPods corev1.PodList
+	if err := direct.List(ctx, &apiPods, client.MatchingLabels{JobNameLabel: job.Name}); err != nil {
+		t.Fatal(err)
+	}
+	want := outcomeOf(job, apiPods.Items)
+	if want.Msg == nil || want.Digest == "" {
+		t.Fatalf("the API server's copies give no report or no digest: %+v", want)
+	}
+	if diff := cmp.Diff(want, outcomeOf(&cachedJob, cachedPods.Items)); diff != "" {
+		t.Errorf("the outcome from the cache's copies (-API server +cache):\n%s", diff)
+	}
+
+	taken()
+	if _, err := r.Reconcile(ctx, req); err != nil {
+		t.Fatal(err)
+	}
+	for _, read := range taken() {
+		if read == "get *v1.Job" || read == "list *v1.PodList" {
+			t.Errorf("the finished Job's reconcile read the API server: %s", read)
+		}
+	}
+	if err := direct.Get(ctx, req.NamespacedName, tc); err != nil {
+		t.Fatal(err)
+	}
+	if run := tc.Status.LastRun; run == nil || run.Job != job.Name || !run.Succeeded {
+		t.Errorf("last run %+v: want %s recorded as succeeded", run, job.Name)
+	}
+	if err := direct.Get(ctx, client.ObjectKeyFromObject(job), job); err != nil || !Processed(job) {
+		t.Errorf("the Job is not marked processed (%v)", err)
 	}
 }
 

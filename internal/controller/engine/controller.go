@@ -30,7 +30,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
 
 	infrav1 "github.com/captf/captf/api/v1alpha1"
 	"github.com/captf/captf/internal/render"
@@ -60,7 +62,11 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, opts controller.Options)
 	plansAwaiting.reader.Store(&reader)
 	b := ctrl.NewControllerManagedBy(mgr).
 		For(r.kind().New(), builder.WithPredicates(r.echoes())).
-		Owns(&batchv1.Job{}, builder.WithPredicates(jobEnded)).
+		Owns(&batchv1.Job{}, builder.WithPredicates(jobEnded, predicate.Funcs{DeleteFunc: func(e event.DeleteEvent) bool {
+			// What was remembered of a Job goes with it.
+			r.processed.Delete(e.Object.GetUID())
+			return true
+		}})).
 		Owns(&infrav1.TerraformPlan{}, builder.WithPredicates(r.echoes())).
 		Watches(&corev1.ConfigMap{}, handler.EnqueueRequestsFromMapFunc(r.sourcesOf("ConfigMap"))).
 		Watches(&corev1.Secret{}, handler.EnqueueRequestsFromMapFunc(r.secretUsers())).

@@ -69,6 +69,9 @@ type Reconciler struct {
 
 	// states holds, by object, what was read of its state (cachedState).
 	states sync.Map
+	// processed holds the UIDs of the Jobs this manager marked processed
+	// that the cache does not show so yet.
+	processed sync.Map
 	// written holds, by object (writeKey), the resourceVersions the
 	// manager's last writes of it answered with (ownWrites, echoes).
 	written sync.Map

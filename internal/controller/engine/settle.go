@@ -54,6 +54,12 @@ func (r *Reconciler) settleJobs(ctx context.Context, s *scope, root *render.Root
 	for i := range jobs {
 		job := &jobs[i]
 		if Processed(job) {
+			// The cache shows the mark: nothing need be remembered.
+			r.processed.Delete(job.UID)
+			continue
+		}
+		if _, done := r.processed.Load(job.UID); done {
+			// Marked processed a moment ago; the cache does not show it yet.
 			continue
 		}
 		if finished, _ := JobFinished(job); !finished {
@@ -62,18 +68,14 @@ func (r *Reconciler) settleJobs(ctx context.Context, s *scope, root *render.Root
 			}
 			continue
 		}
-		// Act on the API server's view of the Job, not the cache's.
-		fresh := &batchv1.Job{}
-		if err := r.Reader.Get(ctx, client.ObjectKeyFromObject(job), fresh); err != nil {
-			if apierrors.IsNotFound(err) {
-				continue
-			}
-			return nil, fmt.Errorf("read Job %s: %w", job.Name, err)
+		fresh, pods, err := r.finishedJob(ctx, job)
+		if err != nil {
+			return nil, err
 		}
-		if Processed(fresh) {
+		if fresh == nil {
 			continue
 		}
-		if err := r.process(ctx, s, fresh, deleting); err != nil {
+		if err := r.process(ctx, s, fresh, pods, deleting); err != nil {
 			if run := s.written.GetRunnerStatus().LastRun; run == nil || run.Job != fresh.Name {
 				// Once the written status records the outcome, only the
 				// cleanup is left (the per-run Secret, the processed
@@ -109,16 +111,57 @@ func hasJob(jobs []batchv1.Job, name string) bool {
 	return false
 }
 
+// finishedJob is a finished Job the cache shows unprocessed, and its pods,
+// as the outcome is read from them: the cache's copies when they are final
+// (every pod the Job counts is there and has ended, and nothing of them
+// changes any more), otherwise the API server's. nil when the API server
+// has it gone or processed.
+func (r *Reconciler) finishedJob(ctx context.Context, cached *batchv1.Job) (*batchv1.Job, []corev1.Pod, error) {
+	var list corev1.PodList
+	if err := r.Client.List(ctx, &list, client.InNamespace(cached.Namespace), client.MatchingLabels{JobNameLabel: cached.Name}); err != nil {
+		return nil, nil, fmt.Errorf("pods of Job %s: %w", cached.Name, err)
+	}
+	if podsFinal(cached, list.Items) {
+		return cached, list.Items, nil
+	}
+	job := &batchv1.Job{}
+	if err := r.Reader.Get(ctx, client.ObjectKeyFromObject(cached), job); err != nil {
+		if apierrors.IsNotFound(err) {
+			return nil, nil, nil
+		}
+		return nil, nil, fmt.Errorf("read Job %s: %w", cached.Name, err)
+	}
+	if Processed(job) {
+		return nil, nil, nil
+	}
+	pods, err := r.pods(ctx, job)
+	if err != nil {
+		return nil, nil, err
+	}
+	return job, pods, nil
+}
+
+// podsFinal reports whether pods are all the pods of the finished job,
+// each ended: a pod that ended changes no more, and the Job controller
+// counts a pod in the Job's status only once it ended.
+func podsFinal(job *batchv1.Job, pods []corev1.Pod) bool {
+	if len(pods) == 0 || int32(len(pods)) != job.Status.Succeeded+job.Status.Failed {
+		return false
+	}
+	for i := range pods {
+		if p := pods[i].Status.Phase; p != corev1.PodSucceeded && p != corev1.PodFailed {
+			return false
+		}
+	}
+	return true
+}
+
 // process records the outcome of a finished Job: the steps decide lists,
 // then the status, then the per-run Secret goes, then the processed mark
 // on the Job. A status that already records the Job (a reconcile that
 // failed after writing it) gets back only the outcome's conditions.
-func (r *Reconciler) process(ctx context.Context, s *scope, job *batchv1.Job, deleting bool) error {
+func (r *Reconciler) process(ctx context.Context, s *scope, job *batchv1.Job, pods []corev1.Pod, deleting bool) error {
 	obj := s.obj
-	pods, err := r.pods(ctx, job)
-	if err != nil {
-		return err
-	}
 	o := outcomeOf(job, pods)
 	view, steps := decide(r.kind(), obj, o, nowTime())
 	if !deleting {
@@ -152,6 +195,7 @@ func (r *Reconciler) process(ctx context.Context, s *scope, job *batchv1.Job, de
 	if err := r.annotateJob(ctx, job, infrav1.AnnotationProcessed, "true"); err != nil {
 		return err
 	}
+	r.processed.Store(job.UID, true)
 	observeRun(r.kind().Name(), o)
 	if s.processed == nil {
 		s.processed = map[string]bool{}
