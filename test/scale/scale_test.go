@@ -59,12 +59,16 @@ const (
 // default 1m), CAPTF_SCALE_TIMEOUT (the longest each phase may take,
 // default 20m), CAPTF_SCALE_STATE_KIB (the size of each state Secret the
 // node writes, gzip'ed as terraform writes it, default 4),
+// CAPTF_SCALE_SINGLES (approvals made one at a time, each on a manager
+// whose other objects are idle, default 20), CAPTF_SCALE_WAVE (approvals
+// then made at once, default 100; the rest follow at once),
 // CAPTF_SCALE_BREAKDOWN (1: the manager talks to the API server through a
 // recording proxy, and each phase's requests are printed by method and
 // resource) and CAPTF_SCALE_MANAGER_ARGS (more manager flags, split on
 // spaces).
 type settings struct {
 	n, machines, pools     int
+	singles, wave          int
 	stateKiB               int
 	breakdown              bool
 	idle, recheck, timeout time.Duration
@@ -82,8 +86,9 @@ func readSettings(t *testing.T) settings {
 	if err != nil || n < 1 {
 		t.Fatalf("CAPTF_SCALE_N=%q: want a positive number of TerraformClusters", raw)
 	}
-	s.n, s.machines, s.pools, s.stateKiB = n, 2, 1, 4
-	for name, v := range map[string]*int{"CAPTF_SCALE_MACHINES": &s.machines, "CAPTF_SCALE_POOLS": &s.pools, "CAPTF_SCALE_STATE_KIB": &s.stateKiB} {
+	s.n, s.machines, s.pools, s.stateKiB, s.singles, s.wave = n, 2, 1, 4, 20, 100
+	for name, v := range map[string]*int{"CAPTF_SCALE_MACHINES": &s.machines, "CAPTF_SCALE_POOLS": &s.pools, "CAPTF_SCALE_STATE_KIB": &s.stateKiB,
+		"CAPTF_SCALE_SINGLES": &s.singles, "CAPTF_SCALE_WAVE": &s.wave} {
 		raw := os.Getenv(name)
 		if raw == "" {
 			continue
@@ -173,34 +178,61 @@ func TestScale(t *testing.T) {
 	for _, tc := range list.Items {
 		hashes[tc.Name] = tc.Status.Plan.PlanHash
 	}
-	var mu sync.Mutex
-	approvedAt := map[string]time.Time{}
-	began = time.Now()
-	parallel(t, names, func(name string) error {
+	// First single approvals, each on a manager where every other object
+	// is idle (its plan waits); then a wave of approvals at once; then
+	// the rest at once.
+	approve := func(name string) (time.Time, error) {
 		patch := fmt.Appendf(nil, `{"metadata":{"annotations":{%q:%q}}}`, infrav1.AnnotationApprovePlan, hashes[name])
-		if err := c.Patch(ctx, &infrav1.TerraformCluster{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: namespace}}, client.RawPatch(types.MergePatchType, patch)); err != nil {
-			return err
-		}
-		mu.Lock()
-		approvedAt[name] = time.Now()
-		mu.Unlock()
-		return nil
-	})
-	latencies := make([]time.Duration, 0, s.n)
-	deadline := time.Now().Add(s.timeout)
-	for _, name := range names {
-		for {
-			seen, ok := nd.seenApproved(name)
-			if ok {
-				latencies = append(latencies, seen.Sub(approvedAt[name]))
-				break
-			}
-			if time.Now().After(deadline) {
-				t.Fatalf("no approved apply Job for %s within %s (%d of %d seen); manager log: %s", name, s.timeout, len(latencies), s.n, mgr.LogPath)
-			}
-			time.Sleep(100 * time.Millisecond)
-		}
+		err := c.Patch(ctx, &infrav1.TerraformCluster{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: namespace}}, client.RawPatch(types.MergePatchType, patch))
+		return time.Now(), err
 	}
+	deadline := time.Now().Add(s.timeout)
+	// seen waits for the approved apply Job of each of names and returns
+	// how long after its approval each appeared.
+	seen := func(names []string, approvedAt map[string]time.Time) []time.Duration {
+		t.Helper()
+		lat := make([]time.Duration, 0, len(names))
+		for _, name := range names {
+			for {
+				at, ok := nd.seenApproved(name)
+				if ok {
+					lat = append(lat, at.Sub(approvedAt[name]))
+					break
+				}
+				if time.Now().After(deadline) {
+					t.Fatalf("no approved apply Job for %s within %s (%d of %d seen); manager log: %s", name, s.timeout, len(lat), len(names), mgr.LogPath)
+				}
+				time.Sleep(10 * time.Millisecond)
+			}
+		}
+		return sortedDurations(lat)
+	}
+	wave := func(names []string) []time.Duration {
+		t.Helper()
+		var mu sync.Mutex
+		approvedAt := map[string]time.Time{}
+		parallel(t, names, func(name string) error {
+			at, err := approve(name)
+			mu.Lock()
+			approvedAt[name] = at
+			mu.Unlock()
+			return err
+		})
+		return seen(names, approvedAt)
+	}
+	singles, waveSize := min(s.singles, s.n), min(s.wave, s.n-min(s.singles, s.n))
+	began = time.Now()
+	var single []time.Duration
+	for _, name := range names[:singles] {
+		at, err := approve(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		single = append(single, seen([]string{name}, map[string]time.Time{name: at})...)
+	}
+	single = sortedDurations(single)
+	waveLat := wave(names[singles : singles+waveSize])
+	lat := wave(names[singles+waveSize:])
 	waitAll(t, c, s, mgr, "Ready after the approved apply", applied)
 	approvedFlow := time.Since(began)
 	m3, r3 := scrape(t, mgr.metricsURL), mgr.mark()
@@ -208,7 +240,6 @@ func TestScale(t *testing.T) {
 	// 4. Idle: every object re-checks about idle/recheck times.
 	idle0, idle1, hwm, rss := idleWindow(t, s, mgr)
 
-	lat := sortedDurations(latencies)
 	idleRequests, idleReconciles := requests(idle0, idle1), reconciles(idle0, idle1, "terraformcluster")
 	perObjectRecheck := idleRequests / float64(s.n) / (s.idle.Minutes() / s.recheck.Minutes())
 	perHour := perObjectRecheck * (time.Hour.Minutes() / engine.Recheck.Minutes())
@@ -216,8 +247,10 @@ func TestScale(t *testing.T) {
 		formatCounts(byMethod(m0, m1)), formatCounts(byMethod(m1, m2)), formatCounts(byMethod(m2, m3)))
 	mb := func(b float64) float64 { return b / (1 << 20) }
 	lines := []string{
-		fmt.Sprintf("scale: N=%d approval→apply Job p50=%s p90=%s p99=%s max=%s",
-			s.n, ms(quantile(lat, 0.5)), ms(quantile(lat, 0.9)), ms(quantile(lat, 0.99)), ms(quantile(lat, 1))),
+		fmt.Sprintf("scale: N=%d approval→apply Job: %d single approvals, the other objects idle: p50=%s p99=%s max=%s; a wave of %d: p50=%s p90=%s p99=%s max=%s; the other %d at once: p50=%s p90=%s p99=%s max=%s",
+			s.n, len(single), ms(quantile(single, 0.5)), ms(quantile(single, 0.99)), ms(quantile(single, 1)),
+			len(waveLat), ms(quantile(waveLat, 0.5)), ms(quantile(waveLat, 0.9)), ms(quantile(waveLat, 0.99)), ms(quantile(waveLat, 1)),
+			len(lat), ms(quantile(lat, 0.5)), ms(quantile(lat, 0.9)), ms(quantile(lat, 0.99)), ms(quantile(lat, 1))),
 		fmt.Sprintf("scale: N=%d idle %s at --recheck-interval=%s: %.0f requests (%s), %.0f reconciles; %.2f requests per object per re-check × %.0f re-checks an hour at %s = %.1f requests per object per hour",
 			s.n, s.idle, s.recheck, idleRequests, formatCounts(byMethod(idle0, idle1)), idleReconciles, perObjectRecheck,
 			time.Hour.Minutes()/engine.Recheck.Minutes(), engine.Recheck, perHour),
@@ -250,8 +283,8 @@ func TestScale(t *testing.T) {
 		fmt.Println(l)
 		t.Log(l)
 	}
-	if len(latencies) != s.n {
-		t.Errorf("%d latencies for %d objects", len(latencies), s.n)
+	if n := len(single) + len(waveLat) + len(lat); n != s.n {
+		t.Errorf("%d latencies for %d objects", n, s.n)
 	}
 }
 

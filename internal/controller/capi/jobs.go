@@ -1,43 +1,33 @@
 package capi
 
 import (
-	"context"
 	"fmt"
 
 	batchv1 "k8s.io/api/batch/v1"
-	"k8s.io/apimachinery/pkg/labels"
-	"k8s.io/apimachinery/pkg/selection"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	infrav1 "github.com/captf/captf/api/v1alpha1"
 	"github.com/captf/captf/internal/controller/engine"
 )
 
 // MachineJob is a Wait while an apply or destroy Job of a TerraformMachine
-// or a TerraformMachinePool of obj's cluster (engine.ClusterName) has not
-// finished: a cluster's apply or destroy waits for its machines' and
-// pools', as theirs wait for its (ClusterJob). The Jobs come from api, the
-// API server itself, by their captf.io/cluster label: one created a moment
-// ago counts.
-func MachineJob(ctx context.Context, api client.Reader, obj engine.Object) (*engine.Wait, error) {
-	kinds, err := labels.NewRequirement(infrav1.LabelOwnerKind, selection.In, []string{"TerraformMachine", "TerraformMachinePool"})
-	if err != nil {
-		return nil, err
+// or a TerraformMachinePool of a cluster has not finished: a cluster's
+// apply or destroy waits for its machines' and pools', as theirs wait for
+// its (ClusterJob). jobs are the cluster's Jobs (their captf.io/cluster
+// label), read from the API server itself: one created a moment ago
+// counts.
+func MachineJob(jobs []batchv1.Job) *engine.Wait {
+	var machines []batchv1.Job
+	for _, j := range jobs {
+		if k := j.Labels[infrav1.LabelOwnerKind]; k == "TerraformMachine" || k == "TerraformMachinePool" {
+			machines = append(machines, j)
+		}
 	}
-	cluster, err := labels.NewRequirement(infrav1.LabelCluster, selection.Equals, []string{engine.NameLabel(engine.ClusterName(obj))})
-	if err != nil {
-		return nil, err
-	}
-	var jobs batchv1.JobList
-	if err := api.List(ctx, &jobs, client.InNamespace(obj.GetNamespace()), client.MatchingLabelsSelector{Selector: labels.NewSelector().Add(*kinds, *cluster)}); err != nil {
-		return nil, fmt.Errorf("Jobs of the cluster's TerraformMachines and TerraformMachinePools: %w", err)
-	}
-	j := running(jobs.Items)
+	j := running(machines)
 	if j == nil {
-		return nil, nil
+		return nil
 	}
 	return &engine.Wait{Reason: infrav1.ReasonMachineJobRuns, Message: fmt.Sprintf(
-		"The %s Job %s of %s %s runs; a Job of this object starts when it ended.", j.Labels[engine.LabelOperation], j.Name, j.Labels[infrav1.LabelOwnerKind], j.Labels[infrav1.LabelOwnerName])}, nil
+		"The %s Job %s of %s %s runs; a Job of this object starts when it ended.", j.Labels[engine.LabelOperation], j.Name, j.Labels[infrav1.LabelOwnerKind], j.Labels[infrav1.LabelOwnerName])}
 }
 
 // running is the first of jobs that changes infrastructure — an apply or a

@@ -8,6 +8,7 @@ import (
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	infrav1 "github.com/captf/captf/api/v1alpha1"
 	"github.com/captf/captf/internal/controller/engine"
@@ -15,9 +16,10 @@ import (
 )
 
 // TestMachineJob: a cluster's Job waits while an apply or destroy Job of
-// one of its machines or pools has not finished, read from the API server by the
-// Jobs' captf.io/cluster label; a drift check of a machine, a finished
-// apply and a machine of another cluster do not hold it.
+// one of its machines or pools has not finished, among the Jobs read from
+// the API server by their captf.io/cluster label; a drift check of a
+// machine, a finished apply and a machine of another cluster do not hold
+// it.
 func TestMachineJob(t *testing.T) {
 	env := testenv.Start(t, "../../..")
 	ctx := context.Background()
@@ -45,10 +47,12 @@ func TestMachineJob(t *testing.T) {
 	}
 	waits := func() string {
 		t.Helper()
-		w, err := MachineJob(ctx, env.Client, tc)
-		if err != nil {
+		// The cluster's Jobs as the engine reads them.
+		var jobs batchv1.JobList
+		if err := env.Client.List(ctx, &jobs, client.InNamespace(tc.Namespace), client.MatchingLabels{infrav1.LabelCluster: tc.Name}); err != nil {
 			t.Fatal(err)
 		}
+		w := MachineJob(jobs.Items)
 		if w == nil {
 			return ""
 		}

@@ -264,6 +264,7 @@ func TestFinishedJobReadFromCache(t *testing.T) {
 	if err := direct.Get(ctx, req.NamespacedName, tc); err != nil || tc.Status.ActiveJob == nil {
 		t.Fatalf("no Job started: %v", err)
 	}
+
 	job := &batchv1.Job{}
 	if err := direct.Get(ctx, client.ObjectKey{Namespace: "default", Name: tc.Status.ActiveJob.Name}, job); err != nil {
 		t.Fatal(err)

@@ -6,6 +6,7 @@ import (
 	"reflect"
 	"time"
 
+	batchv1 "k8s.io/api/batch/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -84,8 +85,10 @@ type Kind interface {
 	// Gate says what a Job of obj waits for before it starts, a destroy
 	// too (a Job of related state that runs: a machine's cluster's apply);
 	// nil when nothing. c is the cache, api the API server itself, for
-	// what a moment's lag of the cache would let through.
-	Gate(ctx context.Context, c, api client.Reader, obj Object) (*Wait, error)
+	// what a moment's lag of the cache would let through; jobs are the
+	// Jobs of obj's cluster (their captf.io/cluster label), of every
+	// kind, read from the API server a moment ago.
+	Gate(ctx context.Context, c, api client.Reader, obj Object, jobs []batchv1.Job) (*Wait, error)
 	// Watch adds the kind's own watches to the engine's (the objects of
 	// another API whose changes concern it), where mgr serves them, and
 	// the indexes they use.

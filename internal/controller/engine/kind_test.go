@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	batchv1 "k8s.io/api/batch/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
@@ -71,7 +72,7 @@ func (testKind) Inputs(context.Context, client.Reader, Object) (map[string]rende
 	return nil, nil, nil
 }
 
-func (testKind) Gate(context.Context, client.Reader, client.Reader, Object) (*Wait, error) {
+func (testKind) Gate(context.Context, client.Reader, client.Reader, Object, []batchv1.Job) (*Wait, error) {
 	return nil, nil
 }
 

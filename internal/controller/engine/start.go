@@ -12,6 +12,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -112,13 +113,19 @@ func (r *Reconciler) startJob(ctx context.Context, obj Object, root *render.Root
 	// the other's Job not there yet, and both start.
 	unlock := clusterStarts.lock(obj.GetNamespace() + "/" + ClusterName(obj))
 	defer unlock()
-	if w, err := r.kind().Gate(ctx, r.Client, r.Reader, obj); err != nil || w != nil {
+	// One read of the API server serves the gate and the search for a Job
+	// of the object's own.
+	jobs, err := r.clusterJobs(ctx, obj)
+	if err != nil {
+		return err
+	}
+	if w, err := r.kind().Gate(ctx, r.Client, r.Reader, obj, jobs); err != nil || w != nil {
 		if w != nil {
 			return &errWait{w}
 		}
 		return err
 	}
-	if err := r.noUnprocessedJob(ctx, obj); err != nil {
+	if err := r.noUnprocessedJobAmong(ctx, obj, jobs); err != nil {
 		return err
 	}
 	if err := r.checkLock(ctx, obj); err != nil {
@@ -215,6 +222,43 @@ func (r *Reconciler) noUnprocessedJob(ctx context.Context, obj Object) error {
 	for i := range jobs {
 		if !Processed(&jobs[i]) {
 			return fmt.Errorf("%w: %s", errAdopt, jobs[i].Name)
+		}
+	}
+	return nil
+}
+
+// clusterJobs are the Jobs of obj's cluster (their captf.io/cluster
+// label), of every kind, read from the API server itself.
+func (r *Reconciler) clusterJobs(ctx context.Context, obj Object) ([]batchv1.Job, error) {
+	var list batchv1.JobList
+	if err := r.Reader.List(ctx, &list, client.InNamespace(obj.GetNamespace()),
+		client.MatchingLabels{infrav1.LabelManaged: "true", infrav1.LabelCluster: NameLabel(ClusterName(obj))}); err != nil {
+		return nil, fmt.Errorf("list the Jobs of cluster %s: %w", ClusterName(obj), err)
+	}
+	return list.Items, nil
+}
+
+// noUnprocessedJobAmong is noUnprocessedJob with the Jobs of obj's
+// cluster read from the API server a moment ago (clusterJobs): a Job of
+// obj's made a moment ago is among them. One made under another cluster
+// label (obj's cluster-name label changed since) is older, and the cache
+// shows it; one the cache shows unprocessed that this manager marked
+// processed a moment ago is not counted.
+func (r *Reconciler) noUnprocessedJobAmong(ctx context.Context, obj Object, jobs []batchv1.Job) error {
+	cached, err := r.jobsOf(ctx, r.Client, obj)
+	if err != nil {
+		return err
+	}
+	read := map[types.UID]bool{}
+	for _, job := range jobs {
+		read[job.UID] = true
+		if ref := metav1.GetControllerOf(&job); ref != nil && ref.UID == obj.GetUID() && !Processed(&job) {
+			return fmt.Errorf("%w: %s", errAdopt, job.Name)
+		}
+	}
+	for _, job := range cached {
+		if _, done := r.processed.Load(job.UID); !read[job.UID] && !done && !Processed(&job) {
+			return fmt.Errorf("%w: %s", errAdopt, job.Name)
 		}
 	}
 	return nil

@@ -13,6 +13,8 @@ import (
 	"strings"
 	"time"
 
+	batchv1 "k8s.io/api/batch/v1"
+
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -159,8 +161,8 @@ func (cluster) Inputs(context.Context, client.Reader, engine.Object) (map[string
 
 // Gate: a Job of a cluster waits while an apply or destroy of one of its
 // machines runs, as theirs wait for its.
-func (cluster) Gate(ctx context.Context, _, api client.Reader, obj engine.Object) (*engine.Wait, error) {
-	return capi.MachineJob(ctx, api, obj)
+func (cluster) Gate(_ context.Context, _, _ client.Reader, _ engine.Object, jobs []batchv1.Job) (*engine.Wait, error) {
+	return capi.MachineJob(jobs), nil
 }
 
 // Watch: where Cluster API is installed, its Clusters are watched, so

@@ -22,6 +22,8 @@ import (
 	"slices"
 	"time"
 
+	batchv1 "k8s.io/api/batch/v1"
+
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
@@ -297,7 +299,7 @@ func jsonOf(v any) json.RawMessage {
 
 // Gate: a Job of a pool waits while an apply or destroy of its cluster
 // runs.
-func (pool) Gate(ctx context.Context, c, api client.Reader, obj engine.Object) (*engine.Wait, error) {
+func (pool) Gate(ctx context.Context, c, api client.Reader, obj engine.Object, _ []batchv1.Job) (*engine.Wait, error) {
 	return capi.ClusterJob(ctx, c, api, obj)
 }
 
