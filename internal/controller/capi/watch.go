@@ -2,8 +2,10 @@ package capi
 
 import (
 	"context"
+	"fmt"
 
 	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
@@ -26,14 +28,40 @@ import (
 // Jobs), each bringing back the objects of its cluster that list (an
 // empty list of the kind) finds by their cluster-name label. Only the
 // changes such an object acts on pass (ClusterChanged,
-// TerraformClusterChanged).
-func WatchClusters(b *builder.Builder, c client.Reader, list func() client.ObjectList) *builder.Builder {
+// TerraformClusterChanged). The engine reads a Cluster's pause from the
+// cache's unstructured copy, in whatever version is served, which another
+// informer than the typed one fills: its own watch of that copy brings the
+// objects back once it shows the pause (pauseChanged), not before.
+func WatchClusters(b *builder.Builder, mgr ctrl.Manager, list func() client.ObjectList) (*builder.Builder, error) {
+	m, err := mgr.GetRESTMapper().RESTMapping(engine.ClusterGroupKind)
+	if err != nil {
+		return nil, fmt.Errorf("the Clusters served: %w", err)
+	}
+	served := &unstructured.Unstructured{}
+	served.SetGroupVersionKind(m.GroupVersionKind)
+	c := mgr.GetClient()
+	byName := func(obj client.Object) string { return obj.GetName() }
 	return b.
-		Watches(&clusterv1.Cluster{}, handler.EnqueueRequestsFromMapFunc(ofCluster(c, list, func(obj client.Object) string { return obj.GetName() })),
+		Watches(&clusterv1.Cluster{}, handler.EnqueueRequestsFromMapFunc(ofCluster(c, list, byName)),
 			builder.WithPredicates(predicate.TypedFuncs[client.Object]{UpdateFunc: ClusterChanged})).
+		Watches(served, handler.EnqueueRequestsFromMapFunc(ofCluster(c, list, byName)),
+			builder.WithPredicates(predicate.Funcs{CreateFunc: func(event.CreateEvent) bool { return false }, DeleteFunc: func(event.DeleteEvent) bool { return false }, UpdateFunc: pauseChanged})).
 		Watches(&infrav1.TerraformCluster{}, handler.EnqueueRequestsFromMapFunc(ofCluster(c, list, func(obj client.Object) string {
 			return engine.ClusterName(obj.(*infrav1.TerraformCluster))
-		})), builder.WithPredicates(predicate.TypedFuncs[client.Object]{UpdateFunc: TerraformClusterChanged}))
+		})), builder.WithPredicates(predicate.TypedFuncs[client.Object]{UpdateFunc: TerraformClusterChanged})), nil
+}
+
+// pauseChanged: an update of a Cluster's unstructured copy that changed its
+// spec.paused.
+func pauseChanged(e event.UpdateEvent) bool {
+	old, okOld := e.ObjectOld.(*unstructured.Unstructured)
+	now, okNew := e.ObjectNew.(*unstructured.Unstructured)
+	if !okOld || !okNew {
+		return true
+	}
+	was, _, _ := unstructured.NestedBool(old.Object, "spec", "paused")
+	is, _, _ := unstructured.NestedBool(now.Object, "spec", "paused")
+	return was != is
 }
 
 // ClusterChanged: an update of a Cluster that its machines and pools act

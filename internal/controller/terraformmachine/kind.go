@@ -165,7 +165,7 @@ func (machine) Watch(b *builder.Builder, mgr ctrl.Manager) (*builder.Builder, er
 	if err != nil {
 		return nil, err
 	}
-	return capi.WatchClusters(b, mgr.GetClient(), func() client.ObjectList { return &infrav1.TerraformMachineList{} }), nil
+	return capi.WatchClusters(b, mgr, func() client.ObjectList { return &infrav1.TerraformMachineList{} })
 }
 
 // machineChanged: an update of a Machine that its infrastructure machine

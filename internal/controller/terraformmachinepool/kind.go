@@ -318,7 +318,7 @@ func (pool) Watch(b *builder.Builder, mgr ctrl.Manager) (*builder.Builder, error
 	if err != nil {
 		return nil, err
 	}
-	return capi.WatchClusters(b, mgr.GetClient(), func() client.ObjectList { return &infrav1.TerraformMachinePoolList{} }), nil
+	return capi.WatchClusters(b, mgr, func() client.ObjectList { return &infrav1.TerraformMachinePoolList{} })
 }
 
 // machinePoolChanged: an update of a MachinePool that its infrastructure
