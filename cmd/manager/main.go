@@ -60,9 +60,9 @@ func run(args []string, stdout io.Writer) error {
 	recheck := fs.Duration("recheck-interval", engine.Recheck, "how long an idle or waiting TerraformCluster rests before it is looked at again")
 	drift := fs.Duration("drift-interval", engine.DefaultDriftInterval, "the time between drift checks of an object whose spec.drift.intervalSeconds is unset; 0 turns them off")
 	backups := fs.Int("state-backups", engine.DefaultStateBackups, "how many backups of its terraform state each object keeps, one per state serial; 0 keeps none")
-	qps := fs.Float64("kube-api-qps", 50, "requests per second to the API server, sustained; negative turns client-side limiting off")
-	burst := fs.Int("kube-api-burst", 100, "requests to the API server in a burst above --kube-api-qps")
-	workers := fs.Int("max-concurrent-reconciles", 4, "TerraformClusters reconciled at once")
+	qps := fs.Float64("kube-api-qps", 200, "requests per second to the API server, sustained; negative turns client-side limiting off")
+	burst := fs.Int("kube-api-burst", 400, "requests to the API server in a burst above --kube-api-qps")
+	workers := fs.Int("max-concurrent-reconciles", 8, "objects of each kind reconciled at once")
 	showVersion := fs.Bool("version", false, "print the version and exit")
 	opts := zap.Options{}
 	opts.BindFlags(fs)
