@@ -137,6 +137,20 @@ func (r *Reconciler) wrote(obj client.Object) {
 // lastWrite reports whether obj is what the manager's last write of it
 // answered with.
 func (r *Reconciler) lastWrite(obj client.Object) bool {
+	return r.wroteAs(obj, func(w *ownWrites) bool {
+		return w.rvs[(w.next+keptWrites-1)%keptWrites] == obj.GetResourceVersion()
+	})
+}
+
+// ownWrite reports whether obj is what one of the manager's last writes
+// of it answered with.
+func (r *Reconciler) ownWrite(obj client.Object) bool {
+	return r.wroteAs(obj, func(w *ownWrites) bool { return slices.Contains(w.rvs[:], obj.GetResourceVersion()) })
+}
+
+// wroteAs asks is of what was recorded of obj's writes; false when none
+// was.
+func (r *Reconciler) wroteAs(obj client.Object, is func(*ownWrites) bool) bool {
 	v, ok := r.written.Load(writeKeyOf(obj))
 	if !ok {
 		return false
@@ -144,7 +158,7 @@ func (r *Reconciler) lastWrite(obj client.Object) bool {
 	w := v.(*ownWrites)
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	return w.rvs[(w.next+keptWrites-1)%keptWrites] == obj.GetResourceVersion()
+	return is(w)
 }
 
 // readObject reads the object a reconcile starts from: from the cache
@@ -160,19 +174,6 @@ func (r *Reconciler) readObject(ctx context.Context, key types.NamespacedName) (
 	}
 	obj = r.kind().New()
 	return obj, r.Reader.Get(ctx, key, obj)
-}
-
-// ownWrite reports whether obj is what one of the manager's last writes
-// of it answered with.
-func (r *Reconciler) ownWrite(obj client.Object) bool {
-	v, ok := r.written.Load(writeKeyOf(obj))
-	if !ok {
-		return false
-	}
-	w := v.(*ownWrites)
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	return slices.Contains(w.rvs[:], obj.GetResourceVersion())
 }
 
 // echoes lets through every event but an update that is the echo of the
