@@ -155,6 +155,22 @@ func checkWebhookWiring(t *testing.T, objs []*unstructured.Unstructured) {
 			t.Errorf("the manager's args %v lack %s", args, want)
 		}
 	}
+	// The webhook's variables come beside the manager's own, not in
+	// place of them: GOMEMLIMIT follows the container's memory limit.
+	env := map[string]map[string]any{}
+	for _, e := range slice(&unstructured.Unstructured{Object: containers[0].(map[string]any)}, "env") {
+		e := e.(map[string]any)
+		from, _ := e["valueFrom"].(map[string]any)
+		env[e["name"].(string)] = from
+	}
+	if got, _, _ := unstructured.NestedString(env["GOMEMLIMIT"], "resourceFieldRef", "resource"); got != "limits.memory" {
+		t.Errorf("the manager's GOMEMLIMIT comes from %v, want the container's limits.memory", env["GOMEMLIMIT"])
+	}
+	for _, want := range []string{"POD_NAMESPACE", "POD_SERVICE_ACCOUNT"} {
+		if env[want] == nil {
+			t.Errorf("the manager's env lacks %s", want)
+		}
+	}
 }
 
 // slice reads a list without copying it (kustomize's maps hold Go ints,

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -481,5 +482,123 @@ func TestFirstApplyReadsStateOnce(t *testing.T) {
 		if g == state {
 			t.Errorf("the first apply's reconcile read the state Secret by name (reads %v); its list had said there is none", gets)
 		}
+	}
+}
+
+// TestRunnerObjectsCachedStripped: the cache holds a runner Job without
+// its managed fields and its spec whole (activate and hasCredentials read
+// the template of a cached Job), and a runner pod without its managed
+// fields, its spec and all of its status but the phase and each
+// container's name, image, image ID and state. What is kept still tells
+// an image that cannot be pulled (and, of an ended pod, its Job's outcome:
+// TestFinishedJobReadFromCache); the API server's copies keep everything.
+func TestRunnerObjectsCachedStripped(t *testing.T) {
+	ctx := context.Background()
+	cch, _, direct := cachedEnv(t)
+	labels := map[string]string{infrav1.LabelManaged: "true", infrav1.LabelOwnerKind: theTestKind.Name()}
+	spec := corev1.PodSpec{
+		RestartPolicy:  corev1.RestartPolicyNever,
+		Volumes:        []corev1.Volume{{Name: "credentials", VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{SecretName: "run-credentials"}}}},
+		InitContainers: []corev1.Container{{Name: "runner", Image: "runner:1", Command: []string{RunnerImagePath, "install", RunnerPath}}},
+		Containers: []corev1.Container{{
+			Name: containerName, Image: "example.com/terraform:1", Command: []string{RunnerPath, "--operation=apply", "--guard"},
+			Env: []corev1.EnvVar{{Name: "HOME", Value: tmpDir}},
+		}},
+	}
+	job := &batchv1.Job{
+		ObjectMeta: metav1.ObjectMeta{Name: "run-apply-abcde", Namespace: "default", Labels: labels,
+			Annotations: map[string]string{annotationInputsHash: "h2:inputs"}},
+		Spec: batchv1.JobSpec{Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: labels}, Spec: spec}},
+	}
+	if err := direct.Create(ctx, job); err != nil {
+		t.Fatal(err)
+	}
+	pod := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: job.Name + "-x1y2z", Namespace: "default",
+			Labels:      map[string]string{infrav1.LabelManaged: "true", JobNameLabel: job.Name},
+			Annotations: map[string]string{infrav1.LabelOwnerName: "run"},
+			OwnerReferences: []metav1.OwnerReference{{APIVersion: "batch/v1", Kind: "Job", Name: job.Name, UID: job.UID,
+				Controller: ptr.To(true)}}},
+		Spec: spec,
+	}
+	if err := direct.Create(ctx, pod); err != nil {
+		t.Fatal(err)
+	}
+	// The init container ran (its termination message held); the
+	// runner's image cannot be pulled.
+	waiting := &corev1.ContainerStateWaiting{Reason: "ImagePullBackOff", Message: "Back-off pulling image"}
+	pod.Status = corev1.PodStatus{
+		Phase:      corev1.PodPending,
+		Conditions: []corev1.PodCondition{{Type: corev1.PodScheduled, Status: corev1.ConditionTrue}},
+		InitContainerStatuses: []corev1.ContainerStatus{{Name: "runner", Image: "runner:1", ImageID: "runner@sha256:0",
+			State: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{Reason: "Completed", Message: "installed"}}}},
+		ContainerStatuses: []corev1.ContainerStatus{{Name: containerName, Image: "example.com/terraform:1",
+			State: corev1.ContainerState{Waiting: waiting}}},
+	}
+	if err := direct.Status().Update(ctx, pod); err != nil {
+		t.Fatal(err)
+	}
+
+	// inCache reads obj's key from the cache into into, once the cache
+	// holds obj's resourceVersion or a later one.
+	inCache := func(obj, into client.Object) {
+		t.Helper()
+		want, _ := strconv.ParseInt(obj.GetResourceVersion(), 10, 64)
+		deadline := time.Now().Add(30 * time.Second)
+		for {
+			if cch.Get(ctx, client.ObjectKeyFromObject(obj), into) == nil {
+				if rv, _ := strconv.ParseInt(into.GetResourceVersion(), 10, 64); rv >= want {
+					return
+				}
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("the cache does not show %s within 30s", obj.GetName())
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+	}
+	var apiJob, cachedJob batchv1.Job
+	if err := direct.Get(ctx, client.ObjectKeyFromObject(job), &apiJob); err != nil {
+		t.Fatal(err)
+	}
+	inCache(&apiJob, &cachedJob)
+	if len(apiJob.ManagedFields) == 0 {
+		t.Error("the API server's Job has no managed fields")
+	}
+	if len(cachedJob.ManagedFields) != 0 {
+		t.Errorf("the cache's Job has %d managed fields, want none", len(cachedJob.ManagedFields))
+	}
+	if diff := cmp.Diff(apiJob.Spec, cachedJob.Spec); diff != "" {
+		t.Errorf("the cache's Job spec (-API server +cache):\n%s", diff)
+	}
+
+	var apiPod, cachedPod corev1.Pod
+	if err := direct.Get(ctx, client.ObjectKeyFromObject(pod), &apiPod); err != nil {
+		t.Fatal(err)
+	}
+	inCache(&apiPod, &cachedPod)
+	if len(apiPod.ManagedFields) == 0 || len(apiPod.Spec.Containers) == 0 || apiPod.Status.InitContainerStatuses[0].State.Terminated == nil {
+		t.Errorf("the API server's pod has %d managed fields, %d containers, init status %+v: want all of them",
+			len(apiPod.ManagedFields), len(apiPod.Spec.Containers), apiPod.Status.InitContainerStatuses)
+	}
+	wantMeta := apiPod.ObjectMeta
+	wantMeta.ManagedFields = nil
+	if diff := cmp.Diff(wantMeta, cachedPod.ObjectMeta); diff != "" {
+		t.Errorf("the cache's pod metadata (-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff(corev1.PodSpec{}, cachedPod.Spec); diff != "" {
+		t.Errorf("the cache's pod spec (-want +got):\n%s", diff)
+	}
+	wantStatus := corev1.PodStatus{
+		Phase: corev1.PodPending,
+		InitContainerStatuses: []corev1.ContainerStatus{{Name: "runner", Image: "runner:1", ImageID: "runner@sha256:0",
+			State: corev1.ContainerState{Terminated: apiPod.Status.InitContainerStatuses[0].State.Terminated}}},
+		ContainerStatuses: []corev1.ContainerStatus{{Name: containerName, Image: "example.com/terraform:1", State: corev1.ContainerState{Waiting: waiting}}},
+	}
+	if diff := cmp.Diff(wantStatus, cachedPod.Status); diff != "" {
+		t.Errorf("the cache's pod status (-want +got):\n%s", diff)
+	}
+	if got, want := pullFailure([]corev1.Pod{cachedPod}), pullFailure([]corev1.Pod{apiPod}); got != want || got == "" {
+		t.Errorf("pull failure of the cache's pod %q, of the API server's %q: want the same, not empty", got, want)
 	}
 }

@@ -227,21 +227,59 @@ func ClientOptions() client.Options {
 
 // CacheOptions keeps the manager's cache of Jobs and Pods to those captf
 // made (labelled captf.io/managed=true): a cluster's other workloads are
-// neither watched nor held in memory. State backups are kept out of it too:
-// they would hold every state several times over (backup.go). Of every
-// other Secret but the manager's own it holds no data (secretdata.go).
+// neither watched nor held in memory. Of those it holds no managed fields,
+// and of a pod only what the manager reads of a cached one (stripPod).
+// State backups are kept out of it too: they would hold every state
+// several times over (backup.go). Of every other Secret but the manager's
+// own it holds no data (secretdata.go).
 func CacheOptions() cache.Options {
-	managed := cache.ByObject{Label: labels.SelectorFromSet(labels.Set{infrav1.LabelManaged: "true"})}
+	managed := labels.SelectorFromSet(labels.Set{infrav1.LabelManaged: "true"})
 	noBackup, err := labels.NewRequirement(infrav1.LabelStateBackup, selection.DoesNotExist, nil)
 	if err != nil {
 		// A constant key always makes a requirement.
 		panic(err)
 	}
 	return cache.Options{ByObject: map[client.Object]cache.ByObject{
-		&batchv1.Job{}:   managed,
-		&corev1.Pod{}:    managed,
+		&batchv1.Job{}:   {Label: managed, Transform: cache.TransformStripManagedFields()},
+		&corev1.Pod{}:    {Label: managed, Transform: stripPod},
 		&corev1.Secret{}: {Label: labels.NewSelector().Add(*noBackup), Transform: stripSecretData},
 	}}
+}
+
+// stripPod is the cache's transform of a pod: it keeps the metadata but
+// the managed fields, and of the status the phase and each container's
+// name, image, image ID and state. That is all a cached pod is read for:
+// its owner's labels and annotations (podOwner), whether it cannot pull
+// an image (pullFailure), and, once it ended, the outcome of its Job
+// (outcomeOf: the runner's report in its termination message, the digest
+// it ran; finishedJob). Its spec, a copy of its Job's template, is not
+// held for every pod of every Job kept.
+func stripPod(in any) (any, error) {
+	pod, ok := in.(*corev1.Pod)
+	if !ok {
+		return in, nil
+	}
+	pod.ManagedFields = nil
+	pod.Spec = corev1.PodSpec{}
+	pod.Status = corev1.PodStatus{
+		Phase:                 pod.Status.Phase,
+		InitContainerStatuses: containerStates(pod.Status.InitContainerStatuses),
+		ContainerStatuses:     containerStates(pod.Status.ContainerStatuses),
+	}
+	return pod, nil
+}
+
+// containerStates keeps of each container status its name, image, image
+// ID and state.
+func containerStates(in []corev1.ContainerStatus) []corev1.ContainerStatus {
+	if in == nil {
+		return nil
+	}
+	out := make([]corev1.ContainerStatus, len(in))
+	for i, st := range in {
+		out[i] = corev1.ContainerStatus{Name: st.Name, Image: st.Image, ImageID: st.ImageID, State: st.State}
+	}
+	return out
 }
 
 // podOwner maps a runner pod that cannot pull its image to its object,
