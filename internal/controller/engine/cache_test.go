@@ -39,10 +39,7 @@ import (
 // API server before the reconcile acts on them.
 func TestRunningJobReadFromCache(t *testing.T) {
 	ctx := context.Background()
-	_, c, direct := cachedEnv(t)
-	reader, taken := recordReads(direct)
-	// The Reconciler's client as SetupWithManager makes it.
-	r := &Reconciler{Kind: theTestKind, Client: newSecretFiller(c, reader), Reader: reader, RunnerImage: runnerImage}
+	r, c, direct, taken := readsRecorded(t)
 
 	tc := &infrav1.TerraformCluster{
 		ObjectMeta: metav1.ObjectMeta{Name: "cached", Namespace: "default"},
@@ -211,6 +208,18 @@ func TestRunningJobReadFromCache(t *testing.T) {
 	}
 }
 
+// readsRecorded starts an API server and the manager's cache on it, and
+// returns a Reconciler whose clients are made as SetupWithManager makes
+// them, whose reads of the API server itself are recorded; a client that
+// reads through the cache, one that reads the API server, and what takes
+// the record so far.
+func readsRecorded(t *testing.T) (*Reconciler, client.Client, client.WithWatch, func() []string) {
+	t.Helper()
+	_, c, direct := cachedEnv(t)
+	reader, taken := recordReads(direct)
+	return &Reconciler{Kind: theTestKind, Client: newSecretFiller(c, reader), Reader: reader, RunnerImage: runnerImage}, c, direct, taken
+}
+
 // recordReads is a reader of the API server through direct that records
 // each read ("get *v1.Job", "list *v1.PodList"), and what takes the
 // record so far.
@@ -248,9 +257,7 @@ func recordReads(direct client.WithWatch) (client.Reader, func() []string) {
 // or its pods from the API server.
 func TestFinishedJobReadFromCache(t *testing.T) {
 	ctx := context.Background()
-	_, c, direct := cachedEnv(t)
-	reader, taken := recordReads(direct)
-	r := &Reconciler{Kind: theTestKind, Client: newSecretFiller(c, reader), Reader: reader, RunnerImage: runnerImage}
+	r, c, direct, taken := readsRecorded(t)
 	tc := &infrav1.TerraformCluster{
 		ObjectMeta: metav1.ObjectMeta{Name: "ended", Namespace: "default"},
 		Spec:       infrav1.TerraformClusterSpec{RunnerSpec: infrav1.RunnerSpec{Image: moduleImage}},
@@ -284,12 +291,7 @@ func TestFinishedJobReadFromCache(t *testing.T) {
 	if err := direct.Status().Update(ctx, pod); err != nil {
 		t.Fatal(err)
 	}
-	now := metav1.Now()
-	job.Status.StartTime, job.Status.CompletionTime, job.Status.Succeeded = &now, &now, 1
-	job.Status.Conditions = []batchv1.JobCondition{
-		{Type: batchv1.JobSuccessCriteriaMet, Status: corev1.ConditionTrue, LastTransitionTime: now, LastProbeTime: now},
-		{Type: batchv1.JobComplete, Status: corev1.ConditionTrue, LastTransitionTime: now, LastProbeTime: now},
-	}
+	succeeded(job)
 	if err := direct.Status().Update(ctx, job); err != nil {
 		t.Fatal(err)
 	}

@@ -127,12 +127,7 @@ func TestPruneNewestWithinASecond(t *testing.T) {
 		}
 	}
 	for _, job := range []*batchv1.Job{older, newer} {
-		now := metav1.Now()
-		job.Status.StartTime, job.Status.CompletionTime, job.Status.Succeeded = &now, &now, 1
-		job.Status.Conditions = []batchv1.JobCondition{
-			{Type: batchv1.JobSuccessCriteriaMet, Status: corev1.ConditionTrue, LastTransitionTime: now, LastProbeTime: now},
-			{Type: batchv1.JobComplete, Status: corev1.ConditionTrue, LastTransitionTime: now, LastProbeTime: now},
-		}
+		succeeded(job)
 		if err := c.Status().Update(ctx, job); err != nil {
 			t.Fatal(err)
 		}
@@ -344,5 +339,16 @@ func TestBackupPruneAndReplace(t *testing.T) {
 	}
 	if err := env.Client.Get(ctx, client.ObjectKey{Namespace: "default", Name: name(4)}, &first); err != nil || first.ResourceVersion != rv {
 		t.Fatalf("an unchanged serial was written again: %v", err)
+	}
+}
+
+// succeeded gives job the status the Job controller gives a Job whose pod
+// succeeded.
+func succeeded(job *batchv1.Job) {
+	now := metav1.Now()
+	job.Status.StartTime, job.Status.CompletionTime, job.Status.Succeeded = &now, &now, 1
+	job.Status.Conditions = []batchv1.JobCondition{
+		{Type: batchv1.JobSuccessCriteriaMet, Status: corev1.ConditionTrue, LastTransitionTime: now, LastProbeTime: now},
+		{Type: batchv1.JobComplete, Status: corev1.ConditionTrue, LastTransitionTime: now, LastProbeTime: now},
 	}
 }
