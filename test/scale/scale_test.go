@@ -220,7 +220,8 @@ func TestScale(t *testing.T) {
 		})
 		return seen(names, approvedAt)
 	}
-	singles, waveSize := min(s.singles, s.n), min(s.wave, s.n-min(s.singles, s.n))
+	singles := min(s.singles, s.n)
+	waveSize := min(s.wave, s.n-singles)
 	began = time.Now()
 	var single []time.Duration
 	for _, name := range names[:singles] {

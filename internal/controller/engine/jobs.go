@@ -117,7 +117,7 @@ func (r *Reconciler) jobsOf(ctx context.Context, reader client.Reader, obj Objec
 	}
 	jobs := list.Items[:0]
 	for _, job := range list.Items {
-		if ref := metav1.GetControllerOf(&job); ref != nil && ref.UID == obj.GetUID() {
+		if controlledBy(&job, obj) {
 			jobs = append(jobs, job)
 		}
 	}
@@ -142,6 +142,12 @@ func policy(obj Object) infrav1.ApplyPolicy {
 		return infrav1.ApplyAutomatic
 	}
 	return obj.GetRunnerSpec().ApplyPolicy
+}
+
+// controlledBy reports whether obj is job's controller.
+func controlledBy(job *batchv1.Job, obj Object) bool {
+	ref := metav1.GetControllerOf(job)
+	return ref != nil && ref.UID == obj.GetUID()
 }
 
 // Processed reports whether a Job's outcome is fully recorded.

@@ -252,7 +252,7 @@ func (r *Reconciler) noUnprocessedJobAmong(ctx context.Context, obj Object, jobs
 	read := map[types.UID]bool{}
 	for _, job := range jobs {
 		read[job.UID] = true
-		if ref := metav1.GetControllerOf(&job); ref != nil && ref.UID == obj.GetUID() && !Processed(&job) {
+		if controlledBy(&job, obj) && !Processed(&job) {
 			return fmt.Errorf("%w: %s", errAdopt, job.Name)
 		}
 	}

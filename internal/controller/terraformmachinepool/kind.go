@@ -23,7 +23,6 @@ import (
 	"time"
 
 	batchv1 "k8s.io/api/batch/v1"
-
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
