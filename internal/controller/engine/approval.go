@@ -110,6 +110,7 @@ func (r *Reconciler) consumeApproval(ctx context.Context, obj Object, hash strin
 		return nil
 	}
 	if err := r.Client.Patch(ctx, latest, patch); err != nil {
+		r.forget(obj)
 		return fmt.Errorf("remove the consumed approval: %w", err)
 	}
 	r.wrote(latest)

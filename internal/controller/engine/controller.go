@@ -25,6 +25,7 @@ import (
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -165,6 +166,12 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	}
 	if perr := r.patchStatus(ctx, s); perr != nil {
 		err = errors.Join(err, perr)
+	}
+	if res.RequeueAfter >= r.recheck() {
+		// The periodic re-check yields to what events bring (an approval,
+		// a finished Job): of thousands of objects, those whose re-check
+		// is due never hold up the one someone waits for.
+		res.Priority = ptr.To(handler.LowPriority)
 	}
 	return res, err
 }

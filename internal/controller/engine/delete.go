@@ -27,6 +27,7 @@ func (r *Reconciler) ensureFinalizer(ctx context.Context, obj Object) error {
 	before := obj.DeepCopyObject().(Object)
 	controllerutil.AddFinalizer(obj, Finalizer)
 	if err := r.Client.Patch(ctx, obj, client.MergeFromWithOptions(before, client.MergeFromWithOptimisticLock{})); err != nil {
+		r.forget(obj)
 		return fmt.Errorf("add finalizer: %w", err)
 	}
 	r.wrote(obj)

@@ -10,6 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/resourceversion"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
@@ -50,6 +51,7 @@ func (r *Reconciler) patchStatus(ctx context.Context, s *scope) error {
 	}
 	written := s.obj.DeepCopyObject().(Object)
 	if err := r.Client.Status().Patch(ctx, s.obj, client.MergeFrom(base)); err != nil {
+		r.forget(s.obj)
 		return fmt.Errorf("status: %w", err)
 	}
 	r.wrote(s.obj)
@@ -72,6 +74,7 @@ func (r *Reconciler) removeAnnotation(ctx context.Context, obj Object, key strin
 	}
 	status := obj.DeepCopyObject().(Object)
 	if err := r.Client.Patch(ctx, obj, client.RawPatch(types.MergePatchType, body)); err != nil {
+		r.forget(obj)
 		return fmt.Errorf("remove %s: %w", key, err)
 	}
 	r.wrote(obj)
@@ -87,6 +90,7 @@ func (r *Reconciler) PatchObject(ctx context.Context, obj Object, change func(Ob
 	change(obj)
 	status := obj.DeepCopyObject().(Object)
 	if err := r.Client.Patch(ctx, obj, patch); err != nil {
+		r.forget(obj)
 		return err
 	}
 	r.wrote(obj)
@@ -134,11 +138,23 @@ func (r *Reconciler) wrote(obj client.Object) {
 	w.next = (w.next + 1) % keptWrites
 }
 
-// lastWrite reports whether obj is what the manager's last write of it
-// answered with.
-func (r *Reconciler) lastWrite(obj client.Object) bool {
+// forget drops what was recorded of obj's writes, after a write of it
+// failed: one that failed on its way back may have landed, and until a
+// write is recorded again the object is read from the API server.
+func (r *Reconciler) forget(obj client.Object) {
+	r.written.Delete(writeKeyOf(obj))
+}
+
+// caughtUp reports whether obj is at least as new as what the manager's
+// last write of it answered with, so that it holds that write. The
+// resourceVersions of one resource's objects compare as integers (the API
+// server's comparable resource versions); one that does not parse is not
+// taken as caught up.
+func (r *Reconciler) caughtUp(obj client.Object) bool {
 	return r.wroteAs(obj, func(w *ownWrites) bool {
-		return w.rvs[(w.next+keptWrites-1)%keptWrites] == obj.GetResourceVersion()
+		last := w.rvs[(w.next+keptWrites-1)%keptWrites]
+		c, err := resourceversion.CompareResourceVersion(obj.GetResourceVersion(), last)
+		return err == nil && c >= 0
 	})
 }
 
@@ -162,14 +178,17 @@ func (r *Reconciler) wroteAs(obj client.Object, is func(*ownWrites) bool) bool {
 }
 
 // readObject reads the object a reconcile starts from: from the cache
-// when the cache shows what the manager's last write of it answered with,
-// so that nothing the manager wrote is missing from it; otherwise from the
-// API server, which may hold a write the cache has not shown yet. A
-// write of someone else's that the cache does not show yet brings its own
-// event, and with it a reconcile that reads it.
+// when the cache has caught up with the manager's last write of it (it
+// shows that write, or a later one of someone else's), so that nothing
+// the manager wrote is missing from it; otherwise from the API server,
+// which may hold a write the cache has not shown yet. A write of someone
+// else's that the cache does not show yet brings its own event, and with
+// it a reconcile that reads it. Nothing is recorded of an object after
+// the manager started, or after a write of it failed: it is read from the
+// API server.
 func (r *Reconciler) readObject(ctx context.Context, key types.NamespacedName) (Object, error) {
 	obj := r.kind().New()
-	if err := r.Client.Get(ctx, key, obj); err == nil && r.lastWrite(obj) {
+	if err := r.Client.Get(ctx, key, obj); err == nil && r.caughtUp(obj) {
 		return obj, nil
 	}
 	obj = r.kind().New()

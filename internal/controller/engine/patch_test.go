@@ -122,3 +122,26 @@ func TestEchoes(t *testing.T) {
 		t.Error("spec.approved on a plan brings no reconcile")
 	}
 }
+
+// TestCaughtUp: a reconcile reads its object from the cache only when the
+// cache's copy is at least as new as the manager's last write of it.
+func TestCaughtUp(t *testing.T) {
+	r := &Reconciler{Kind: theTestKind}
+	at := func(rv string) client.Object {
+		return &infrav1.TerraformCluster{ObjectMeta: metav1.ObjectMeta{Name: "a", Namespace: "default", ResourceVersion: rv}}
+	}
+	if r.caughtUp(at("10")) {
+		t.Error("caught up with no write recorded")
+	}
+	r.wrote(at("9"))
+	r.wrote(at("10"))
+	for rv, want := range map[string]bool{"9": false, "10": true, "11": true, "100": true, "": false, "x": false} {
+		if got := r.caughtUp(at(rv)); got != want {
+			t.Errorf("caughtUp at resourceVersion %q after a write at 10 = %t, want %t", rv, got, want)
+		}
+	}
+	r.forget(at("10"))
+	if r.caughtUp(at("11")) {
+		t.Error("caught up after the failed write forgot the record")
+	}
+}

@@ -16,6 +16,7 @@ import (
 
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
 
 	infrav1 "github.com/captf/captf/api/v1alpha1"
 	"github.com/captf/captf/internal/testenv"
@@ -72,6 +73,9 @@ func TestDeleteWaitsForUnrecordedJob(t *testing.T) {
 	res, err := r.Reconcile(ctx, ctrl.Request{NamespacedName: client.ObjectKeyFromObject(tc)})
 	if err != nil || res.RequeueAfter <= 0 {
 		t.Errorf("reconcile: %+v, %v; want a requeue to take the Job up", res, err)
+	}
+	if res.Priority != nil {
+		t.Errorf("the requeue that takes the Job up has priority %d, want the event's", *res.Priority)
 	}
 	if err := env.Client.Get(ctx, client.ObjectKeyFromObject(tc), tc); err != nil {
 		t.Fatalf("the object was released while Job %s was unprocessed: %v", job.Name, err)
@@ -350,5 +354,31 @@ func succeeded(job *batchv1.Job) {
 	job.Status.Conditions = []batchv1.JobCondition{
 		{Type: batchv1.JobSuccessCriteriaMet, Status: corev1.ConditionTrue, LastTransitionTime: now, LastProbeTime: now},
 		{Type: batchv1.JobComplete, Status: corev1.ConditionTrue, LastTransitionTime: now, LastProbeTime: now},
+	}
+}
+
+// TestRecheckYields: the periodic re-check a reconcile asks for is queued
+// below what events bring, so that at thousands of objects the re-checks
+// due at a moment never hold up an approval; a sooner requeue keeps the
+// event's priority (TestDeleteWaitsForUnrecordedJob).
+func TestRecheckYields(t *testing.T) {
+	env := testenv.Start(t, "../../..")
+	ctx := context.Background()
+	tc := &infrav1.TerraformCluster{
+		ObjectMeta: metav1.ObjectMeta{Name: "yields", Namespace: "default"},
+		// Inputs that cannot run: nothing is due until they change or
+		// the re-check comes.
+		Spec: infrav1.TerraformClusterSpec{RunnerSpec: infrav1.RunnerSpec{Image: "Not A Reference"}},
+	}
+	if err := env.Client.Create(ctx, tc); err != nil {
+		t.Fatal(err)
+	}
+	r := &Reconciler{Kind: theTestKind, Client: env.Client, Reader: env.Client, RunnerImage: runnerImage}
+	res, err := r.Reconcile(ctx, ctrl.Request{NamespacedName: client.ObjectKeyFromObject(tc)})
+	if err != nil || res.RequeueAfter != r.recheck() {
+		t.Fatalf("reconcile: %+v, %v; want the re-check after %s", res, err, r.recheck())
+	}
+	if res.Priority == nil || *res.Priority != handler.LowPriority {
+		t.Errorf("the re-check's priority is %v, want %d", res.Priority, handler.LowPriority)
 	}
 }

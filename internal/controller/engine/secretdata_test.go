@@ -164,6 +164,32 @@ func TestSecretsCachedWithoutData(t *testing.T) {
 		t.Errorf("what is kept of the state: %+v, want no chunks", v)
 	}
 
+	// After an apply, the list that makes the object the owner of its
+	// state reads the new state: publishing its serial reads it no more.
+	obj.Spec.Image = moduleImage
+	if err := direct.Create(ctx, obj); err != nil {
+		t.Fatal(err)
+	}
+	state.Data["tfstate"] = bigState(t, 3, 256<<10)
+	if err := direct.Update(ctx, state); err != nil {
+		t.Fatal(err)
+	}
+	apiReads.Store(0)
+	if err := r.setStateOwner(ctx, obj, true); err != nil {
+		t.Fatal(err)
+	}
+	if n := apiReads.Load(); n != 1 {
+		t.Errorf("making the object the owner of its state: %d reads of the API server, want 1 (the list)", n)
+	}
+	if err := direct.Get(ctx, client.ObjectKeyFromObject(state), state); err != nil {
+		t.Fatal(err)
+	}
+	if len(state.OwnerReferences) != 1 {
+		t.Fatalf("the state's owners: %+v", state.OwnerReferences)
+	}
+	inCache(state)
+	readState("the state the owner's list read", 0, 3)
+
 	// Without the filler, the cache's state is refused, not taken for none.
 	if _, err := (&Reconciler{Kind: theTestKind, Client: c, Reader: api}).readState(ctx, c, obj); err == nil || !strings.Contains(err.Error(), "holds no state's data") {
 		t.Errorf("a state read from the cache without the filler: %v", err)

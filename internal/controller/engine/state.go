@@ -10,6 +10,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	infrav1 "github.com/captf/captf/api/v1alpha1"
@@ -204,10 +205,17 @@ func (r *Reconciler) cachedState(ctx context.Context, f *secretFiller, obj Objec
 	if err != nil || st == nil {
 		return st, err
 	}
+	r.remember(obj, st)
+	return st, nil
+}
+
+// remember keeps what was read of obj's state from the API server (its
+// serial, lineage and inputs hash, never the chunks) for cachedState,
+// which takes it while the cache shows the same content.
+func (r *Reconciler) remember(obj Object, st *stateRead) {
 	kept := *st
 	kept.chunks = nil
-	r.states.Store(key, kept)
-	return st, nil
+	r.states.Store(client.ObjectKeyFromObject(obj), kept)
 }
 
 // withChunks is st with its chunks, read from the API server when st was
@@ -311,9 +319,18 @@ func (ownState) Apply(ctx context.Context, r *Reconciler, x *StepContext) error 
 // controller's and blocks no deletion: terraform's backend writes these
 // Secrets, the manager only marks them.
 func (r *Reconciler) setStateOwner(ctx context.Context, obj Object, own bool) error {
+	suffix := StateSuffix(r.kind().Short(), obj.GetName())
 	var list corev1.SecretList
-	if err := r.Reader.List(ctx, &list, client.InNamespace(obj.GetNamespace()), client.MatchingLabels{tfstate.LabelSuffix: StateSuffix(r.kind().Short(), obj.GetName())}); err != nil {
+	if err := r.Reader.List(ctx, &list, client.InNamespace(obj.GetNamespace()), client.MatchingLabels{tfstate.LabelSuffix: suffix}); err != nil {
 		return fmt.Errorf("state Secrets: %w", err)
+	}
+	// The state the apply just wrote: the reconcile that publishes its
+	// serial finds it read.
+	state := slices.DeleteFunc(slices.Clone(list.Items), func(s corev1.Secret) bool {
+		return !labels.SelectorFromSet(tfstate.Selector(suffix)).Matches(labels.Set(s.Labels))
+	})
+	if st, err := parseState(suffix, state); err == nil && st != nil {
+		r.remember(obj, st)
 	}
 	for i := range list.Items {
 		s := &list.Items[i]
