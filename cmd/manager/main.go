@@ -124,6 +124,7 @@ func run(args []string, stdout io.Writer) error {
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
 		Scheme:                  scheme,
 		Cache:                   engine.CacheOptions(),
+		NewCache:                engine.NewCache,
 		Client:                  engine.ClientOptions(),
 		Metrics:                 metricsOptions(*metrics, *metricsSecure, *metricsCertDir),
 		HealthProbeBindAddress:  *probes,

@@ -381,14 +381,19 @@ func cachedEnv(t *testing.T) (cache.Cache, client.Client, client.WithWatch) {
 	return cch, c, direct
 }
 
-// startCache starts the manager's cache (CacheOptions) on env until the
-// test ends, stopping it before the API server stops.
-func startCache(t *testing.T, env *testenv.Env) cache.Cache {
+// startCache starts the manager's cache (CacheOptions, NewCache) on env
+// until the test ends, stopping it before the API server stops.
+func startCache(t testing.TB, env *testenv.Env) cache.Cache {
+	return startCacheWith(t, env, NewCache)
+}
+
+// startCacheWith is startCache with the cache newCache makes.
+func startCacheWith(t testing.TB, env *testenv.Env, newCache cache.NewCacheFunc) cache.Cache {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	opts := CacheOptions()
 	opts.Scheme = env.Client.Scheme()
-	cch, err := cache.New(env.Config, opts)
+	cch, err := newCache(env.Config, opts)
 	if err != nil {
 		t.Fatal(err)
 	}

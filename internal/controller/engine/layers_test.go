@@ -19,7 +19,7 @@ var layers = [][]string{
 	// The object, its kind, names, conditions, patches, events and metrics.
 	{"object.go", "kind.go", "names.go", "status.go", "reconciler.go", "patch.go", "events.go", "metrics.go", "secretdata.go"},
 	// Job mechanics: Secrets, inputs, runner Jobs, image, identity.
-	{"secrets.go", "inputs.go", "jobs.go", "image.go", "identity.go", "history.go", "watch.go"},
+	{"secrets.go", "inputs.go", "jobs.go", "image.go", "identity.go", "history.go", "watch.go", "labelindex.go"},
 	// State: the state and its history, backups, the lock, what was applied.
 	{"state.go", "backup.go", "lock.go", "applied.go"},
 	// Decisions: outcomes and their steps, plans and approvals, the guard,
