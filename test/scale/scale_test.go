@@ -29,6 +29,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/go-logr/logr"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -36,6 +37,7 @@ import (
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 
 	infrav1 "github.com/captf/captf/api/v1alpha1"
 	"github.com/captf/captf/internal/controller/engine"
@@ -461,6 +463,9 @@ func (f follower) List(ctx context.Context, list client.ObjectList, opts ...clie
 // cache of the namespace, which runs until ctx ends.
 func followed(t *testing.T, ctx context.Context, cfg *rest.Config, direct client.Client) client.Client {
 	t.Helper()
+	// The cache's informers log through controller-runtime's logger:
+	// the manager's log is what the benchmark keeps.
+	ctrllog.SetLogger(logr.Discard())
 	cch, err := cache.New(cfg, cache.Options{Scheme: direct.Scheme(), DefaultNamespaces: map[string]cache.Config{namespace: {}}})
 	if err != nil {
 		t.Fatal(err)

@@ -3,6 +3,7 @@ package engine
 import (
 	"context"
 	"fmt"
+	"reflect"
 
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -54,7 +55,7 @@ func NewCache(cfg *rest.Config, opts cache.Options) (cache.Cache, error) {
 	if err != nil {
 		return nil, err
 	}
-	indexed := map[string]bool{}
+	indexed := map[indexKind]bool{}
 	for _, ix := range labelIndexes {
 		for _, key := range ix.labels {
 			extract := func(obj client.Object) []string {
@@ -72,7 +73,7 @@ func NewCache(cfg *rest.Config, opts cache.Options) (cache.Cache, error) {
 			if err != nil {
 				return nil, fmt.Errorf("index %T by label %s: %w", ix.obj, key, err)
 			}
-			indexed[fmt.Sprintf("%T %s", ix.list, key)] = true
+			indexed[indexKind{reflect.TypeOf(ix.list), key}] = true
 		}
 	}
 	return &labelIndexed{Cache: c, indexed: indexed}, nil
@@ -81,14 +82,20 @@ func NewCache(cfg *rest.Config, opts cache.Options) (cache.Cache, error) {
 // labelIndexed is a cache whose lists by an indexed label use its index.
 type labelIndexed struct {
 	cache.Cache
-	// indexed are the indexes there are: "<list type> <label>".
-	indexed map[string]bool
+	// indexed are the indexes there are.
+	indexed map[indexKind]bool
+}
+
+// indexKind is an index of the label key of the objects of a list type.
+type indexKind struct {
+	list reflect.Type
+	key  string
 }
 
 func (c *labelIndexed) List(ctx context.Context, list client.ObjectList, opts ...client.ListOption) error {
 	o := (&client.ListOptions{}).ApplyOptions(opts)
 	if o.FieldSelector == nil && o.LabelSelector != nil {
-		if key, value, ok := indexedLabel(list, o.LabelSelector); ok && c.indexed[fmt.Sprintf("%T %s", list, key)] {
+		if key, value, ok := indexedLabel(list, o.LabelSelector); ok && c.indexed[indexKind{reflect.TypeOf(list), key}] {
 			// The label selector still applies to what the index gives.
 			opts = append(opts, client.MatchingFields{labelIndex(key): value})
 		}
@@ -104,7 +111,7 @@ func indexedLabel(list client.ObjectList, sel labels.Selector) (key, value strin
 		return "", "", false
 	}
 	for _, ix := range labelIndexes {
-		if fmt.Sprintf("%T", ix.list) != fmt.Sprintf("%T", list) {
+		if reflect.TypeOf(ix.list) != reflect.TypeOf(list) {
 			continue
 		}
 		for _, key := range ix.labels {
