@@ -116,6 +116,9 @@ func readSettings(t *testing.T) settings {
 
 func TestScale(t *testing.T) {
 	s := readSettings(t)
+	// The test's own clients and cache log through controller-runtime's
+	// logger: the manager's log is what the benchmark keeps.
+	ctrllog.SetLogger(logr.Discard())
 	// Cluster API's CRDs: the manager reconciles TerraformMachines only
 	// where Machines are served.
 	env := testenv.StartWithClusterAPI(t, "../..")
@@ -463,9 +466,6 @@ func (f follower) List(ctx context.Context, list client.ObjectList, opts ...clie
 // cache of the namespace, which runs until ctx ends.
 func followed(t *testing.T, ctx context.Context, cfg *rest.Config, direct client.Client) client.Client {
 	t.Helper()
-	// The cache's informers log through controller-runtime's logger:
-	// the manager's log is what the benchmark keeps.
-	ctrllog.SetLogger(logr.Discard())
 	cch, err := cache.New(cfg, cache.Options{Scheme: direct.Scheme(), DefaultNamespaces: map[string]cache.Config{namespace: {}}})
 	if err != nil {
 		t.Fatal(err)
