@@ -78,16 +78,7 @@ func TestLabelIndexedList(t *testing.T) {
 	}
 	list := func(sel client.ListOption) []string {
 		t.Helper()
-		var got corev1.SecretList
-		if err := cch.List(ctx, &got, client.InNamespace("default"), sel); err != nil {
-			t.Fatal(err)
-		}
-		var names []string
-		for _, s := range got.Items {
-			names = append(names, s.Name)
-		}
-		slices.Sort(names)
-		return names
+		return secretNames(t, cch, sel)
 	}
 	deadline := time.Now().Add(30 * time.Second)
 	for len(list(client.MatchingLabels{})) < len(secrets) {
@@ -169,4 +160,20 @@ func BenchmarkCachedStateList(b *testing.B) {
 			}
 		})
 	}
+}
+
+// secretNames are the names of the Secrets of the default namespace that
+// reader lists with opts, sorted.
+func secretNames(t *testing.T, reader client.Reader, opts ...client.ListOption) []string {
+	t.Helper()
+	var list corev1.SecretList
+	if err := reader.List(context.Background(), &list, append(opts, client.InNamespace("default"))...); err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, s := range list.Items {
+		names = append(names, s.Name)
+	}
+	slices.Sort(names)
+	return names
 }

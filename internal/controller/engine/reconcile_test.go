@@ -295,16 +295,7 @@ func TestBackupPruneAndReplace(t *testing.T) {
 	}
 	kept := func() []string {
 		t.Helper()
-		var list corev1.SecretList
-		if err := env.Client.List(ctx, &list, client.InNamespace("default"), client.HasLabels{infrav1.LabelStateBackup}); err != nil {
-			t.Fatal(err)
-		}
-		var names []string
-		for _, s := range list.Items {
-			names = append(names, s.Name)
-		}
-		slices.Sort(names)
-		return names
+		return secretNames(t, env.Client, client.HasLabels{infrav1.LabelStateBackup})
 	}
 	for serial := int64(1); serial <= 5; serial++ {
 		write(serial, "one", 2)
