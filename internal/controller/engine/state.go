@@ -324,11 +324,15 @@ func (r *Reconciler) setStateOwner(ctx context.Context, obj Object, own bool) er
 	if err := r.Reader.List(ctx, &list, client.InNamespace(obj.GetNamespace()), client.MatchingLabels{tfstate.LabelSuffix: suffix}); err != nil {
 		return fmt.Errorf("state Secrets: %w", err)
 	}
-	// The state the apply just wrote: the reconcile that publishes its
-	// serial finds it read.
-	state := slices.DeleteFunc(slices.Clone(list.Items), func(s corev1.Secret) bool {
-		return !labels.SelectorFromSet(tfstate.Selector(suffix)).Matches(labels.Set(s.Labels))
-	})
+	// The state the apply just wrote, its Secrets as cachedState lists
+	// them: the reconcile that publishes its serial finds it read.
+	sel := labels.SelectorFromSet(tfstate.Selector(suffix))
+	var state []corev1.Secret
+	for _, s := range list.Items {
+		if sel.Matches(labels.Set(s.Labels)) {
+			state = append(state, s)
+		}
+	}
 	if st, err := parseState(suffix, state); err == nil && st != nil {
 		r.remember(obj, st)
 	}
