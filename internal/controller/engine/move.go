@@ -29,8 +29,9 @@ import (
 //     Secret, the plan key and the TerraformPlans move by their owner
 //     reference. Jobs, their per-run Secrets, events and terraform's lock
 //     Lease do not move.
-//   - AnnotationBlockMove is on the object from before a runner Job is
-//     created until no Job of it is left unprocessed. While the object is
+//   - AnnotationBlockMove is on the object from before a runner Job that
+//     may write its state (writesState: any but a plan Job once the state
+//     exists) is created until no Job of it is left unprocessed. While the object is
 //     paused (clusterctl pauses its Cluster) the manager still records a
 //     finished Job's outcome (reconcilePaused), so the Job stays the record
 //     of its outcome until every consequence is written and the move is not

@@ -42,7 +42,7 @@ func TestEchoes(t *testing.T) {
 	}
 
 	s := newScope(tc)
-	if err := r.blockMove(ctx, tc); err != nil {
+	if err := r.blockMove(ctx, tc, infrav1.OperationApply); err != nil {
 		t.Fatal(err)
 	}
 	blocked := tc.DeepCopy()

@@ -195,7 +195,7 @@ func (r *Reconciler) startJob(ctx context.Context, obj Object, root *render.Root
 	if req.digest != "" {
 		job.Annotations[infrav1.AnnotationImageDigest] = req.digest
 	}
-	if err := r.blockMove(ctx, obj); err != nil {
+	if err := r.blockMove(ctx, obj, req.op); err != nil {
 		return err
 	}
 	if err := r.Client.Create(ctx, job); err != nil {
@@ -297,7 +297,7 @@ func (r *Reconciler) activate(ctx context.Context, obj Object, job *batchv1.Job)
 	op := infrav1.Operation(job.Labels[LabelOperation])
 	// Set before the Job was created; again for a Job taken up whose start
 	// was cut short.
-	if err := r.blockMove(ctx, obj); err != nil {
+	if err := r.blockMove(ctx, obj, op); err != nil {
 		return err
 	}
 	if err := r.approvalStarted(ctx, obj, job); err != nil {
@@ -359,14 +359,18 @@ func (r *Reconciler) approvalStarted(ctx context.Context, obj Object, job *batch
 		Note: fmt.Sprintf("Plan %s approved by %s; an apply Job runs with --expect-plan.", hash, by)})
 }
 
-// blockMove sets AnnotationBlockMove on obj before a Job of it is created:
-// a Job that runs must not be cut off by a move (the source deletes the
-// object, and garbage collection its Jobs), and its outcome must be
-// written before the objects are copied. The value names the object's UID,
-// so that a copy of the object made while the Job ran (clusterctl gave up
-// waiting, or the object was copied by other means) can tell that the
-// annotation came from elsewhere: a run there was cut short.
-func (r *Reconciler) blockMove(ctx context.Context, obj Object) error {
+// blockMove sets AnnotationBlockMove on obj before a Job of op that may
+// write its state is created: such a Job must not be cut off by a move
+// (the source deletes the object, and garbage collection its Jobs), and
+// its outcome must be written before the objects are copied. The value
+// names the object's UID, so that a copy of the object made while the Job
+// ran (clusterctl gave up waiting, or the object was copied by other
+// means) can tell that the annotation came from elsewhere: a run there was
+// cut short.
+func (r *Reconciler) blockMove(ctx context.Context, obj Object, op infrav1.Operation) error {
+	if !writesState(obj, op) {
+		return nil
+	}
 	if v, ok := obj.GetAnnotations()[AnnotationBlockMove]; ok && v == blockMoveValue(obj) {
 		return nil
 	}
@@ -381,4 +385,14 @@ func (r *Reconciler) blockMove(ctx context.Context, obj Object) error {
 		return fmt.Errorf("block-move annotation: %w", err)
 	}
 	return nil
+}
+
+// writesState reports whether a Job of op may write obj's terraform
+// state. A plan Job writes none once the state exists (status holds its
+// serial): terraform plan only reads it. Before that, terraform's
+// kubernetes backend writes an empty state when it finds none. Every other
+// Job writes it; a drift check too, by its refresh-only apply. Cut off by
+// a move, a plan costs only its outcome: the copy plans again.
+func writesState(obj Object, op infrav1.Operation) bool {
+	return op != infrav1.OperationPlan || obj.GetRunnerStatus().StateSerial == nil
 }

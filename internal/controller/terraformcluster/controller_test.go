@@ -452,10 +452,14 @@ func TestAutomatic(t *testing.T) {
 func TestManualApproval(t *testing.T) {
 	h := start(t)
 	ctx := context.Background()
+	objects := record[*infrav1.TerraformCluster](h, &infrav1.TerraformClusterList{}, "default")
 	tc := h.create("manual", infrav1.ApplyManual, "small")
 
 	// The first apply of a new object is not gated.
-	h.wait(tc, "first apply", ready)
+	h.wait(tc, "first apply", func(tc *infrav1.TerraformCluster) bool {
+		_, blocking := tc.Annotations[engine.AnnotationBlockMove]
+		return ready(tc) && !blocking
+	})
 	var key corev1.Secret
 	if err := h.c.Get(ctx, client.ObjectKey{Namespace: "default", Name: engine.PlanKeyName("tfc", "manual")}, &key); err != nil || len(key.Data["key"]) != 32 {
 		t.Fatalf("plan key Secret: %v %d bytes", err, len(key.Data["key"]))
@@ -509,6 +513,7 @@ func TestManualApproval(t *testing.T) {
 	if count(evs, infrav1.EventPlanApproved) != 1 || count(evs, infrav1.EventPlanApplied) != 1 {
 		t.Errorf("events %v", reasons(evs))
 	}
+	blockedWhileWriting(t, objects.all())
 
 	// The plan key is mounted (read-only, 0440) on the plan Job and the
 	// approved apply only, and the Secret was never replaced or rotated.
@@ -546,6 +551,35 @@ func TestManualApproval(t *testing.T) {
 	pb, _ := json.Marshal(pods)
 	if len(pods.Items) < 3 || strings.Contains(string(jb)+string(pb), canary) || strings.Contains(string(jb)+string(pb), "large") {
 		t.Errorf("a value reached a Job or a pod (%d pods)", len(pods.Items))
+	}
+}
+
+// blockedWhileWriting checks, in every version of the objects seen, that
+// an apply Job runs with engine.AnnotationBlockMove on its object, and that
+// a plan Job of an object whose state exists runs without it (terraform
+// plan writes no state, and clusterctl move need not wait for it): one
+// such plan at least must have been seen.
+func blockedWhileWriting(t *testing.T, versions []*infrav1.TerraformCluster) {
+	t.Helper()
+	plans := 0
+	for _, tc := range versions {
+		a := tc.Status.ActiveJob
+		if a == nil {
+			continue
+		}
+		_, blocking := tc.Annotations[engine.AnnotationBlockMove]
+		switch {
+		case a.Operation == infrav1.OperationApply && !blocking:
+			t.Errorf("%s at resourceVersion %s: apply Job %s runs without %s", tc.Name, tc.ResourceVersion, a.Name, engine.AnnotationBlockMove)
+		case a.Operation == infrav1.OperationPlan && tc.Status.StateSerial != nil:
+			plans++
+			if blocking {
+				t.Errorf("%s at resourceVersion %s: plan Job %s of an existing state holds clusterctl move (%s)", tc.Name, tc.ResourceVersion, a.Name, engine.AnnotationBlockMove)
+			}
+		}
+	}
+	if plans == 0 {
+		t.Error("no version showed a plan Job of an existing state running")
 	}
 }
 

@@ -208,14 +208,15 @@ func (h *harness) provisioned(name string) *unstructured.Unstructured {
 }
 
 // blockedWhileRunning waits for tc to settle, checking at every look that
-// a Job named in status.activeJob goes with engine.AnnotationBlockMove, and that
+// a Job named in status.activeJob that may write the state (any but a plan
+// Job of an existing state) goes with engine.AnnotationBlockMove, and that
 // the annotation is gone once nothing runs.
 func (h *harness) blockedWhileRunning(tc *infrav1.TerraformCluster, what string, settled func(*infrav1.TerraformCluster) bool) {
 	h.t.Helper()
 	seen := false
 	h.wait(tc, what, func(tc *infrav1.TerraformCluster) bool {
 		_, blocking := tc.Annotations[engine.AnnotationBlockMove]
-		if tc.Status.ActiveJob != nil {
+		if a := tc.Status.ActiveJob; a != nil && (a.Operation != infrav1.OperationPlan || tc.Status.StateSerial == nil) {
 			seen = true
 			if !blocking {
 				h.t.Errorf("Job %s runs and the object has no %s", tc.Status.ActiveJob.Name, engine.AnnotationBlockMove)
