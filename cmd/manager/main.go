@@ -148,11 +148,14 @@ func run(args []string, stdout io.Writer) error {
 	} else {
 		ctrl.Log.Info("Cluster API's MachinePool (v1beta2) is not served: TerraformMachinePools are not reconciled", "error", err.Error())
 	}
+	// What the reconcilers of every kind know of the Jobs they started.
+	jobs := &engine.JobRecord{}
 	for _, k := range kinds {
 		r := &engine.Reconciler{
 			Kind:        k,
 			Client:      mgr.GetClient(),
 			Reader:      mgr.GetAPIReader(),
+			Jobs:        jobs,
 			RunnerImage: *runnerImage,
 			// In a pod, terraform's kubernetes backend reaches the API
 			// server with the Job's service account.

@@ -13,8 +13,7 @@ import (
 // or a TerraformMachinePool of a cluster has not finished: a cluster's
 // apply or destroy waits for its machines' and pools', as theirs wait for
 // its (ClusterJob). jobs are the cluster's Jobs (their captf.io/cluster
-// label), read from the API server itself: one created a moment ago
-// counts.
+// label), every one of them: one created a moment ago counts.
 func MachineJob(jobs []batchv1.Job) *engine.Wait {
 	var machines []batchv1.Job
 	for _, j := range jobs {

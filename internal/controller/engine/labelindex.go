@@ -28,7 +28,7 @@ import (
 // carry it.
 
 // labelIndexes are the indexed labels of each cached type, by the type of
-// its list: a Job's owner (jobsOf), a pod's Job (its pods), a state's
+// its list: a Job's owner (jobsOf) and cluster (clusterJobs), a pod's Job (its pods), a state's
 // suffix (the state and its parts), the owner of the manager's own
 // Secrets, and the cluster of a machine or a pool (the watches that map a
 // cluster to its machines and pools).
@@ -37,7 +37,7 @@ var labelIndexes = []struct {
 	list   client.ObjectList
 	labels []string
 }{
-	{&batchv1.Job{}, &batchv1.JobList{}, []string{infrav1.LabelOwnerName}},
+	{&batchv1.Job{}, &batchv1.JobList{}, []string{infrav1.LabelOwnerName, infrav1.LabelCluster}},
 	{&corev1.Pod{}, &corev1.PodList{}, []string{JobNameLabel}},
 	{&corev1.Secret{}, &corev1.SecretList{}, []string{tfstate.LabelSuffix, infrav1.LabelOwnerName}},
 	{&infrav1.TerraformMachine{}, &infrav1.TerraformMachineList{}, []string{infrav1.LabelClusterName}},

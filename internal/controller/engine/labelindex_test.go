@@ -47,7 +47,8 @@ func TestIndexedLabel(t *testing.T) {
 		{"the machines of a cluster", &infrav1.TerraformMachineList{}, labels.SelectorFromSet(labels.Set{infrav1.LabelClusterName: "c"}), infrav1.LabelClusterName, "c"},
 		{"one value of In", &corev1.PodList{}, in(JobNameLabel, "j"), JobNameLabel, "j"},
 		{"two values", &corev1.SecretList{}, in(tfstate.LabelSuffix, "tfc-a", "tfc-b"), "", ""},
-		{"no indexed label", &batchv1.JobList{}, labels.SelectorFromSet(labels.Set{infrav1.LabelCluster: "a"}), "", ""},
+		{"a cluster's Jobs", &batchv1.JobList{}, labels.SelectorFromSet(labels.Set{infrav1.LabelManaged: "true", infrav1.LabelCluster: "a"}), infrav1.LabelCluster, "a"},
+		{"no indexed label", &batchv1.JobList{}, labels.SelectorFromSet(labels.Set{infrav1.LabelManaged: "true"}), "", ""},
 		{"a type without indexes", &corev1.ConfigMapList{}, labels.SelectorFromSet(labels.Set{infrav1.LabelOwnerName: "a"}), "", ""},
 		{"everything", &corev1.SecretList{}, labels.Everything(), "", ""},
 	} {

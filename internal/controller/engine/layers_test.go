@@ -16,8 +16,9 @@ import (
 // above declares, so a reader can read the engine from the bottom up
 // (issue 24). A new file must be placed here.
 var layers = [][]string{
-	// The object, its kind, names, conditions, patches, events and metrics.
-	{"object.go", "kind.go", "names.go", "status.go", "reconciler.go", "patch.go", "events.go", "metrics.go", "secretdata.go"},
+	// The object, its kind, names, conditions, patches, events and metrics,
+	// and what the reconciler remembers of the Jobs it started.
+	{"object.go", "kind.go", "names.go", "status.go", "reconciler.go", "patch.go", "events.go", "metrics.go", "secretdata.go", "started.go"},
 	// Job mechanics: Secrets, inputs, runner Jobs, image, identity.
 	{"secrets.go", "inputs.go", "jobs.go", "image.go", "identity.go", "history.go", "watch.go", "labelindex.go"},
 	// State: the state and its history, backups, the lock, what was applied.

@@ -47,6 +47,10 @@ type Reconciler struct {
 	// seen yet (which would start a second Job on the same state). That a
 	// Job still runs, and that its pods pull their images, the cache tells.
 	Reader client.Reader
+	// Jobs is what the manager knows of its clusters' Jobs beyond its
+	// cache, one record shared by the reconcilers of all its kinds; nil:
+	// the API server is read before every Job start.
+	Jobs *JobRecord
 	// RunnerImage holds captf-runner at RunnerImagePath; an init container
 	// copies it into every runner Job.
 	RunnerImage string

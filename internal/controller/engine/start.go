@@ -105,16 +105,17 @@ func (k *keyedMutex) lock(key string) (unlock func()) {
 }
 
 // startJob creates a runner Job and its per-run inputs Secret and records
-// it as the active Job. Before it creates one, it asks the API server
-// itself for an unprocessed Job of the object: there is at most one.
+// it as the active Job. Before it creates one, it looks for an unprocessed
+// Job of the object in a list of its cluster's Jobs that has every one
+// (clusterJobs): there is at most one.
 func (r *Reconciler) startJob(ctx context.Context, obj Object, root *render.Root, req jobRequest) error {
 	// The kind's gate and the Job's creation are one step for the objects
 	// of a cluster: otherwise a cluster and its machine could each find
 	// the other's Job not there yet, and both start.
-	unlock := clusterStarts.lock(obj.GetNamespace() + "/" + ClusterName(obj))
+	unlock := clusterStarts.lock(clusterKey(obj))
 	defer unlock()
-	// One read of the API server serves the gate and the search for a Job
-	// of the object's own.
+	// One list serves the gate and the search for a Job of the object's
+	// own.
 	jobs, err := r.clusterJobs(ctx, obj)
 	if err != nil {
 		return err
@@ -198,7 +199,9 @@ func (r *Reconciler) startJob(ctx context.Context, obj Object, root *render.Root
 	if err := r.blockMove(ctx, obj, req.op); err != nil {
 		return err
 	}
-	if err := r.Client.Create(ctx, job); err != nil {
+	err = r.Client.Create(ctx, job)
+	r.Jobs.created(clusterKey(obj), job, err)
+	if err != nil {
 		return fmt.Errorf("create %s Job: %w", req.op, err)
 	}
 	if req.approved {
@@ -227,23 +230,11 @@ func (r *Reconciler) noUnprocessedJob(ctx context.Context, obj Object) error {
 	return nil
 }
 
-// clusterJobs are the Jobs of obj's cluster (their captf.io/cluster
-// label), of every kind, read from the API server itself.
-func (r *Reconciler) clusterJobs(ctx context.Context, obj Object) ([]batchv1.Job, error) {
-	var list batchv1.JobList
-	if err := r.Reader.List(ctx, &list, client.InNamespace(obj.GetNamespace()),
-		client.MatchingLabels{infrav1.LabelManaged: "true", infrav1.LabelCluster: NameLabel(ClusterName(obj))}); err != nil {
-		return nil, fmt.Errorf("list the Jobs of cluster %s: %w", ClusterName(obj), err)
-	}
-	return list.Items, nil
-}
-
-// noUnprocessedJobAmong is noUnprocessedJob with the Jobs of obj's
-// cluster read from the API server a moment ago (clusterJobs): a Job of
-// obj's made a moment ago is among them. One made under another cluster
-// label (obj's cluster-name label changed since) is older, and the cache
-// shows it; one the cache shows unprocessed that this manager marked
-// processed a moment ago is not counted.
+// noUnprocessedJobAmong is noUnprocessedJob with jobs, every Job of obj's
+// cluster (clusterJobs): a Job of obj's made a moment ago is among them.
+// One made under another cluster label (obj's cluster-name label changed
+// since) is older, and the cache shows it; one shown unprocessed that this
+// manager marked processed a moment ago is not counted.
 func (r *Reconciler) noUnprocessedJobAmong(ctx context.Context, obj Object, jobs []batchv1.Job) error {
 	cached, err := r.jobsOf(ctx, r.Client, obj)
 	if err != nil {
@@ -252,7 +243,7 @@ func (r *Reconciler) noUnprocessedJobAmong(ctx context.Context, obj Object, jobs
 	read := map[types.UID]bool{}
 	for _, job := range jobs {
 		read[job.UID] = true
-		if controlledBy(&job, obj) && !Processed(&job) {
+		if _, done := r.processed.Load(job.UID); controlledBy(&job, obj) && !done && !Processed(&job) {
 			return fmt.Errorf("%w: %s", errAdopt, job.Name)
 		}
 	}

@@ -154,8 +154,9 @@ func startEnv(t *testing.T, env *testenv.Env, cfg *rest.Config, more ...func(*te
 	if terraformmachinepool.Served(mgr.GetRESTMapper()) == nil {
 		kinds = append(kinds, terraformmachinepool.Kind)
 	}
+	jobs := &engine.JobRecord{} // shared by the kinds, as the manager does
 	for _, k := range kinds {
-		r := &engine.Reconciler{Kind: k, Client: mgr.GetClient(), Reader: mgr.GetAPIReader(), RunnerImage: runnerImage, RetryBase: time.Second}
+		r := &engine.Reconciler{Kind: k, Client: mgr.GetClient(), Reader: mgr.GetAPIReader(), Jobs: jobs, RunnerImage: runnerImage, RetryBase: time.Second}
 		skip := true // one controller per test, all in one process
 		if err := r.SetupWithManager(mgr, controller.Options{SkipNameValidation: &skip}); err != nil {
 			t.Fatal(err)
