@@ -114,14 +114,26 @@ func TestRunningJobReadFromCache(t *testing.T) {
 	}
 
 	// A write of the manager's own the cache does not show yet: the
-	// object is read from the API server.
+	// object is what that write answered with, and the API server is not
+	// read.
 	ahead := current()
 	ahead.ResourceVersion = "999999999"
 	r.wrote(ahead)
+	if got := r.lastWritten(ahead, false); got == nil || got.GetResourceVersion() != ahead.ResourceVersion || got.GetManagedFields() != nil {
+		t.Errorf("the write kept: %v, want the object at resourceVersion %s without managed fields", got, ahead.ResourceVersion)
+	}
+	taken()
+	reconcile()
+	if diff := cmp.Diff([]string(nil), taken()); diff != "" {
+		t.Errorf("reads of the API server with the cache behind the manager's own write (-want +got):\n%s", diff)
+	}
+
+	// After a write that failed, nothing is kept: the API server is read.
+	r.forget(ahead)
 	taken()
 	reconcile()
 	if diff := cmp.Diff([]string{getObject}, taken()); diff != "" {
-		t.Errorf("reads of the API server with the cache behind the manager's own write (-want +got):\n%s", diff)
+		t.Errorf("reads of the API server after a write failed (-want +got):\n%s", diff)
 	}
 
 	// Caught up again: the cache shows the manager's last write.

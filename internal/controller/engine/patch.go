@@ -126,9 +126,13 @@ type ownWrites struct {
 	rvs [keptWrites]string
 	// next is where the next one goes.
 	next int
+	// last is what the last write of an object of the kind answered with
+	// (without managed fields), until the cache shows it (readObject).
+	last Object
 }
 
-// wrote records the resourceVersion a write of obj answered with.
+// wrote records the resourceVersion a write of obj answered with, and
+// for an object of the kind the object itself.
 func (r *Reconciler) wrote(obj client.Object) {
 	v, _ := r.written.LoadOrStore(writeKeyOf(obj), &ownWrites{})
 	w := v.(*ownWrites)
@@ -136,6 +140,32 @@ func (r *Reconciler) wrote(obj client.Object) {
 	defer w.mu.Unlock()
 	w.rvs[w.next] = obj.GetResourceVersion()
 	w.next = (w.next + 1) % keptWrites
+	w.last = nil
+	if o, ok := obj.(Object); ok {
+		w.last = o.DeepCopyObject().(Object)
+		w.last.SetManagedFields(nil)
+	}
+}
+
+// lastWritten is a copy of what the manager's last write of the object
+// key answered with, nil when none is kept. seen says the cache shows it
+// now: it is no longer kept.
+func (r *Reconciler) lastWritten(obj Object, seen bool) Object {
+	v, ok := r.written.Load(writeKeyOf(obj))
+	if !ok {
+		return nil
+	}
+	w := v.(*ownWrites)
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	last := w.last
+	if seen {
+		w.last = nil
+	}
+	if last == nil || seen {
+		return nil
+	}
+	return last.DeepCopyObject().(Object)
 }
 
 // forget drops what was recorded of obj's writes, after a write of it
@@ -180,16 +210,24 @@ func (r *Reconciler) wroteAs(obj client.Object, is func(*ownWrites) bool) bool {
 // readObject reads the object a reconcile starts from: from the cache
 // when the cache has caught up with the manager's last write of it (it
 // shows that write, or a later one of someone else's), so that nothing
-// the manager wrote is missing from it; otherwise from the API server,
-// which may hold a write the cache has not shown yet. A write of someone
-// else's that the cache does not show yet brings its own event, and with
-// it a reconcile that reads it. Nothing is recorded of an object after
-// the manager started, or after a write of it failed: it is read from the
-// API server.
+// the manager wrote is missing from it. While the cache is behind that
+// write, the object is what the write answered with: the object as the
+// API server held it then, which the cache will show next (a Job that
+// ends within moments of its start brings a reconcile before the echo of
+// the status written at the start). A write of someone else's that the
+// cache does not show yet brings its own event, and with it a reconcile
+// that reads it. Nothing is recorded of an object after the manager
+// started, or after a write of it failed: it is read from the API server.
 func (r *Reconciler) readObject(ctx context.Context, key types.NamespacedName) (Object, error) {
 	obj := r.kind().New()
-	if err := r.Client.Get(ctx, key, obj); err == nil && r.caughtUp(obj) {
-		return obj, nil
+	if err := r.Client.Get(ctx, key, obj); err == nil {
+		caught := r.caughtUp(obj)
+		if last := r.lastWritten(obj, caught); last != nil {
+			return last, nil
+		}
+		if caught {
+			return obj, nil
+		}
 	}
 	obj = r.kind().New()
 	return obj, r.Reader.Get(ctx, key, obj)
