@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"compress/gzip"
 	"context"
+	"crypto/rand"
+	"encoding/base64"
 	"fmt"
 	"slices"
 	"strings"
@@ -261,15 +263,25 @@ func TestBackupPruneAndReplace(t *testing.T) {
 		t.Fatal(err)
 	}
 	r := &Reconciler{Kind: theTestKind, Client: env.Client, Reader: env.Client, StateBackups: 3}
-	// write stores a state of serial in parts Secrets, as terraform would,
-	// and backs it up as a reconcile does.
+	// write stores a state of serial in parts Secrets, as terraform would
+	// (a full tfstate.ChunkSize in each but the last; a state of two parts
+	// carries an output of random text that gzip cannot shrink below
+	// one), and backs it up as a reconcile does.
 	write := func(serial int64, lineage string, parts int) {
 		t.Helper()
+		pad := make([]byte, (parts-1)*tfstate.ChunkSize)
+		if _, err := rand.Read(pad); err != nil {
+			t.Fatal(err)
+		}
 		var buf bytes.Buffer
 		zw := gzip.NewWriter(&buf)
-		fmt.Fprintf(zw, `{"version":4,"serial":%d,"lineage":%q,"outputs":{},"resources":[]}`, serial, lineage)
+		fmt.Fprintf(zw, `{"version":4,"serial":%d,"lineage":%q,"outputs":{"pad":{"value":%q,"type":"string"}},"resources":[]}`,
+			serial, lineage, base64.StdEncoding.EncodeToString(pad))
 		zw.Close()
 		z := buf.Bytes()
+		if got := (len(z) + tfstate.ChunkSize - 1) / tfstate.ChunkSize; got != parts {
+			t.Fatalf("the state of serial %d takes %d chunks, want %d", serial, got, parts)
+		}
 		if err := env.Client.DeleteAllOf(ctx, &corev1.Secret{}, client.InNamespace("default"), client.MatchingLabels(tfstate.Selector(StateSuffix("tfc", tc.Name)))); err != nil {
 			t.Fatal(err)
 		}
@@ -278,7 +290,7 @@ func TestBackupPruneAndReplace(t *testing.T) {
 			if n > 0 {
 				name = tfstate.PartName(StateSuffix("tfc", tc.Name), n)
 			}
-			chunk := z[n*len(z)/parts : (n+1)*len(z)/parts]
+			chunk := z[n*tfstate.ChunkSize : min((n+1)*tfstate.ChunkSize, len(z))]
 			s := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "default", Labels: tfstate.Selector(StateSuffix("tfc", tc.Name))},
 				Data: map[string][]byte{tfstate.DataKey: chunk}}
 			if err := env.Client.Create(ctx, s); err != nil {

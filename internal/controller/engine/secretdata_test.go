@@ -198,7 +198,7 @@ func TestSecretsCachedWithoutData(t *testing.T) {
 
 // bigState is a gzip'ed terraform state of serial that records the inputs
 // hash sha256:inputs, padded with random text to about size bytes.
-func bigState(t *testing.T, serial int64, size int) []byte {
+func bigState(t testing.TB, serial int64, size int) []byte {
 	t.Helper()
 	pad := make([]byte, size)
 	if _, err := rand.Read(pad); err != nil {

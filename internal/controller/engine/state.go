@@ -253,11 +253,41 @@ func (r *Reconciler) readState(ctx context.Context, reader client.Reader, obj Ob
 		return r.cachedState(ctx, f, obj)
 	}
 	suffix := StateSuffix(r.kind().Short(), obj.GetName())
+	if st, ok, err := stateByName(ctx, reader, obj.GetNamespace(), suffix); ok || err != nil {
+		return st, err
+	}
 	var list corev1.SecretList
 	if err := reader.List(ctx, &list, client.InNamespace(obj.GetNamespace()), client.MatchingLabels(tfstate.Selector(suffix))); err != nil {
 		return nil, fmt.Errorf("state Secrets: %w", err)
 	}
 	return parseState(suffix, list.Items)
+}
+
+// stateByName reads the state of suffix by the name of its first Secret,
+// when that Secret holds it all: a GET costs the API server one object,
+// where a list by label reads every Secret of the namespace (among 20,000
+// Secrets 22 ms against 1.5 ms, and over a second for the list on the
+// loaded API server of 5,000 objects). ok is false when the first Secret
+// cannot say: it is not there (no state, or parts without it), it lacks
+// the backend's labels (terraform, which lists by them, would not read
+// it), or its chunk is full, so parts follow; then the state's Secrets are
+// listed. terraform writes the first Secret before it deletes the parts a
+// smaller state no longer needs: a first chunk shorter than
+// tfstate.ChunkSize is the whole state.
+func stateByName(ctx context.Context, reader client.Reader, namespace, suffix string) (st *stateRead, ok bool, err error) {
+	var first corev1.Secret
+	err = reader.Get(ctx, client.ObjectKey{Namespace: namespace, Name: tfstate.SecretName(suffix)}, &first)
+	if apierrors.IsNotFound(err) {
+		return nil, false, nil
+	}
+	if err != nil {
+		return nil, false, fmt.Errorf("state Secret %s: %w", tfstate.SecretName(suffix), err)
+	}
+	if !labels.SelectorFromSet(tfstate.Selector(suffix)).Matches(labels.Set(first.Labels)) || len(first.Data[tfstate.DataKey]) >= tfstate.ChunkSize {
+		return nil, false, nil
+	}
+	st, err = parseState(suffix, []corev1.Secret{first})
+	return st, true, err
 }
 
 // toState is what tfstate reads of the Secrets of a state.

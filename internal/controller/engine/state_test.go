@@ -1,0 +1,121 @@
+package engine
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/captf/captf/internal/testenv"
+	"github.com/captf/captf/internal/tfstate"
+)
+
+// TestStateByName calls stateByName against the real API server: a state
+// whose first Secret holds it all is read by that Secret's name, as the
+// list of its Secrets reads it; with no first Secret, one without the
+// backend's labels, or a full first chunk (parts follow), the list decides.
+func TestStateByName(t *testing.T) {
+	env := testenv.Start(t, "../../..")
+	ctx := context.Background()
+	const suffix = "tfc-byname"
+	read := func(what string) (*stateRead, bool) {
+		t.Helper()
+		st, ok, err := stateByName(ctx, env.Client, "default", suffix)
+		if err != nil {
+			t.Fatalf("%s: %v", what, err)
+		}
+		return st, ok
+	}
+	if _, ok := read("no Secret"); ok {
+		t.Error("no first Secret: read by name, want the list")
+	}
+
+	first := &corev1.Secret{
+		ObjectMeta: metav1.ObjectMeta{Name: tfstate.SecretName(suffix), Namespace: "default", Labels: tfstate.Selector(suffix)},
+		Data:       map[string][]byte{tfstate.DataKey: bigState(t, 7, 4096)},
+	}
+	if err := env.Client.Create(ctx, first); err != nil {
+		t.Fatal(err)
+	}
+	st, ok := read("one Secret")
+	if !ok || st == nil || st.Serial != 7 || st.InputsHash() != "sha256:inputs" {
+		t.Fatalf("one Secret: %+v, %t; want serial 7 read by name", st, ok)
+	}
+	var list corev1.SecretList
+	if err := env.Client.List(ctx, &list, client.InNamespace("default"), client.MatchingLabels(tfstate.Selector(suffix))); err != nil {
+		t.Fatal(err)
+	}
+	if listed, err := parseState(suffix, list.Items); err != nil || listed.version != st.version || listed.Serial != st.Serial {
+		t.Errorf("by name %+v, by the list %+v (%v): want the same", st, listed, err)
+	}
+
+	unlabelled := first.DeepCopy()
+	unlabelled.Labels = nil
+	if err := env.Client.Update(ctx, unlabelled); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := read("without the backend's labels"); ok {
+		t.Error("a first Secret without the backend's labels: read by name, want the list")
+	}
+
+	full := unlabelled.DeepCopy()
+	full.Labels = tfstate.Selector(suffix)
+	full.Data[tfstate.DataKey] = bigState(t, 8, 2*tfstate.ChunkSize)[:tfstate.ChunkSize]
+	if err := env.Client.Update(ctx, full); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := read("a full first chunk"); ok {
+		t.Error("a full first chunk: read by name, want the list of its parts")
+	}
+}
+
+// BenchmarkStateRead reads one state from the API server among 20,000
+// state Secrets: its first Secret by name (stateByName), and the list by
+// label it replaces where the state fits one Secret.
+func BenchmarkStateRead(b *testing.B) {
+	ctx := context.Background()
+	env := testenv.Start(b, "../../..")
+	const states = 20000
+	data := bigState(b, 1, 4096)
+	var wg sync.WaitGroup
+	suffixes := make(chan string)
+	for range 16 {
+		wg.Go(func() {
+			for suffix := range suffixes {
+				s := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: tfstate.SecretName(suffix), Namespace: "default", Labels: tfstate.Selector(suffix)},
+					Data: map[string][]byte{tfstate.DataKey: data}}
+				if err := env.Client.Create(ctx, s); err != nil {
+					b.Error(err)
+				}
+			}
+		})
+	}
+	for i := range states {
+		suffixes <- fmt.Sprintf("tfc-%05d", i)
+	}
+	close(suffixes)
+	wg.Wait()
+	b.Run("by name", func(b *testing.B) {
+		for i := 0; b.Loop(); i++ {
+			if st, ok, err := stateByName(ctx, env.Client, "default", fmt.Sprintf("tfc-%05d", i%states)); err != nil || !ok || st.Serial != 1 {
+				b.Fatal(st, ok, err)
+			}
+		}
+	})
+	b.Run("list", func(b *testing.B) {
+		for i := 0; b.Loop(); i++ {
+			suffix := fmt.Sprintf("tfc-%05d", i%states)
+			var list corev1.SecretList
+			if err := env.Client.List(ctx, &list, client.InNamespace("default"), client.MatchingLabels(tfstate.Selector(suffix))); err != nil {
+				b.Fatal(err)
+			}
+			if st, err := parseState(suffix, list.Items); err != nil || st.Serial != 1 {
+				b.Fatal(st, err)
+			}
+		}
+	})
+}
