@@ -102,6 +102,29 @@ func TestLabelIndexedList(t *testing.T) {
 	}
 }
 
+// createStates creates, in namespace default, the Secrets secrets gives
+// for each of n state suffixes tfc-00000, tfc-00001…, 16 at a time.
+func createStates(b *testing.B, c client.Client, n int, secrets func(suffix string) []*corev1.Secret) {
+	var wg sync.WaitGroup
+	suffixes := make(chan string)
+	for range 16 {
+		wg.Go(func() {
+			for suffix := range suffixes {
+				for _, s := range secrets(suffix) {
+					if err := c.Create(context.Background(), s); err != nil {
+						b.Error(err)
+					}
+				}
+			}
+		})
+	}
+	for i := range n {
+		suffixes <- fmt.Sprintf("tfc-%05d", i)
+	}
+	close(suffixes)
+	wg.Wait()
+}
+
 // BenchmarkCachedStateList lists one state's Secrets from the manager's
 // cache among 20,000 Secrets of 10,000 states (two each), with the label
 // index and with a scan of the namespace.
@@ -109,25 +132,13 @@ func BenchmarkCachedStateList(b *testing.B) {
 	ctx := context.Background()
 	env := testenv.Start(b, "../../..")
 	const states = 10000
-	var wg sync.WaitGroup
-	names := make(chan string)
-	for range 16 {
-		wg.Go(func() {
-			for name := range names {
-				for _, n := range []string{name, name + "-part-1"} {
-					s := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "tfstate-default-" + n, Namespace: "default", Labels: tfstate.Selector(name)}}
-					if err := env.Client.Create(ctx, s); err != nil {
-						b.Error(err)
-					}
-				}
-			}
-		})
-	}
-	for i := range states {
-		names <- fmt.Sprintf("tfc-%05d", i)
-	}
-	close(names)
-	wg.Wait()
+	createStates(b, env.Client, states, func(suffix string) []*corev1.Secret {
+		var out []*corev1.Secret
+		for _, n := range []string{suffix, suffix + "-part-1"} {
+			out = append(out, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "tfstate-default-" + n, Namespace: "default", Labels: tfstate.Selector(suffix)}})
+		}
+		return out
+	})
 	for _, c := range []struct {
 		name     string
 		newCache cache.NewCacheFunc

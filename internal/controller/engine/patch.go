@@ -151,17 +151,14 @@ func (r *Reconciler) wrote(obj client.Object) {
 // key answered with, nil when none is kept. seen says the cache shows it
 // now: it is no longer kept.
 func (r *Reconciler) lastWritten(obj Object, seen bool) Object {
-	v, ok := r.written.Load(writeKeyOf(obj))
-	if !ok {
-		return nil
-	}
-	w := v.(*ownWrites)
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	last := w.last
-	if seen {
-		w.last = nil
-	}
+	var last Object
+	r.wroteAs(obj, func(w *ownWrites) bool {
+		last = w.last
+		if seen {
+			w.last = nil
+		}
+		return true
+	})
 	if last == nil || seen {
 		return nil
 	}

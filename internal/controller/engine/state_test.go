@@ -3,7 +3,6 @@ package engine
 import (
 	"context"
 	"fmt"
-	"sync"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
@@ -81,24 +80,10 @@ func BenchmarkStateRead(b *testing.B) {
 	env := testenv.Start(b, "../../..")
 	const states = 20000
 	data := bigState(b, 1, 4096)
-	var wg sync.WaitGroup
-	suffixes := make(chan string)
-	for range 16 {
-		wg.Go(func() {
-			for suffix := range suffixes {
-				s := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: tfstate.SecretName(suffix), Namespace: "default", Labels: tfstate.Selector(suffix)},
-					Data: map[string][]byte{tfstate.DataKey: data}}
-				if err := env.Client.Create(ctx, s); err != nil {
-					b.Error(err)
-				}
-			}
-		})
-	}
-	for i := range states {
-		suffixes <- fmt.Sprintf("tfc-%05d", i)
-	}
-	close(suffixes)
-	wg.Wait()
+	createStates(b, env.Client, states, func(suffix string) []*corev1.Secret {
+		return []*corev1.Secret{{ObjectMeta: metav1.ObjectMeta{Name: tfstate.SecretName(suffix), Namespace: "default", Labels: tfstate.Selector(suffix)},
+			Data: map[string][]byte{tfstate.DataKey: data}}}
+	})
 	b.Run("by name", func(b *testing.B) {
 		for i := 0; b.Loop(); i++ {
 			if st, ok, err := stateByName(ctx, env.Client, "default", fmt.Sprintf("tfc-%05d", i%states)); err != nil || !ok || st.Serial != 1 {

@@ -29,19 +29,7 @@ import (
 func TestJobStartListsJobsOnce(t *testing.T) {
 	env := testenv.Start(t, "../../..")
 	ctx := context.Background()
-	direct, err := client.NewWithWatch(env.Config, client.Options{Scheme: env.Client.Scheme()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	var jobLists atomic.Int32
-	api := interceptor.NewClient(direct, interceptor.Funcs{
-		List: func(ctx context.Context, c client.WithWatch, list client.ObjectList, opts ...client.ListOption) error {
-			if _, ok := list.(*batchv1.JobList); ok {
-				jobLists.Add(1)
-			}
-			return c.List(ctx, list, opts...)
-		},
-	})
+	direct, api, jobLists := countJobLists(t, env)
 	r := &engine.Reconciler{Kind: Kind, Client: direct, Reader: api, RunnerImage: runnerImage}
 	start := func(name string) *infrav1.TerraformCluster {
 		t.Helper()
@@ -92,6 +80,25 @@ func TestJobStartListsJobsOnce(t *testing.T) {
 	}
 }
 
+// countJobLists is a client of env's API server, and one over it that
+// counts its lists of Jobs.
+func countJobLists(t *testing.T, env *testenv.Env) (direct client.WithWatch, api client.Client, jobLists *atomic.Int32) {
+	direct, err := client.NewWithWatch(env.Config, client.Options{Scheme: env.Client.Scheme()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	jobLists = &atomic.Int32{}
+	api = interceptor.NewClient(direct, interceptor.Funcs{
+		List: func(ctx context.Context, c client.WithWatch, list client.ObjectList, opts ...client.ListOption) error {
+			if _, ok := list.(*batchv1.JobList); ok {
+				jobLists.Add(1)
+			}
+			return c.List(ctx, list, opts...)
+		},
+	})
+	return direct, api, jobLists
+}
+
 // TestJobStartFromCache calls Reconcile directly against the real API
 // server, with a cache that can be made to lag: a Job start takes its
 // cluster's Jobs from the cache only when the manager's record of the Jobs
@@ -101,19 +108,7 @@ func TestJobStartListsJobsOnce(t *testing.T) {
 func TestJobStartFromCache(t *testing.T) {
 	env := testenv.Start(t, "../../..")
 	ctx := context.Background()
-	direct, err := client.NewWithWatch(env.Config, client.Options{Scheme: env.Client.Scheme()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	var jobLists atomic.Int32
-	api := interceptor.NewClient(direct, interceptor.Funcs{
-		List: func(ctx context.Context, c client.WithWatch, list client.ObjectList, opts ...client.ListOption) error {
-			if _, ok := list.(*batchv1.JobList); ok {
-				jobLists.Add(1)
-			}
-			return c.List(ctx, list, opts...)
-		},
-	})
+	direct, api, jobLists := countJobLists(t, env)
 	var mu sync.Mutex
 	hidden := map[string]bool{} // Jobs the cache has not seen yet
 	failCreate := false         // the next Job's create lands, but reports an error
