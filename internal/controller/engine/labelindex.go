@@ -28,10 +28,10 @@ import (
 // carry it.
 
 // labelIndexes are the indexed labels of each cached type, by the type of
-// its list: a Job's owner (jobsOf) and cluster (clusterJobs), a pod's Job (its pods), a state's
-// suffix (the state and its parts), the owner of the manager's own
-// Secrets, and the cluster of a machine or a pool (the watches that map a
-// cluster to its machines and pools).
+// its list: a Job's owner (jobsOf) and cluster (clusterJobs), a pod's Job
+// (its pods), a state's suffix (the state and its parts), the owner of the
+// manager's own Secrets, and the cluster of a machine or a pool (the
+// watches that map a cluster to its machines and pools).
 var labelIndexes = []struct {
 	obj    client.Object
 	list   client.ObjectList

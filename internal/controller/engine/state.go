@@ -256,8 +256,14 @@ func (r *Reconciler) readState(ctx context.Context, reader client.Reader, obj Ob
 	if st, ok, err := stateByName(ctx, reader, obj.GetNamespace(), suffix); ok || err != nil {
 		return st, err
 	}
+	return stateByList(ctx, reader, obj.GetNamespace(), suffix)
+}
+
+// stateByList reads the state of suffix from every Secret that carries the
+// backend's labels, as terraform reads it.
+func stateByList(ctx context.Context, reader client.Reader, namespace, suffix string) (*stateRead, error) {
 	var list corev1.SecretList
-	if err := reader.List(ctx, &list, client.InNamespace(obj.GetNamespace()), client.MatchingLabels(tfstate.Selector(suffix))); err != nil {
+	if err := reader.List(ctx, &list, client.InNamespace(namespace), client.MatchingLabels(tfstate.Selector(suffix))); err != nil {
 		return nil, fmt.Errorf("state Secrets: %w", err)
 	}
 	return parseState(suffix, list.Items)
@@ -265,15 +271,15 @@ func (r *Reconciler) readState(ctx context.Context, reader client.Reader, obj Ob
 
 // stateByName reads the state of suffix by the name of its first Secret,
 // when that Secret holds it all: a GET costs the API server one object,
-// where a list by label reads every Secret of the namespace (among 20,000
-// Secrets 2 ms against 29 ms, BenchmarkStateRead; the list took over a
-// second on the loaded API server of 5,000 objects). ok is false when the first Secret
-// cannot say: it is not there (no state, or parts without it), it lacks
-// the backend's labels (terraform, which lists by them, would not read
-// it), or its chunk is full, so parts follow; then the state's Secrets are
-// listed. terraform writes the first Secret before it deletes the parts a
-// smaller state no longer needs: a first chunk shorter than
-// tfstate.ChunkSize is the whole state.
+// where a list by label (stateByList) reads every Secret of the namespace
+// (among 20,000 Secrets 2 ms against 29 ms, BenchmarkStateRead; the list
+// took over a second on the loaded API server of 5,000 objects). ok is
+// false when the first Secret cannot say: it is not there (no state, or
+// parts without it), it lacks the backend's labels (terraform, which lists
+// by them, would not read it), or its chunk is full, so parts follow; then
+// the state's Secrets are listed. terraform writes the first Secret before
+// it deletes the parts a smaller state no longer needs: a first chunk
+// shorter than tfstate.ChunkSize is the whole state.
 func stateByName(ctx context.Context, reader client.Reader, namespace, suffix string) (st *stateRead, ok bool, err error) {
 	var first corev1.Secret
 	err = reader.Get(ctx, client.ObjectKey{Namespace: namespace, Name: tfstate.SecretName(suffix)}, &first)

@@ -7,7 +7,6 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/captf/captf/internal/testenv"
 	"github.com/captf/captf/internal/tfstate"
@@ -44,11 +43,7 @@ func TestStateByName(t *testing.T) {
 	if !ok || st == nil || st.Serial != 7 || st.InputsHash() != "sha256:inputs" {
 		t.Fatalf("one Secret: %+v, %t; want serial 7 read by name", st, ok)
 	}
-	var list corev1.SecretList
-	if err := env.Client.List(ctx, &list, client.InNamespace("default"), client.MatchingLabels(tfstate.Selector(suffix))); err != nil {
-		t.Fatal(err)
-	}
-	if listed, err := parseState(suffix, list.Items); err != nil || listed.version != st.version || listed.Serial != st.Serial {
+	if listed, err := stateByList(ctx, env.Client, "default", suffix); err != nil || listed.version != st.version || listed.Serial != st.Serial {
 		t.Errorf("by name %+v, by the list %+v (%v): want the same", st, listed, err)
 	}
 
@@ -74,7 +69,7 @@ func TestStateByName(t *testing.T) {
 
 // BenchmarkStateRead reads one state from the API server among 20,000
 // state Secrets: its first Secret by name (stateByName), and the list by
-// label it replaces where the state fits one Secret.
+// label (stateByList) it replaces where the state fits one Secret.
 func BenchmarkStateRead(b *testing.B) {
 	ctx := context.Background()
 	env := testenv.Start(b, "../../..")
@@ -93,12 +88,7 @@ func BenchmarkStateRead(b *testing.B) {
 	})
 	b.Run("list", func(b *testing.B) {
 		for i := 0; b.Loop(); i++ {
-			suffix := fmt.Sprintf("tfc-%05d", i%states)
-			var list corev1.SecretList
-			if err := env.Client.List(ctx, &list, client.InNamespace("default"), client.MatchingLabels(tfstate.Selector(suffix))); err != nil {
-				b.Fatal(err)
-			}
-			if st, err := parseState(suffix, list.Items); err != nil || st.Serial != 1 {
+			if st, err := stateByList(ctx, env.Client, "default", fmt.Sprintf("tfc-%05d", i%states)); err != nil || st.Serial != 1 {
 				b.Fatal(st, err)
 			}
 		}
