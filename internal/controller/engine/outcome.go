@@ -172,6 +172,10 @@ func decideRun(k Kind, obj Object, o outcome, now metav1.Time) (Object, []Step) 
 		held := st.Plan != nil && st.Plan.Reason == infrav1.ReasonExportsChange && o.Approved == ""
 		if !held {
 			st.Plan = nil
+			// Recorded with the run, in the status write that records it:
+			// what the end of the reconcile finds (setProvisioned) when
+			// nothing else is due, so that write has nothing left to send.
+			setCondition(view, infrav1.ConditionApplyJobSucceeded, true, ReasonApplied, appliedMessage)
 		}
 		driftUndone(view, o.Job)
 		setHealth(view, msg.Health)

@@ -63,8 +63,12 @@ func setProvisioned(obj Object) {
 	} else {
 		setCondition(obj, infrav1.ConditionReady, true, ReasonProvisioned, "The last apply succeeded and nothing is due.")
 	}
-	setCondition(obj, infrav1.ConditionApplyJobSucceeded, true, ReasonApplied, "The inputs are applied.")
+	setCondition(obj, infrav1.ConditionApplyJobSucceeded, true, ReasonApplied, appliedMessage)
 }
+
+// appliedMessage is ApplyJobSucceeded's message once the inputs are
+// applied.
+const appliedMessage = "The inputs are applied."
 
 // provisioned reports whether obj's first apply succeeded
 // (status.initialization.provisioned).

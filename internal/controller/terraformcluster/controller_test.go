@@ -515,6 +515,7 @@ func TestManualApproval(t *testing.T) {
 		t.Errorf("events %v", reasons(evs))
 	}
 	blockedWhileWriting(t, objects.all())
+	recordedWithItsCondition(t, objects.all(), approved.Name)
 
 	// The plan key is mounted (read-only, 0440) on the plan Job and the
 	// approved apply only, and the Secret was never replaced or rotated.
@@ -552,6 +553,29 @@ func TestManualApproval(t *testing.T) {
 	pb, _ := json.Marshal(pods)
 	if len(pods.Items) < 3 || strings.Contains(string(jb)+string(pb), canary) || strings.Contains(string(jb)+string(pb), "large") {
 		t.Errorf("a value reached a Job or a pod (%d pods)", len(pods.Items))
+	}
+}
+
+// recordedWithItsCondition checks that the status write that records the
+// success of the apply Job job also says ApplyJobSucceeded True: no
+// version of the object records the Job as succeeded while the condition
+// still says an apply runs. (One status write the fewer per apply: the
+// end of the reconcile has nothing left to send.)
+func recordedWithItsCondition(t *testing.T, versions []*infrav1.TerraformCluster, job string) {
+	t.Helper()
+	seen := 0
+	for _, tc := range versions {
+		run := tc.Status.LastRun
+		if run == nil || run.Job != job || !run.Succeeded {
+			continue
+		}
+		seen++
+		if c := condition(tc, infrav1.ConditionApplyJobSucceeded); c == nil || c.Status != metav1.ConditionTrue {
+			t.Errorf("%s at resourceVersion %s records Job %s as succeeded, but ApplyJobSucceeded is %+v", tc.Name, tc.ResourceVersion, job, c)
+		}
+	}
+	if seen == 0 {
+		t.Errorf("no version recorded Job %s as succeeded", job)
 	}
 }
 
