@@ -281,19 +281,30 @@ func stateByList(ctx context.Context, reader client.Reader, namespace, suffix st
 // it deletes the parts a smaller state no longer needs: a first chunk
 // shorter than tfstate.ChunkSize is the whole state.
 func stateByName(ctx context.Context, reader client.Reader, namespace, suffix string) (st *stateRead, ok bool, err error) {
+	first, err := wholeStateSecret(ctx, reader, namespace, suffix)
+	if first == nil || err != nil {
+		return nil, false, err
+	}
+	st, err = parseState(suffix, []corev1.Secret{*first})
+	return st, true, err
+}
+
+// wholeStateSecret is the first Secret of the state of suffix, read by its
+// name, when it holds the whole state (stateByName); nil when it cannot
+// say so.
+func wholeStateSecret(ctx context.Context, reader client.Reader, namespace, suffix string) (*corev1.Secret, error) {
 	var first corev1.Secret
-	err = reader.Get(ctx, client.ObjectKey{Namespace: namespace, Name: tfstate.SecretName(suffix)}, &first)
+	err := reader.Get(ctx, client.ObjectKey{Namespace: namespace, Name: tfstate.SecretName(suffix)}, &first)
 	if apierrors.IsNotFound(err) {
-		return nil, false, nil
+		return nil, nil
 	}
 	if err != nil {
-		return nil, false, fmt.Errorf("state Secret %s: %w", tfstate.SecretName(suffix), err)
+		return nil, fmt.Errorf("state Secret %s: %w", tfstate.SecretName(suffix), err)
 	}
 	if !labels.SelectorFromSet(tfstate.Selector(suffix)).Matches(labels.Set(first.Labels)) || len(first.Data[tfstate.DataKey]) >= tfstate.ChunkSize {
-		return nil, false, nil
+		return nil, nil
 	}
-	st, err = parseState(suffix, []corev1.Secret{first})
-	return st, true, err
+	return &first, nil
 }
 
 // toState is what tfstate reads of the Secrets of a state.
@@ -357,7 +368,19 @@ func (ownState) Apply(ctx context.Context, r *Reconciler, x *StepContext) error 
 func (r *Reconciler) setStateOwner(ctx context.Context, obj Object, own bool) error {
 	suffix := StateSuffix(r.kind().Short(), obj.GetName())
 	var list corev1.SecretList
-	if err := r.Reader.List(ctx, &list, client.InNamespace(obj.GetNamespace()), client.MatchingLabels{tfstate.LabelSuffix: suffix}); err != nil {
+	// After an apply, a state that fits its first Secret is that Secret,
+	// read by name (stateByName says why). Otherwise, and to take every
+	// reference away, every Secret of the suffix is listed.
+	var first *corev1.Secret
+	if own {
+		var err error
+		if first, err = wholeStateSecret(ctx, r.Reader, obj.GetNamespace(), suffix); err != nil {
+			return err
+		}
+	}
+	if first != nil {
+		list.Items = []corev1.Secret{*first}
+	} else if err := r.Reader.List(ctx, &list, client.InNamespace(obj.GetNamespace()), client.MatchingLabels{tfstate.LabelSuffix: suffix}); err != nil {
 		return fmt.Errorf("state Secrets: %w", err)
 	}
 	// The state the apply just wrote, its Secrets as cachedState lists

@@ -3,11 +3,14 @@ package engine
 import (
 	"context"
 	"fmt"
+	"slices"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	infrav1 "github.com/captf/captf/api/v1alpha1"
 	"github.com/captf/captf/internal/testenv"
 	"github.com/captf/captf/internal/tfstate"
 )
@@ -93,4 +96,81 @@ func BenchmarkStateRead(b *testing.B) {
 			}
 		}
 	})
+}
+
+// TestStateOwnerByName: after an apply, the state Secret that holds the
+// whole state is read by its name to be marked as the object's (one GET,
+// no list of the namespace's Secrets), and what it holds is remembered as
+// read; a state in parts is listed, and each of its Secrets marked.
+func TestStateOwnerByName(t *testing.T) {
+	env := testenv.Start(t, "../../..")
+	ctx := context.Background()
+	direct, err := client.NewWithWatch(env.Config, client.Options{Scheme: env.Client.Scheme()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	reader, reads := recordReads(direct)
+	r := &Reconciler{Kind: theTestKind, Client: env.Client, Reader: reader}
+	tc := &infrav1.TerraformCluster{
+		ObjectMeta: metav1.ObjectMeta{Name: "owned", Namespace: "default"},
+		Spec:       infrav1.TerraformClusterSpec{RunnerSpec: infrav1.RunnerSpec{Image: moduleImage}},
+	}
+	if err := env.Client.Create(ctx, tc); err != nil {
+		t.Fatal(err)
+	}
+	suffix := StateSuffix("tfc", tc.Name)
+	first := &corev1.Secret{
+		ObjectMeta: metav1.ObjectMeta{Name: tfstate.SecretName(suffix), Namespace: "default", Labels: tfstate.Selector(suffix)},
+		Data:       map[string][]byte{tfstate.DataKey: bigState(t, 3, 4096)},
+	}
+	if err := env.Client.Create(ctx, first); err != nil {
+		t.Fatal(err)
+	}
+	owned := func(what string, names ...string) {
+		t.Helper()
+		for _, name := range names {
+			var s corev1.Secret
+			if err := env.Client.Get(ctx, client.ObjectKey{Namespace: "default", Name: name}, &s); err != nil {
+				t.Fatal(err)
+			}
+			_, labelled := s.Labels[infrav1.LabelMove]
+			if len(s.OwnerReferences) != 1 || s.OwnerReferences[0].UID != tc.UID || !labelled {
+				t.Errorf("%s: Secret %s has owners %+v, move label %t; want the object and the label", what, name, s.OwnerReferences, labelled)
+			}
+		}
+	}
+
+	if err := r.setStateOwner(ctx, tc, true); err != nil {
+		t.Fatal(err)
+	}
+	if got, want := reads(), []string{"get *v1.Secret"}; !slices.Equal(got, want) {
+		t.Errorf("a state in one Secret: reads of the API server %v, want %v", got, want)
+	}
+	owned("one Secret", first.Name)
+	if kept, ok := r.states.Load(client.ObjectKeyFromObject(tc)); !ok || kept.(stateRead).Serial != 3 {
+		t.Errorf("a state in one Secret: remembered %+v, want serial 3", kept)
+	}
+
+	if err := env.Client.Get(ctx, client.ObjectKeyFromObject(first), first); err != nil {
+		t.Fatal(err)
+	}
+	first.Data[tfstate.DataKey] = bigState(t, 4, 2*tfstate.ChunkSize)[:tfstate.ChunkSize]
+	first.OwnerReferences = nil
+	if err := env.Client.Update(ctx, first); err != nil {
+		t.Fatal(err)
+	}
+	part := &corev1.Secret{
+		ObjectMeta: metav1.ObjectMeta{Name: tfstate.PartName(suffix, 1), Namespace: "default", Labels: tfstate.Selector(suffix)},
+		Data:       map[string][]byte{tfstate.DataKey: []byte("rest")},
+	}
+	if err := env.Client.Create(ctx, part); err != nil {
+		t.Fatal(err)
+	}
+	if err := r.setStateOwner(ctx, tc, true); err != nil {
+		t.Fatal(err)
+	}
+	if got, want := reads(), []string{"get *v1.Secret", "list *v1.SecretList"}; !slices.Equal(got, want) {
+		t.Errorf("a state in parts: reads of the API server %v, want %v", got, want)
+	}
+	owned("parts", first.Name, part.Name)
 }
