@@ -16,6 +16,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/utils/ptr"
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
@@ -194,11 +195,13 @@ func TerraformClustersOf(ctx context.Context, c client.Reader, namespace, cluste
 
 // ClusterJob is a Wait while an apply or destroy Job of a TerraformCluster
 // of obj's cluster (its cluster-name label) has not finished: Jobs of
-// related state never run at once. The TerraformClusters come from c (the
-// cache), their Jobs from api, the API server itself: a Job the cluster
-// created a moment ago counts, whether or not a cache or its status shows
-// it yet.
-func ClusterJob(ctx context.Context, c, api client.Reader, obj client.Object) (*engine.Wait, error) {
+// related state never run at once. jobs are the Jobs of obj's cluster
+// (their captf.io/cluster label), every one of them (the engine reads
+// them so that one created a moment ago counts): a TerraformCluster of
+// the cluster labels its Jobs the same. Its Jobs are also taken by their
+// owner from c (the cache), for one made under an earlier cluster label.
+// The TerraformClusters come from c too.
+func ClusterJob(ctx context.Context, c client.Reader, obj client.Object, jobs []batchv1.Job) (*engine.Wait, error) {
 	cluster := obj.GetLabels()[clusterv1.ClusterNameLabel]
 	if cluster == "" {
 		return nil, nil
@@ -208,12 +211,19 @@ func ClusterJob(ctx context.Context, c, api client.Reader, obj client.Object) (*
 		return nil, err
 	}
 	for _, tc := range tcs {
-		var jobs batchv1.JobList
-		if err := api.List(ctx, &jobs, client.InNamespace(tc.Namespace), client.MatchingLabels{
-			infrav1.LabelOwnerKind: "TerraformCluster", infrav1.LabelOwnerName: engine.NameLabel(tc.Name)}); err != nil {
+		owner := client.MatchingLabels{infrav1.LabelOwnerKind: "TerraformCluster", infrav1.LabelOwnerName: engine.NameLabel(tc.Name)}
+		var cached batchv1.JobList
+		if err := c.List(ctx, &cached, client.InNamespace(tc.Namespace), owner); err != nil {
 			return nil, fmt.Errorf("Jobs of TerraformCluster %s: %w", tc.Name, err)
 		}
-		if j := running(jobs.Items); j != nil {
+		of := cached.Items
+		sel := labels.SelectorFromSet(labels.Set(owner))
+		for _, j := range jobs {
+			if sel.Matches(labels.Set(j.Labels)) {
+				of = append(of, j)
+			}
+		}
+		if j := running(of); j != nil {
 			return &engine.Wait{Reason: infrav1.ReasonClusterJobRuns, Message: fmt.Sprintf("The %s Job %s of TerraformCluster %s runs; a Job of this object starts when it ended.", j.Labels[engine.LabelOperation], j.Name, tc.Name)}, nil
 		}
 	}

@@ -2,13 +2,16 @@ package capi
 
 import (
 	"context"
+	"slices"
 	"strings"
 	"testing"
 
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
 	infrav1 "github.com/captf/captf/api/v1alpha1"
 	"github.com/captf/captf/internal/controller/engine"
@@ -124,5 +127,108 @@ func TestChangeEnded(t *testing.T) {
 		if got := ChangeEnded(with(tt.old), with(tt.now)); got != tt.want {
 			t.Errorf("%s: ChangeEnded = %v, want %v", tt.name, got, tt.want)
 		}
+	}
+}
+
+// TestClusterJob: a machine's or a pool's Job waits while an apply or
+// destroy Job of a TerraformCluster of its cluster has not finished: one
+// among the cluster's Jobs the engine read (their captf.io/cluster label),
+// whether or not the cache shows it yet, and one the cache shows by its
+// owner that was made under an earlier cluster label. The cache here is
+// the API server seen through a filter that hides the Jobs it has not
+// caught up with; a finished apply, a drift check and another cluster's
+// Job do not hold it.
+func TestClusterJob(t *testing.T) {
+	env := testenv.Start(t, "../../..")
+	ctx := context.Background()
+	direct, err := client.NewWithWatch(env.Config, client.Options{Scheme: env.Client.Scheme()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	hidden := map[string]bool{}
+	cache := interceptor.NewClient(direct, interceptor.Funcs{
+		List: func(ctx context.Context, c client.WithWatch, list client.ObjectList, opts ...client.ListOption) error {
+			if err := c.List(ctx, list, opts...); err != nil {
+				return err
+			}
+			if jobs, ok := list.(*batchv1.JobList); ok {
+				jobs.Items = slices.DeleteFunc(jobs.Items, func(j batchv1.Job) bool { return hidden[j.Name] })
+			}
+			return nil
+		},
+	})
+	for _, name := range []string{"fleet", "other"} {
+		tc := &infrav1.TerraformCluster{
+			ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "default", Labels: map[string]string{clusterv1.ClusterNameLabel: name}},
+			Spec:       infrav1.TerraformClusterSpec{RunnerSpec: infrav1.RunnerSpec{Image: "example.test/module:1"}},
+		}
+		if err := env.Client.Create(ctx, tc); err != nil {
+			t.Fatal(err)
+		}
+	}
+	machine := &infrav1.TerraformMachine{ObjectMeta: metav1.ObjectMeta{Name: "fleet-md-0", Namespace: "default", Labels: map[string]string{clusterv1.ClusterNameLabel: "fleet"}}}
+	job := func(name, owner, cluster string, op infrav1.Operation) *batchv1.Job {
+		t.Helper()
+		j := &batchv1.Job{
+			ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "default", Labels: map[string]string{
+				infrav1.LabelOwnerKind: "TerraformCluster", infrav1.LabelOwnerName: owner,
+				infrav1.LabelCluster: cluster, engine.LabelOperation: string(op),
+			}},
+			Spec: batchv1.JobSpec{Template: corev1.PodTemplateSpec{Spec: corev1.PodSpec{
+				RestartPolicy: corev1.RestartPolicyNever,
+				Containers:    []corev1.Container{{Name: "runner", Image: "example.test/runner:1"}},
+			}}},
+		}
+		if err := env.Client.Create(ctx, j); err != nil {
+			t.Fatal(err)
+		}
+		return j
+	}
+	waits := func() string {
+		t.Helper()
+		// The cluster's Jobs as the engine reads them.
+		var jobs batchv1.JobList
+		if err := env.Client.List(ctx, &jobs, client.InNamespace("default"), client.MatchingLabels{infrav1.LabelCluster: "fleet"}); err != nil {
+			t.Fatal(err)
+		}
+		w, err := ClusterJob(ctx, cache, machine, jobs.Items)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if w == nil {
+			return ""
+		}
+		if w.Reason != infrav1.ReasonClusterJobRuns {
+			t.Errorf("reason %q", w.Reason)
+		}
+		return w.Message
+	}
+
+	job("fleet-drift-1", "fleet", "fleet", infrav1.OperationDrift)
+	job("other-apply-1", "other", "other", infrav1.OperationApply)
+	if msg := waits(); msg != "" {
+		t.Errorf("a drift check of the cluster, and another cluster's apply, hold the machine: %s", msg)
+	}
+	hidden["fleet-apply-1"] = true
+	apply := job("fleet-apply-1", "fleet", "fleet", infrav1.OperationApply)
+	if msg := waits(); !strings.Contains(msg, "apply Job fleet-apply-1 of TerraformCluster fleet") {
+		t.Errorf("a running cluster apply the cache does not show yet: wait %q", msg)
+	}
+	now := metav1.Now()
+	apply.Status.StartTime, apply.Status.CompletionTime, apply.Status.Succeeded = &now, &now, 1
+	apply.Status.Conditions = []batchv1.JobCondition{
+		{Type: batchv1.JobSuccessCriteriaMet, Status: corev1.ConditionTrue, LastTransitionTime: now, LastProbeTime: now},
+		{Type: batchv1.JobComplete, Status: corev1.ConditionTrue, LastTransitionTime: now, LastProbeTime: now},
+	}
+	if err := env.Client.Status().Update(ctx, apply); err != nil {
+		t.Fatal(err)
+	}
+	if msg := waits(); msg != "" {
+		t.Errorf("a finished cluster apply holds the machine: %s", msg)
+	}
+	// Made while the TerraformCluster was labelled for another cluster.
+	job("fleet-destroy-1", "fleet", "before", infrav1.OperationDestroy)
+	if msg := waits(); !strings.Contains(msg, "destroy Job fleet-destroy-1 of TerraformCluster fleet") {
+		t.Errorf("a running destroy made under an earlier cluster label: wait %q", msg)
 	}
 }

@@ -84,11 +84,11 @@ type Kind interface {
 	Inputs(ctx context.Context, c client.Reader, obj Object) (map[string]render.Variable, *Wait, error)
 	// Gate says what a Job of obj waits for before it starts, a destroy
 	// too (a Job of related state that runs: a machine's cluster's apply);
-	// nil when nothing. c is the cache, api the API server itself, for
-	// what a moment's lag of the cache would let through; jobs are the
-	// Jobs of obj's cluster (their captf.io/cluster label), of every
-	// kind, read from the API server a moment ago.
-	Gate(ctx context.Context, c, api client.Reader, obj Object, jobs []batchv1.Job) (*Wait, error)
+	// nil when nothing. c is the cache; jobs are the Jobs of obj's
+	// cluster (their captf.io/cluster label), of every kind, every one of
+	// them: read from the API server a moment ago, or from the cache when
+	// the manager's record says it has them all (clusterJobs).
+	Gate(ctx context.Context, c client.Reader, obj Object, jobs []batchv1.Job) (*Wait, error)
 	// Watch adds the kind's own watches to the engine's (the objects of
 	// another API whose changes concern it), where mgr serves them, and
 	// the indexes they use.

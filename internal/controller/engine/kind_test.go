@@ -72,7 +72,7 @@ func (testKind) Inputs(context.Context, client.Reader, Object) (map[string]rende
 	return nil, nil, nil
 }
 
-func (testKind) Gate(context.Context, client.Reader, client.Reader, Object, []batchv1.Job) (*Wait, error) {
+func (testKind) Gate(context.Context, client.Reader, Object, []batchv1.Job) (*Wait, error) {
 	return nil, nil
 }
 

@@ -120,7 +120,7 @@ func (r *Reconciler) startJob(ctx context.Context, obj Object, root *render.Root
 	if err != nil {
 		return err
 	}
-	if w, err := r.kind().Gate(ctx, r.Client, r.Reader, obj, jobs); err != nil || w != nil {
+	if w, err := r.kind().Gate(ctx, r.Client, obj, jobs); err != nil || w != nil {
 		if w != nil {
 			return &errWait{w}
 		}

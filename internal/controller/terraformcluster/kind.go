@@ -160,7 +160,7 @@ func (cluster) Inputs(context.Context, client.Reader, engine.Object) (map[string
 
 // Gate: a Job of a cluster waits while an apply or destroy of one of its
 // machines runs, as theirs wait for its.
-func (cluster) Gate(_ context.Context, _, _ client.Reader, _ engine.Object, jobs []batchv1.Job) (*engine.Wait, error) {
+func (cluster) Gate(_ context.Context, _ client.Reader, _ engine.Object, jobs []batchv1.Job) (*engine.Wait, error) {
 	return capi.MachineJob(jobs), nil
 }
 

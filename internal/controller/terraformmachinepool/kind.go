@@ -298,8 +298,8 @@ func jsonOf(v any) json.RawMessage {
 
 // Gate: a Job of a pool waits while an apply or destroy of its cluster
 // runs.
-func (pool) Gate(ctx context.Context, c, api client.Reader, obj engine.Object, _ []batchv1.Job) (*engine.Wait, error) {
-	return capi.ClusterJob(ctx, c, api, obj)
+func (pool) Gate(ctx context.Context, c client.Reader, obj engine.Object, jobs []batchv1.Job) (*engine.Wait, error) {
+	return capi.ClusterJob(ctx, c, obj, jobs)
 }
 
 // Watch: the owner MachinePools (their bootstrap data, replicas, failure
