@@ -42,7 +42,7 @@ func machinePhase(t *testing.T, c client.Client, s settings, mgr *manager, clust
 	}
 	total := len(machines)
 
-	m0 := scrape(t, mgr.metricsURL)
+	m0, r0 := scrape(t, mgr.metricsURL), mgr.mark()
 	began := time.Now()
 	clusterAPIClusters(t, c, clusters)
 	parallel(t, machines, func(name string) error {
@@ -66,7 +66,7 @@ func machinePhase(t *testing.T, c client.Client, s settings, mgr *manager, clust
 	})
 	waitCount(t, s, mgr, "provisioned machines", total, countOf(t, c, &infrav1.TerraformMachineList{}, provisioned))
 	created := time.Since(began)
-	m1 := scrape(t, mgr.metricsURL)
+	m1, r1 := scrape(t, mgr.metricsURL), mgr.mark()
 
 	idle0, idle1, hwm, rss := idleWindow(t, s, mgr)
 
@@ -77,7 +77,7 @@ func machinePhase(t *testing.T, c client.Client, s settings, mgr *manager, clust
 	perHour := perRecheck * (time.Hour.Minutes() / engine.Recheck.Minutes())
 	mb := func(b float64) float64 { return b / (1 << 20) }
 	perMachine := func(v float64) float64 { return v / float64(total) }
-	return []string{
+	lines := []string{
 		fmt.Sprintf("scale: N=%d × %d machines create→provisioned %s: per machine %.1f requests (%s), %.1f machine reconciles, %.1f cluster reconciles; manager CPU %.1fs; conflicts (409) %.0f, machine reconcile errors %.0f",
 			s.n, s.machines, created.Round(time.Second), perMachine(requests(m0, m1)), formatCounts(byMethod(m0, m1)),
 			perMachine(reconciles(m0, m1, "terraformmachine")), perMachine(reconciles(m0, m1, "terraformcluster")), cpu(m0, m1),
@@ -89,7 +89,11 @@ func machinePhase(t *testing.T, c client.Client, s settings, mgr *manager, clust
 			perRecheck, time.Hour.Minutes()/engine.Recheck.Minutes(), engine.Recheck, perHour),
 		fmt.Sprintf("scale: N=%d × %d machines memory VmHWM=%.0f MB VmRSS=%.0f MB heap in use=%.0f MB",
 			s.n, s.machines, mb(float64(hwm)), mb(float64(rss)), mb(idle1.sum("go_memstats_heap_inuse_bytes"))),
-	}, idle / s.idle.Minutes()
+	}
+	if s.breakdown {
+		lines = append(lines, fmt.Sprintf("scale: N=%d × %d machines breakdown create→provisioned, requests per machine: %s", s.n, s.machines, mgr.breakdown(r0, r1, total)))
+	}
+	return lines, idle / s.idle.Minutes()
 }
 
 // clusterAPIClusters makes for each TerraformCluster a Cluster API Cluster
