@@ -33,20 +33,7 @@ func TestMachineJob(t *testing.T) {
 		if strings.Contains(name, "-mp-") {
 			kind = "TerraformMachinePool"
 		}
-		j := &batchv1.Job{
-			ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "default", Labels: map[string]string{
-				infrav1.LabelOwnerKind: kind, infrav1.LabelOwnerName: name,
-				infrav1.LabelCluster: cluster, engine.LabelOperation: string(op),
-			}},
-			Spec: batchv1.JobSpec{Template: corev1.PodTemplateSpec{Spec: corev1.PodSpec{
-				RestartPolicy: corev1.RestartPolicyNever,
-				Containers:    []corev1.Container{{Name: "runner", Image: "example.test/runner:1"}},
-			}}},
-		}
-		if err := env.Client.Create(ctx, j); err != nil {
-			t.Fatal(err)
-		}
-		return j
+		return runnerJob(t, env.Client, name, kind, name, cluster, op)
 	}
 	waits := func() string {
 		t.Helper()
@@ -74,15 +61,7 @@ func TestMachineJob(t *testing.T) {
 	if msg := waits(); !strings.Contains(msg, "apply Job fleet-md-0-apply-1 of TerraformMachine fleet-md-0-apply-1") {
 		t.Errorf("a running machine apply: wait %q", msg)
 	}
-	now := metav1.Now()
-	apply.Status.StartTime, apply.Status.CompletionTime, apply.Status.Succeeded = &now, &now, 1
-	apply.Status.Conditions = []batchv1.JobCondition{
-		{Type: batchv1.JobSuccessCriteriaMet, Status: corev1.ConditionTrue, LastTransitionTime: now, LastProbeTime: now},
-		{Type: batchv1.JobComplete, Status: corev1.ConditionTrue, LastTransitionTime: now, LastProbeTime: now},
-	}
-	if err := env.Client.Status().Update(ctx, apply); err != nil {
-		t.Fatal(err)
-	}
+	succeed(t, env.Client, apply)
 	if msg := waits(); msg != "" {
 		t.Errorf("a finished machine apply holds the cluster: %s", msg)
 	}
@@ -169,20 +148,7 @@ func TestClusterJob(t *testing.T) {
 	machine := &infrav1.TerraformMachine{ObjectMeta: metav1.ObjectMeta{Name: "fleet-md-0", Namespace: "default", Labels: map[string]string{clusterv1.ClusterNameLabel: "fleet"}}}
 	job := func(name, owner, cluster string, op infrav1.Operation) *batchv1.Job {
 		t.Helper()
-		j := &batchv1.Job{
-			ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "default", Labels: map[string]string{
-				infrav1.LabelOwnerKind: "TerraformCluster", infrav1.LabelOwnerName: owner,
-				infrav1.LabelCluster: cluster, engine.LabelOperation: string(op),
-			}},
-			Spec: batchv1.JobSpec{Template: corev1.PodTemplateSpec{Spec: corev1.PodSpec{
-				RestartPolicy: corev1.RestartPolicyNever,
-				Containers:    []corev1.Container{{Name: "runner", Image: "example.test/runner:1"}},
-			}}},
-		}
-		if err := env.Client.Create(ctx, j); err != nil {
-			t.Fatal(err)
-		}
-		return j
+		return runnerJob(t, env.Client, name, "TerraformCluster", owner, cluster, op)
 	}
 	waits := func() string {
 		t.Helper()
@@ -214,15 +180,7 @@ func TestClusterJob(t *testing.T) {
 	if msg := waits(); !strings.Contains(msg, "apply Job fleet-apply-1 of TerraformCluster fleet") {
 		t.Errorf("a running cluster apply the cache does not show yet: wait %q", msg)
 	}
-	now := metav1.Now()
-	apply.Status.StartTime, apply.Status.CompletionTime, apply.Status.Succeeded = &now, &now, 1
-	apply.Status.Conditions = []batchv1.JobCondition{
-		{Type: batchv1.JobSuccessCriteriaMet, Status: corev1.ConditionTrue, LastTransitionTime: now, LastProbeTime: now},
-		{Type: batchv1.JobComplete, Status: corev1.ConditionTrue, LastTransitionTime: now, LastProbeTime: now},
-	}
-	if err := env.Client.Status().Update(ctx, apply); err != nil {
-		t.Fatal(err)
-	}
+	succeed(t, env.Client, apply)
 	if msg := waits(); msg != "" {
 		t.Errorf("a finished cluster apply holds the machine: %s", msg)
 	}
@@ -230,5 +188,40 @@ func TestClusterJob(t *testing.T) {
 	job("fleet-destroy-1", "fleet", "before", infrav1.OperationDestroy)
 	if msg := waits(); !strings.Contains(msg, "destroy Job fleet-destroy-1 of TerraformCluster fleet") {
 		t.Errorf("a running destroy made under an earlier cluster label: wait %q", msg)
+	}
+}
+
+// runnerJob creates in env's default namespace a runner Job of the owner
+// (kind and name), labelled for cluster and the operation op.
+func runnerJob(t *testing.T, c client.Client, name, kind, owner, cluster string, op infrav1.Operation) *batchv1.Job {
+	t.Helper()
+	j := &batchv1.Job{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "default", Labels: map[string]string{
+			infrav1.LabelOwnerKind: kind, infrav1.LabelOwnerName: owner,
+			infrav1.LabelCluster: cluster, engine.LabelOperation: string(op),
+		}},
+		Spec: batchv1.JobSpec{Template: corev1.PodTemplateSpec{Spec: corev1.PodSpec{
+			RestartPolicy: corev1.RestartPolicyNever,
+			Containers:    []corev1.Container{{Name: "runner", Image: "example.test/runner:1"}},
+		}}},
+	}
+	if err := c.Create(context.Background(), j); err != nil {
+		t.Fatal(err)
+	}
+	return j
+}
+
+// succeed writes the status of a Job that succeeded, as the Job
+// controller does.
+func succeed(t *testing.T, c client.Client, job *batchv1.Job) {
+	t.Helper()
+	now := metav1.Now()
+	job.Status.StartTime, job.Status.CompletionTime, job.Status.Succeeded = &now, &now, 1
+	job.Status.Conditions = []batchv1.JobCondition{
+		{Type: batchv1.JobSuccessCriteriaMet, Status: corev1.ConditionTrue, LastTransitionTime: now, LastProbeTime: now},
+		{Type: batchv1.JobComplete, Status: corev1.ConditionTrue, LastTransitionTime: now, LastProbeTime: now},
+	}
+	if err := c.Status().Update(context.Background(), job); err != nil {
+		t.Fatal(err)
 	}
 }
