@@ -172,13 +172,22 @@ func decideRun(k Kind, obj Object, o outcome, now metav1.Time) (Object, []Step) 
 		held := st.Plan != nil && st.Plan.Reason == infrav1.ReasonExportsChange && o.Approved == ""
 		if !held {
 			st.Plan = nil
-			// Recorded with the run, in the status write that records it:
-			// what the end of the reconcile finds (setProvisioned) when
-			// nothing else is due, so that write has nothing left to send.
-			setCondition(view, infrav1.ConditionApplyJobSucceeded, true, ReasonApplied, appliedMessage)
 		}
 		driftUndone(view, o.Job)
 		setHealth(view, msg.Health)
+		if !held {
+			// The status write that records the run already says what the
+			// end of the reconcile finds when nothing else is due
+			// (setProvisioned, with the object's generation), so that
+			// write has nothing left to send. Of an object not provisioned
+			// yet, only the Job's success: whether it is now, the end
+			// decides.
+			if provisioned(view) {
+				setProvisioned(view)
+			} else {
+				setCondition(view, infrav1.ConditionApplyJobSucceeded, true, ReasonApplied, appliedMessage)
+			}
+		}
 		steps := append([]Step{recordApplied{Digest: o.Digest, Pin: msg.Outcome == runner.OutcomeApplied}, ownState{}}, k.Applied(view, msg)...)
 		if _, ok := obj.GetAnnotations()[infrav1.AnnotationAcceptEmptyState]; ok || movedMidRun(obj) {
 			steps = append(steps, acceptedEmptyState{})

@@ -557,10 +557,11 @@ func TestManualApproval(t *testing.T) {
 }
 
 // recordedWithItsCondition checks that the status write that records the
-// success of the apply Job job also says ApplyJobSucceeded True: no
-// version of the object records the Job as succeeded while the condition
-// still says an apply runs. (One status write the fewer per apply: the
-// end of the reconcile has nothing left to send.)
+// success of the apply Job job of a provisioned object also says what
+// the end of the reconcile would: ApplyJobSucceeded and Ready True, for
+// the object's generation. No version records the Job as succeeded while
+// the condition still says an apply runs, and the end of the reconcile
+// has nothing left to write (one status write the fewer per apply).
 func recordedWithItsCondition(t *testing.T, versions []*infrav1.TerraformCluster, job string) {
 	t.Helper()
 	seen := 0
@@ -570,8 +571,10 @@ func recordedWithItsCondition(t *testing.T, versions []*infrav1.TerraformCluster
 			continue
 		}
 		seen++
-		if c := condition(tc, infrav1.ConditionApplyJobSucceeded); c == nil || c.Status != metav1.ConditionTrue {
-			t.Errorf("%s at resourceVersion %s records Job %s as succeeded, but ApplyJobSucceeded is %+v", tc.Name, tc.ResourceVersion, job, c)
+		for _, typ := range []string{infrav1.ConditionApplyJobSucceeded, infrav1.ConditionReady} {
+			if c := condition(tc, typ); c == nil || c.Status != metav1.ConditionTrue || c.ObservedGeneration != tc.Generation {
+				t.Errorf("%s at resourceVersion %s (generation %d) records Job %s as succeeded, but %s is %+v", tc.Name, tc.ResourceVersion, tc.Generation, job, typ, c)
+			}
 		}
 	}
 	if seen == 0 {
