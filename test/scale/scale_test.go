@@ -173,6 +173,11 @@ func TestScale(t *testing.T) {
 		return c.Patch(ctx, &infrav1.TerraformCluster{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: namespace}}, client.RawPatch(types.MergePatchType, patch))
 	})
 	waitAll(t, c, s, mgr, "a plan awaiting approval", awaiting)
+	// A single approval is timed on an idle manager: once the last plans
+	// are recorded, the reconciles that follow them (their Jobs marked
+	// processed, block-move removed) may still wait in the queue. What
+	// they send counts to the plans.
+	quiet := waitQueueEmpty(t, s, mgr, "terraformcluster")
 	planned := time.Since(began)
 	m2, r2 := scrape(t, mgr.metricsURL), mgr.mark()
 
@@ -230,10 +235,6 @@ func TestScale(t *testing.T) {
 	singles := min(s.singles, s.n)
 	waveSize := min(s.wave, s.n-singles)
 	began = time.Now()
-	// A single approval is timed on an idle manager: once the last plans
-	// are recorded, the reconciles that follow them (their Jobs marked
-	// processed, block-move removed) may still wait in the queue.
-	quiet := waitQueueEmpty(t, s, mgr, "terraformcluster")
 	var single []time.Duration
 	for _, name := range names[:singles] {
 		at, err := approve(name)
