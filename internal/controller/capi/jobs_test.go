@@ -191,7 +191,7 @@ func TestClusterJob(t *testing.T) {
 	}
 }
 
-// runnerJob creates in env's default namespace a runner Job of the owner
+// runnerJob creates, through c in the default namespace, a runner Job of the owner
 // (kind and name), labelled for cluster and the operation op.
 func runnerJob(t *testing.T, c client.Client, name, kind, owner, cluster string, op infrav1.Operation) *batchv1.Job {
 	t.Helper()
