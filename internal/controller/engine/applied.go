@@ -4,11 +4,12 @@ import (
 	"context"
 	"fmt"
 
-	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	infrav1 "github.com/captf/captf/api/v1alpha1"
 	"github.com/captf/captf/internal/render"
@@ -17,11 +18,14 @@ import (
 // What the last successful apply ran. The durable inputs Secret is
 // rewritten whenever an apply starts, also one the destructive-plan guard
 // stops, one whose plan moved and one that fails; destroy and drift checks
-// must undo or check what was applied, never what an apply only tried.
-// So after each successful apply its files go to two more keys of that
-// Secret, and its image (pinned to the digest it ran) and identity to two
-// more annotations, with its approval hash. A state records the inputs
-// hash it was applied with: a run reads these only when they hash to it.
+// must undo or check what was applied, never what an apply only tried. A
+// state records the inputs hash it was applied with, and a run reads the
+// Secret's files only when they hash to it. After a successful apply, the
+// current files do. So the apply's start, before it writes new files,
+// keeps the ones the state records under two more keys, with their image
+// (pinned to the digest) and identity in two more annotations and their
+// approval hash (keepApplied): a successful apply then writes nothing
+// more to the Secret once it is marked and pinned.
 
 // Keys of the durable inputs Secret that hold the files of the last
 // successful apply.
@@ -42,10 +46,10 @@ type appliedRun struct {
 }
 
 // recordApplied records a successful apply on the durable inputs Secret,
-// in one patch: the applied marker; with Pin (the apply changed
-// something), the image digest it ran (pinDigest); and the files, image,
-// identity and approval hash it ran beside the durable inputs
-// (keepApplied).
+// in one patch and only when it changes something: the applied marker and,
+// with Pin (the apply changed something), the image digest it ran
+// (pinDigest). What it ran needs no copy: its files are the Secret's
+// current ones until the next apply's start keeps them (keepApplied).
 type recordApplied struct {
 	Digest string
 	Pin    bool
@@ -68,8 +72,7 @@ func (s recordApplied) Apply(ctx context.Context, r *Reconciler, x *StepContext)
 	if s.Pin {
 		pinDigest(&sec, x.Job, s.Digest)
 	}
-	keepApplied(&sec, x.Job, s.Digest)
-	if equality.Semantic.DeepEqual(before.Annotations, sec.Annotations) && equality.Semantic.DeepEqual(before.Data, sec.Data) {
+	if equality.Semantic.DeepEqual(before.Annotations, sec.Annotations) {
 		return nil
 	}
 	if err := r.Client.Patch(ctx, &sec, client.MergeFrom(before)); err != nil {
@@ -78,23 +81,58 @@ func (s recordApplied) Apply(ctx context.Context, r *Reconciler, x *StepContext)
 	return nil
 }
 
-// keepApplied keeps, in sec (the durable inputs Secret), the files, image,
-// identity and approval hash the successful apply of job ran, unless a
-// later apply's start wrote other files since.
-func keepApplied(sec *corev1.Secret, job *batchv1.Job, digest string) {
-	main := sec.Data["main.tf.json"]
-	if h, err := render.RootInputsHash(main); err != nil || h != job.Annotations[annotationInputsHash] {
-		// Written by a later apply's start: with one Job at a time, only
-		// after this one was processed, so this is a retry that came too
-		// late and the later apply keeps its own when it succeeds.
-		return
+// writeDurableInputs writes captf-inputs-tfc-<name> when an apply Job
+// starts: the rendered files and the image and identity annotations. The
+// applied marker and the pinned digest stay. The files it replaces move to
+// the keys of what the last successful apply ran when the state records
+// their inputs hash (keepApplied): no Job runs between the state read here
+// and the new Job, so that is what the state was applied with.
+func (r *Reconciler) writeDurableInputs(ctx context.Context, obj Object, root *render.Root) error {
+	state, err := r.readState(ctx, r.Client, obj)
+	if err != nil {
+		return err
 	}
-	if digest == "" {
-		digest = sec.Annotations[infrav1.AnnotationImageDigest]
+	s := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: InputsName(r.kind().Short(), obj.GetName()), Namespace: obj.GetNamespace()}}
+	_, err = controllerutil.CreateOrPatch(ctx, r.Client, s, func() error {
+		s.Labels = OwnerLabels(r.kind(), obj)
+		if s.Annotations == nil {
+			s.Annotations = map[string]string{}
+		}
+		if s.Data == nil {
+			s.Data = map[string][]byte{}
+		}
+		keepApplied(s, state.InputsHash())
+		if s.Annotations[infrav1.AnnotationImage] != obj.GetRunnerSpec().Image {
+			// A new image reference clears the pinned digest (spec 004).
+			delete(s.Annotations, infrav1.AnnotationImageDigest)
+		}
+		s.Annotations[infrav1.AnnotationImage] = obj.GetRunnerSpec().Image
+		s.Annotations[infrav1.AnnotationIdentity] = identity(obj)
+		s.Annotations[infrav1.AnnotationApprovalHash] = root.ApprovalHash
+		s.Data["main.tf.json"], s.Data["terraform.tfvars.json"] = root.MainTF, root.Vars
+		return controllerutil.SetOwnerReference(obj, s, r.Client.Scheme())
+	})
+	if err != nil {
+		return fmt.Errorf("durable inputs: %w", err)
+	}
+	return nil
+}
+
+// keepApplied keeps, in sec (the durable inputs Secret) before an apply's
+// start writes new files to it, the current files, image (pinned to its
+// digest), identity and approval hash as what the last successful apply
+// ran, when they hash to stateHash (the inputs hash the state records).
+// Otherwise the kept ones stay: the current files were never applied
+// (the guard stopped them, the plan moved, the apply failed before it
+// wrote the state, or the Job never started).
+func keepApplied(sec *corev1.Secret, stateHash string) {
+	main := sec.Data["main.tf.json"]
+	if h, err := render.RootInputsHash(main); stateHash == "" || err != nil || h != stateHash {
+		return
 	}
 	sec.Data[KeyAppliedMain] = main
 	sec.Data[keyAppliedVars] = sec.Data["terraform.tfvars.json"]
-	sec.Annotations[infrav1.AnnotationAppliedImage] = Pin(sec.Annotations[infrav1.AnnotationImage], digest)
+	sec.Annotations[infrav1.AnnotationAppliedImage] = Pin(sec.Annotations[infrav1.AnnotationImage], sec.Annotations[infrav1.AnnotationImageDigest])
 	sec.Annotations[infrav1.AnnotationAppliedIdentity] = sec.Annotations[infrav1.AnnotationIdentity]
 	sec.Annotations[infrav1.AnnotationAppliedApprovalHash] = sec.Annotations[infrav1.AnnotationApprovalHash]
 }

@@ -12,7 +12,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	infrav1 "github.com/captf/captf/api/v1alpha1"
-	"github.com/captf/captf/internal/render"
 	"github.com/captf/captf/pkg/fingerprint"
 )
 
@@ -58,37 +57,6 @@ func (r *Reconciler) planKey(ctx context.Context, obj Object) ([]byte, error) {
 		return nil, fmt.Errorf("plan key Secret %s holds %d bytes under key; at least %d are needed", name, len(s.Data["key"]), fingerprint.MinKeySize)
 	}
 	return s.Data["key"], nil
-}
-
-// writeDurableInputs writes captf-inputs-tfc-<name> when an apply Job
-// starts: the rendered files and the image and identity annotations. The
-// applied marker, the pinned digest and what the last successful apply ran
-// stay.
-func (r *Reconciler) writeDurableInputs(ctx context.Context, obj Object, root *render.Root) error {
-	s := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: InputsName(r.kind().Short(), obj.GetName()), Namespace: obj.GetNamespace()}}
-	_, err := controllerutil.CreateOrPatch(ctx, r.Client, s, func() error {
-		s.Labels = OwnerLabels(r.kind(), obj)
-		if s.Annotations == nil {
-			s.Annotations = map[string]string{}
-		}
-		if s.Annotations[infrav1.AnnotationImage] != obj.GetRunnerSpec().Image {
-			// A new image reference clears the pinned digest (spec 004).
-			delete(s.Annotations, infrav1.AnnotationImageDigest)
-		}
-		s.Annotations[infrav1.AnnotationImage] = obj.GetRunnerSpec().Image
-		s.Annotations[infrav1.AnnotationIdentity] = identity(obj)
-		s.Annotations[infrav1.AnnotationApprovalHash] = root.ApprovalHash
-		// What the last successful apply ran stays beside (applied.go).
-		if s.Data == nil {
-			s.Data = map[string][]byte{}
-		}
-		s.Data["main.tf.json"], s.Data["terraform.tfvars.json"] = root.MainTF, root.Vars
-		return controllerutil.SetOwnerReference(obj, s, r.Client.Scheme())
-	})
-	if err != nil {
-		return fmt.Errorf("durable inputs: %w", err)
-	}
-	return nil
 }
 
 // markApplied sets the applied marker on the durable inputs Secret: after

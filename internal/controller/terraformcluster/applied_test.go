@@ -74,10 +74,11 @@ func TestDestroyRunsAppliedInputs(t *testing.T) {
 	if !exists(t, filepath.Join(old, "a.txt")) {
 		t.Fatal("the first apply made no a.txt under the first root")
 	}
-	if s := h.durableInputs(tc); !bytes.Equal(s.Data[engine.KeyAppliedMain], s.Data["main.tf.json"]) || s.Annotations[infrav1.AnnotationAppliedImage] == "" {
-		t.Fatalf("the durable inputs Secret does not keep what the first apply ran: keys %v, annotations %v", slices.Collect(maps.Keys(s.Data)), s.Annotations)
-	}
+	applied := h.durableInputs(tc).Data["main.tf.json"]
 	h.blockedAfterMove(tc, moved)
+	if s := h.durableInputs(tc); !bytes.Equal(s.Data[engine.KeyAppliedMain], applied) || bytes.Equal(s.Data["main.tf.json"], applied) || s.Annotations[infrav1.AnnotationAppliedImage] == "" {
+		t.Fatalf("the durable inputs Secret does not keep what the first apply ran beside the inputs the guard stopped: keys %v, annotations %v", slices.Collect(maps.Keys(s.Data)), s.Annotations)
+	}
 	if err := h.c.Delete(ctx, tc); err != nil {
 		t.Fatal(err)
 	}
