@@ -61,6 +61,10 @@ type node struct {
 	failures []string
 	// drifts counts the drift Jobs completed, refreshes the refresh Jobs.
 	drifts, refreshes int
+	// serials is the serial of the last state written under each
+	// secret_suffix: an apply that changes something writes the next, as
+	// terraform does.
+	serials map[string]int64
 }
 
 // poolMembers is how many members every pool's state lists.
@@ -75,6 +79,7 @@ func (n *node) start(ctx context.Context, t *testing.T, cfg *rest.Config) (wait 
 		t.Fatal(err)
 	}
 	n.approved = map[string]time.Time{}
+	n.serials = map[string]int64{}
 	queue := make(chan *batchv1.Job, 100000)
 	factory := informers.NewSharedInformerFactoryWithOptions(cs, 0, informers.WithNamespace(n.namespace))
 	inf := factory.Batch().V1().Jobs().Informer()
@@ -283,7 +288,8 @@ func planReport(owner, inputsHash string) *fingerprint.Report {
 // writeState writes the state Secret terraform's kubernetes backend keeps
 // (tfstate-default-<secret_suffix of the rendered root>, gzip'ed JSON under
 // tfstate), with the inputs hash the Job ran with as the captf_inputs_hash
-// output.
+// output, and the next serial: only applies that changed something write
+// it, and terraform gives each such write a new serial.
 func (n *node) writeState(ctx context.Context, job *batchv1.Job) error {
 	owner := job.Labels[infrav1.LabelOwnerName]
 	suffix, err := n.stateSuffix(ctx, job)
@@ -301,8 +307,12 @@ func (n *node) writeState(ctx context.Context, job *batchv1.Job) error {
 		}
 		outputs[modulecontract.OutputProviderIDs] = map[string]any{"value": ids, "type": []any{"list", "string"}}
 	}
+	n.mu.Lock()
+	n.serials[suffix]++
+	serial := n.serials[suffix]
+	n.mu.Unlock()
 	state := map[string]any{
-		"version": 4, "serial": 1, "lineage": "scale-" + owner,
+		"version": 4, "serial": serial, "lineage": "scale-" + owner,
 		"outputs": outputs, "resources": padding(n.stateBytes),
 	}
 	raw, err := json.Marshal(state)

@@ -175,6 +175,39 @@ func backupStatus(list []backup) []infrav1.StateBackup {
 	return out
 }
 
+// publishState runs what the kind publishes from the state st, which has
+// its chunks; nothing when it is gone.
+func (r *Reconciler) publishState(ctx context.Context, obj Object, st *stateRead) error {
+	if st == nil {
+		return nil
+	}
+	x := &StepContext{Obj: obj}
+	for _, step := range r.kind().FromState(obj, st.output) {
+		if err := step.Apply(ctx, r, x); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// settleState publishes what the kind reads from st, obj's state, when
+// its serial is new (status.stateSerial is another), and backs it up
+// (syncBackups), which records the serial as seen: a publishing step that
+// failed is tried again. It returns st, with its chunks when they were
+// needed.
+func (r *Reconciler) settleState(ctx context.Context, obj Object, st *stateRead) (*stateRead, error) {
+	if last := obj.GetRunnerStatus().StateSerial; st != nil && (last == nil || *last != st.Serial) {
+		var err error
+		if st, err = r.withChunks(ctx, obj, st); err != nil {
+			return nil, err
+		}
+		if err := r.publishState(ctx, obj, st); err != nil {
+			return nil, err
+		}
+	}
+	return st, r.syncBackups(ctx, obj, st)
+}
+
 // syncBackups backs up the state st (read through the cache) when the
 // manager has not backed up its serial yet, prunes the backups past the
 // limit, and records them in status.stateBackups, status.stateSerial and

@@ -243,21 +243,6 @@ func (r *Reconciler) reconcileNormal(ctx context.Context, s *scope) (ctrl.Result
 	return r.reconcileDue(ctx, s, key, root)
 }
 
-// publishState runs what the kind publishes from the state st, which has
-// its chunks; nothing when it is gone.
-func (r *Reconciler) publishState(ctx context.Context, obj Object, st *stateRead) error {
-	if st == nil {
-		return nil
-	}
-	x := &StepContext{Obj: obj}
-	for _, step := range r.kind().FromState(obj, st.output) {
-		if err := step.Apply(ctx, r, x); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
 // reconcileDue starts what is due: nothing, an apply, or under Manual a
 // plan or the apply of an approved plan. key is the plan key, which
 // rendered root.
@@ -272,18 +257,7 @@ func (r *Reconciler) reconcileDue(ctx context.Context, s *scope, key []byte, roo
 	if err != nil {
 		return ctrl.Result{}, err
 	}
-	if last := obj.GetRunnerStatus().StateSerial; state != nil && (last == nil || *last != state.Serial) {
-		// A new serial: what the kind publishes from the state is read
-		// again (before the backup records the serial as seen, so a step
-		// that failed is tried again), from the chunks themselves.
-		if state, err = r.withChunks(ctx, obj, state); err != nil {
-			return ctrl.Result{}, err
-		}
-		if err := r.publishState(ctx, obj, state); err != nil {
-			return ctrl.Result{}, err
-		}
-	}
-	if err := r.syncBackups(ctx, obj, state); err != nil {
+	if state, err = r.settleState(ctx, obj, state); err != nil {
 		return ctrl.Result{}, err
 	}
 	stateHash := state.InputsHash()

@@ -80,7 +80,7 @@ func (r *Reconciler) reconcileDelete(ctx context.Context, s *scope) (ctrl.Result
 			Note: fmt.Sprintf("Deleted with deletionPolicy Retain: nothing was destroyed; the terraform state stays in Secret %s.", StateSecretName(r.kind().Short(), obj.GetName()))}); err != nil {
 			return ctrl.Result{}, err
 		}
-		if err := r.setStateOwner(ctx, obj, false); err != nil {
+		if _, err := r.setStateOwner(ctx, obj, false); err != nil {
 			return ctrl.Result{}, err
 		}
 		return ctrl.Result{}, r.cleanup(ctx, obj, PlanKeyName(r.kind().Short(), obj.GetName()), InputsName(r.kind().Short(), obj.GetName()))

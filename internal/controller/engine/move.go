@@ -127,7 +127,8 @@ func (r *Reconciler) ownStateForMove(ctx context.Context, obj Object) error {
 	}
 	for i := range list.Items {
 		if !MovesWith(&list.Items[i], obj) {
-			return r.setStateOwner(ctx, obj, true)
+			_, err := r.setStateOwner(ctx, obj, true)
+			return err
 		}
 	}
 	return nil

@@ -73,6 +73,10 @@ type Reconciler struct {
 
 	// states holds, by object, what was read of its state (cachedState).
 	states sync.Map
+	// owned holds, by object, the state an apply's outcome read whole to
+	// mark it (ownState), chunks included, until the end of that
+	// outcome's processing (process): never longer.
+	owned sync.Map
 	// processed holds the UIDs of the Jobs this manager marked processed
 	// that the cache does not show so yet.
 	processed sync.Map

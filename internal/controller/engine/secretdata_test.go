@@ -175,7 +175,7 @@ func TestSecretsCachedWithoutData(t *testing.T) {
 		t.Fatal(err)
 	}
 	apiReads.Store(0)
-	if err := r.setStateOwner(ctx, obj, true); err != nil {
+	if _, err := r.setStateOwner(ctx, obj, true); err != nil {
 		t.Fatal(err)
 	}
 	if n := apiReads.Load(); n != 1 {

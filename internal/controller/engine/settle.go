@@ -162,6 +162,8 @@ func podsFinal(job *batchv1.Job, pods []corev1.Pod) bool {
 // failed after writing it) gets back only the outcome's conditions.
 func (r *Reconciler) process(ctx context.Context, s *scope, job *batchv1.Job, pods []corev1.Pod, deleting bool) error {
 	obj := s.obj
+	// A state a step read whole (ownState) is held no longer than this.
+	defer r.owned.Delete(client.ObjectKeyFromObject(obj))
 	o := outcomeOf(job, pods)
 	view, steps := decide(r.kind(), obj, o, nowTime())
 	if !deleting {
@@ -183,6 +185,14 @@ func (r *Reconciler) process(ctx context.Context, s *scope, job *batchv1.Job, po
 	}
 	if a := obj.GetRunnerStatus().ActiveJob; a != nil && a.Name == job.Name {
 		obj.GetRunnerStatus().ActiveJob = nil
+	}
+	if st, ok := r.owned.LoadAndDelete(client.ObjectKeyFromObject(obj)); ok {
+		// The state the apply wrote, read whole a moment ago to mark it:
+		// publishing and backing up its serial now lets this status write
+		// record it, where the next reconcile would read it again and
+		// write status once more. A failure is left to that reconcile,
+		// which tries again (reconcileDue) and reports it.
+		_, _ = r.settleState(ctx, obj, st.(*stateRead))
 	}
 	if err := r.patchStatus(ctx, s); err != nil {
 		return err

@@ -357,15 +357,23 @@ func (ownState) Apply(ctx context.Context, r *Reconciler, x *StepContext) error 
 		// reconcilePaused.
 		return nil
 	}
-	return r.setStateOwner(ctx, x.Obj, true)
+	st, err := r.setStateOwner(ctx, x.Obj, true)
+	if err != nil || st == nil {
+		return err
+	}
+	// Read whole after the Job ended: the outcome's status write records
+	// its serial (process takes it, settleOwned).
+	r.owned.Store(client.ObjectKeyFromObject(x.Obj), st)
+	return nil
 }
 
 // setStateOwner adds obj as an owner of its state Secrets (own), or takes
 // it away (before the object is released under deletionPolicy Retain, so
 // that garbage collection keeps the state). The reference is not the
 // controller's and blocks no deletion: terraform's backend writes these
-// Secrets, the manager only marks them.
-func (r *Reconciler) setStateOwner(ctx context.Context, obj Object, own bool) error {
+// Secrets, the manager only marks them. It returns the state it read
+// (chunks included; nil when none could be parsed).
+func (r *Reconciler) setStateOwner(ctx context.Context, obj Object, own bool) (*stateRead, error) {
 	suffix := StateSuffix(r.kind().Short(), obj.GetName())
 	var list corev1.SecretList
 	// After an apply, a state that fits its first Secret is that Secret,
@@ -375,13 +383,13 @@ func (r *Reconciler) setStateOwner(ctx context.Context, obj Object, own bool) er
 	if own {
 		var err error
 		if first, err = wholeStateSecret(ctx, r.Reader, obj.GetNamespace(), suffix); err != nil {
-			return err
+			return nil, err
 		}
 	}
 	if first != nil {
 		list.Items = []corev1.Secret{*first}
 	} else if err := r.Reader.List(ctx, &list, client.InNamespace(obj.GetNamespace()), client.MatchingLabels{tfstate.LabelSuffix: suffix}); err != nil {
-		return fmt.Errorf("state Secrets: %w", err)
+		return nil, fmt.Errorf("state Secrets: %w", err)
 	}
 	// The state the apply just wrote, its Secrets as cachedState lists
 	// them: the reconcile that publishes its serial finds it read.
@@ -392,7 +400,11 @@ func (r *Reconciler) setStateOwner(ctx context.Context, obj Object, own bool) er
 			state = append(state, s)
 		}
 	}
-	if st, err := parseState(suffix, state); err == nil && st != nil {
+	st, err := parseState(suffix, state)
+	if err != nil {
+		st = nil
+	}
+	if st != nil {
 		r.remember(obj, st)
 	}
 	for i := range list.Items {
@@ -415,8 +427,8 @@ func (r *Reconciler) setStateOwner(ctx context.Context, obj Object, own bool) er
 			s.OwnerReferences = slices.Delete(s.OwnerReferences, at, at+1)
 		}
 		if err := r.Client.Patch(ctx, s, patch); err != nil && !apierrors.IsNotFound(err) {
-			return fmt.Errorf("owner of state Secret %s: %w", s.Name, err)
+			return nil, fmt.Errorf("owner of state Secret %s: %w", s.Name, err)
 		}
 	}
-	return nil
+	return st, nil
 }

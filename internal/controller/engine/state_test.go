@@ -140,7 +140,7 @@ func TestStateOwnerByName(t *testing.T) {
 		}
 	}
 
-	if err := r.setStateOwner(ctx, tc, true); err != nil {
+	if _, err := r.setStateOwner(ctx, tc, true); err != nil {
 		t.Fatal(err)
 	}
 	if got, want := reads(), []string{"get *v1.Secret"}; !slices.Equal(got, want) {
@@ -166,7 +166,7 @@ func TestStateOwnerByName(t *testing.T) {
 	if err := env.Client.Create(ctx, part); err != nil {
 		t.Fatal(err)
 	}
-	if err := r.setStateOwner(ctx, tc, true); err != nil {
+	if _, err := r.setStateOwner(ctx, tc, true); err != nil {
 		t.Fatal(err)
 	}
 	if got, want := reads(), []string{"get *v1.Secret", "list *v1.SecretList"}; !slices.Equal(got, want) {

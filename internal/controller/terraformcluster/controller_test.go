@@ -3,6 +3,7 @@ package terraformcluster
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -559,22 +560,28 @@ func TestManualApproval(t *testing.T) {
 // recordedWithItsCondition checks that the status write that records the
 // success of the apply Job job of a provisioned object also says what
 // the end of the reconcile would: ApplyJobSucceeded and Ready True, for
-// the object's generation. No version records the Job as succeeded while
-// the condition still says an apply runs, and the end of the reconcile
-// has nothing left to write (one status write the fewer per apply).
+// the object's generation; and the new serial the apply wrote (the last
+// version's) as read and backed up. No version records the Job as
+// succeeded while the condition still says an apply runs or the serial is
+// the one before, and no reconcile after it has anything left to write
+// (two status writes the fewer per changing apply).
 func recordedWithItsCondition(t *testing.T, versions []*infrav1.TerraformCluster, job string) {
 	t.Helper()
 	seen := 0
+	serial := versions[len(versions)-1].Status.StateSerial
 	for _, tc := range versions {
 		run := tc.Status.LastRun
 		if run == nil || run.Job != job || !run.Succeeded {
 			continue
 		}
 		seen++
-		for _, typ := range []string{infrav1.ConditionApplyJobSucceeded, infrav1.ConditionReady} {
+		for _, typ := range []string{infrav1.ConditionApplyJobSucceeded, infrav1.ConditionReady, infrav1.ConditionStateBackedUp} {
 			if c := condition(tc, typ); c == nil || c.Status != metav1.ConditionTrue || c.ObservedGeneration != tc.Generation {
 				t.Errorf("%s at resourceVersion %s (generation %d) records Job %s as succeeded, but %s is %+v", tc.Name, tc.ResourceVersion, tc.Generation, job, typ, c)
 			}
+		}
+		if s := tc.Status.StateSerial; s == nil || serial == nil || *s != *serial {
+			t.Errorf("%s at resourceVersion %s records Job %s as succeeded, but state serial %v as read and backed up; want %v, the serial it wrote", tc.Name, tc.ResourceVersion, job, ptrString(s), ptrString(serial))
 		}
 	}
 	if seen == 0 {
@@ -1090,4 +1097,12 @@ func annotate(tc *infrav1.TerraformCluster, key, value string) {
 		tc.Annotations = map[string]string{}
 	}
 	tc.Annotations[key] = value
+}
+
+// ptrString is *p as text, "nil" for nil.
+func ptrString[T any](p *T) string {
+	if p == nil {
+		return "nil"
+	}
+	return fmt.Sprint(*p)
 }
