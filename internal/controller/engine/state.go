@@ -11,6 +11,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/util/resourceversion"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	infrav1 "github.com/captf/captf/api/v1alpha1"
@@ -160,6 +161,8 @@ type stateRead struct {
 	// version names the content of the Secrets read: their names and the
 	// digests of their data.
 	version string
+	// newest is the newest resourceVersion among the Secrets read.
+	newest string
 }
 
 // stateVersion is the version of the state in list: each Secret's name and
@@ -197,7 +200,7 @@ func (r *Reconciler) cachedState(ctx context.Context, f *secretFiller, obj Objec
 	}
 	version := stateVersion(list.Items, func(s *corev1.Secret) string { return s.Annotations[annotationDataDigest] })
 	if v, ok := r.states.Load(key); ok {
-		if known := v.(stateRead); known.version == version {
+		if known := v.(stateRead); known.version == version || behind(list.Items, known.newest) {
 			return &known, nil
 		}
 	}
@@ -207,6 +210,23 @@ func (r *Reconciler) cachedState(ctx context.Context, f *secretFiller, obj Objec
 	}
 	r.remember(obj, st)
 	return st, nil
+}
+
+// behind reports whether the cache's copies of a state's Secrets are all
+// older than newest, the newest resourceVersion of a read of that state
+// from the API server: the cache has not caught up with that read (it has
+// not seen the apply's write a moment ago that the outcome read), so the
+// read holds the state. A write after the read would be newer than it.
+// resourceVersions of one resource compare as integers (the API server's
+// comparable resource versions); one that does not parse is not behind.
+func behind(cached []corev1.Secret, newest string) bool {
+	for i := range cached {
+		c, err := resourceversion.CompareResourceVersion(cached[i].ResourceVersion, newest)
+		if err != nil || c > 0 {
+			return false
+		}
+	}
+	return len(cached) > 0
 }
 
 // remember keeps what was read of obj's state from the API server (its
@@ -332,6 +352,11 @@ func parseState(suffix string, list []corev1.Secret) (*stateRead, error) {
 		return nil, fmt.Errorf("state: %w", err)
 	}
 	st := &stateRead{chunks: chunks, version: stateVersion(list, func(s *corev1.Secret) string { return dataDigest(s.Data) })}
+	for i := range list {
+		if c, err := resourceversion.CompareResourceVersion(list[i].ResourceVersion, st.newest); st.newest == "" || (err == nil && c > 0) {
+			st.newest = list[i].ResourceVersion
+		}
+	}
 	state, err := tfstate.Open(chunks)
 	if err == nil {
 		st.Meta, err = tfstate.ReadMeta(state)

@@ -174,3 +174,96 @@ func TestStateOwnerByName(t *testing.T) {
 	}
 	owned("parts", first.Name, part.Name)
 }
+
+// frozenSecrets is the manager's cache as it was when snapshot was taken:
+// it lists the state Secrets it held then, stripped as the cache strips
+// them.
+type frozenSecrets struct {
+	client.Client
+	snapshot []corev1.Secret
+}
+
+func (c *frozenSecrets) List(ctx context.Context, list client.ObjectList, opts ...client.ListOption) error {
+	l, ok := list.(*corev1.SecretList)
+	if !ok {
+		return c.Client.List(ctx, list, opts...)
+	}
+	for i := range c.snapshot {
+		s, err := stripSecretData(c.snapshot[i].DeepCopy())
+		if err != nil {
+			return err
+		}
+		l.Items = append(l.Items, *s.(*corev1.Secret))
+	}
+	return nil
+}
+
+// TestCachedStateBehind: after an apply, the outcome reads the state the
+// apply wrote from the API server (ownState). While the cache still shows
+// the state from before, older than that read, the state is what the read
+// found, with no read again; once the cache shows a write newer than the
+// read, the state is read from the API server.
+func TestCachedStateBehind(t *testing.T) {
+	env := testenv.Start(t, "../../..")
+	ctx := context.Background()
+	direct, err := client.NewWithWatch(env.Config, client.Options{Scheme: env.Client.Scheme()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	reader, reads := recordReads(direct)
+	cached := &frozenSecrets{Client: env.Client}
+	r := &Reconciler{Kind: theTestKind, Client: newSecretFiller(cached, reader), Reader: reader}
+	tc := &infrav1.TerraformCluster{
+		ObjectMeta: metav1.ObjectMeta{Name: "behind", Namespace: "default"},
+		Spec:       infrav1.TerraformClusterSpec{RunnerSpec: infrav1.RunnerSpec{Image: moduleImage}},
+	}
+	if err := env.Client.Create(ctx, tc); err != nil {
+		t.Fatal(err)
+	}
+	suffix := StateSuffix("tfc", tc.Name)
+	first := &corev1.Secret{
+		ObjectMeta: metav1.ObjectMeta{Name: tfstate.SecretName(suffix), Namespace: "default", Labels: tfstate.Selector(suffix)},
+		Data:       map[string][]byte{tfstate.DataKey: bigState(t, 1, 1024)},
+	}
+	if err := env.Client.Create(ctx, first); err != nil {
+		t.Fatal(err)
+	}
+	// write gives the state a new serial, as an apply does.
+	write := func(serial int64) {
+		t.Helper()
+		if err := env.Client.Get(ctx, client.ObjectKeyFromObject(first), first); err != nil {
+			t.Fatal(err)
+		}
+		first.Data[tfstate.DataKey] = bigState(t, serial, 1024)
+		if err := env.Client.Update(ctx, first); err != nil {
+			t.Fatal(err)
+		}
+	}
+	read := func(what string, serial int64, want []string) {
+		t.Helper()
+		reads()
+		st, err := r.readState(ctx, r.Client, tc)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if st == nil || st.Serial != serial {
+			t.Errorf("%s: state %+v, want serial %d", what, st, serial)
+		}
+		if got := reads(); !slices.Equal(got, want) {
+			t.Errorf("%s: reads of the API server %v, want %v", what, got, want)
+		}
+	}
+
+	cached.snapshot = []corev1.Secret{*first.DeepCopy()}
+	read("the cache shows serial 1, nothing remembered", 1, []string{"get *v1.Secret"})
+	// The apply writes serial 2; its outcome reads it.
+	write(2)
+	if _, err := r.setStateOwner(ctx, tc, true); err != nil {
+		t.Fatal(err)
+	}
+	read("the cache still shows serial 1, the outcome read serial 2", 2, nil)
+	// Someone writes serial 3, and the cache shows it.
+	write(3)
+	cached.snapshot = []corev1.Secret{*first.DeepCopy()}
+	read("the cache shows serial 3, newer than the outcome's read", 3, []string{"get *v1.Secret"})
+}
