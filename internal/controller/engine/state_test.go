@@ -111,21 +111,8 @@ func TestStateOwnerByName(t *testing.T) {
 	}
 	reader, reads := recordReads(direct)
 	r := &Reconciler{Kind: theTestKind, Client: env.Client, Reader: reader}
-	tc := &infrav1.TerraformCluster{
-		ObjectMeta: metav1.ObjectMeta{Name: "owned", Namespace: "default"},
-		Spec:       infrav1.TerraformClusterSpec{RunnerSpec: infrav1.RunnerSpec{Image: moduleImage}},
-	}
-	if err := env.Client.Create(ctx, tc); err != nil {
-		t.Fatal(err)
-	}
+	tc, first := withState(t, env.Client, "owned", 3, 4096)
 	suffix := StateSuffix("tfc", tc.Name)
-	first := &corev1.Secret{
-		ObjectMeta: metav1.ObjectMeta{Name: tfstate.SecretName(suffix), Namespace: "default", Labels: tfstate.Selector(suffix)},
-		Data:       map[string][]byte{tfstate.DataKey: bigState(t, 3, 4096)},
-	}
-	if err := env.Client.Create(ctx, first); err != nil {
-		t.Fatal(err)
-	}
 	owned := func(what string, names ...string) {
 		t.Helper()
 		for _, name := range names {
@@ -213,21 +200,7 @@ func TestCachedStateBehind(t *testing.T) {
 	reader, reads := recordReads(direct)
 	cached := &frozenSecrets{Client: env.Client}
 	r := &Reconciler{Kind: theTestKind, Client: newSecretFiller(cached, reader), Reader: reader}
-	tc := &infrav1.TerraformCluster{
-		ObjectMeta: metav1.ObjectMeta{Name: "behind", Namespace: "default"},
-		Spec:       infrav1.TerraformClusterSpec{RunnerSpec: infrav1.RunnerSpec{Image: moduleImage}},
-	}
-	if err := env.Client.Create(ctx, tc); err != nil {
-		t.Fatal(err)
-	}
-	suffix := StateSuffix("tfc", tc.Name)
-	first := &corev1.Secret{
-		ObjectMeta: metav1.ObjectMeta{Name: tfstate.SecretName(suffix), Namespace: "default", Labels: tfstate.Selector(suffix)},
-		Data:       map[string][]byte{tfstate.DataKey: bigState(t, 1, 1024)},
-	}
-	if err := env.Client.Create(ctx, first); err != nil {
-		t.Fatal(err)
-	}
+	tc, first := withState(t, env.Client, "behind", 1, 1024)
 	// write gives the state a new serial, as an apply does.
 	write := func(serial int64) {
 		t.Helper()
@@ -266,4 +239,27 @@ func TestCachedStateBehind(t *testing.T) {
 	write(3)
 	cached.snapshot = []corev1.Secret{*first.DeepCopy()}
 	read("the cache shows serial 3, newer than the outcome's read", 3, []string{"get *v1.Secret"})
+}
+
+// withState creates the TerraformCluster name and the first Secret of its
+// state, of serial and about size bytes (bigState), whole in that Secret.
+func withState(t *testing.T, c client.Client, name string, serial int64, size int) (*infrav1.TerraformCluster, *corev1.Secret) {
+	t.Helper()
+	ctx := context.Background()
+	tc := &infrav1.TerraformCluster{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "default"},
+		Spec:       infrav1.TerraformClusterSpec{RunnerSpec: infrav1.RunnerSpec{Image: moduleImage}},
+	}
+	if err := c.Create(ctx, tc); err != nil {
+		t.Fatal(err)
+	}
+	suffix := StateSuffix("tfc", tc.Name)
+	first := &corev1.Secret{
+		ObjectMeta: metav1.ObjectMeta{Name: tfstate.SecretName(suffix), Namespace: "default", Labels: tfstate.Selector(suffix)},
+		Data:       map[string][]byte{tfstate.DataKey: bigState(t, serial, size)},
+	}
+	if err := c.Create(ctx, first); err != nil {
+		t.Fatal(err)
+	}
+	return tc, first
 }
