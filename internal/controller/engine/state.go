@@ -212,11 +212,12 @@ func (r *Reconciler) cachedState(ctx context.Context, f *secretFiller, obj Objec
 	return st, nil
 }
 
-// behind reports whether the cache's copies of a state's Secrets are all
-// older than newest, the newest resourceVersion of a read of that state
-// from the API server: the cache has not caught up with that read (it has
-// not seen the apply's write a moment ago that the outcome read), so the
-// read holds the state. A write after the read would be newer than it.
+// behind reports whether none of the cache's copies of a state's Secrets
+// is newer than newest, the newest resourceVersion of a read of that
+// state from the API server: a cache that shows other content then has
+// not caught up with that read (it has not seen the apply's write that
+// the outcome read a moment ago), so the read holds the state. A write
+// after the read would be newer than it.
 // resourceVersions of one resource compare as integers (the API server's
 // comparable resource versions); one that does not parse is not behind.
 func behind(cached []corev1.Secret, newest string) bool {
@@ -231,7 +232,8 @@ func behind(cached []corev1.Secret, newest string) bool {
 
 // remember keeps what was read of obj's state from the API server (its
 // serial, lineage and inputs hash, never the chunks) for cachedState,
-// which takes it while the cache shows the same content.
+// which takes it while the cache shows the same content or an older one
+// (behind).
 func (r *Reconciler) remember(obj Object, st *stateRead) {
 	kept := *st
 	kept.chunks = nil
