@@ -17,6 +17,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
@@ -29,6 +30,7 @@ import (
 	"github.com/captf/captf/internal/runner"
 	"github.com/captf/captf/internal/testenv"
 	"github.com/captf/captf/internal/testnode"
+	"github.com/captf/captf/internal/tfstate"
 )
 
 // TestRunningJobReadFromCache calls Reconcile directly against the real API
@@ -521,6 +523,64 @@ func TestFirstApplyReadsStateOnce(t *testing.T) {
 	defer mu.Unlock()
 	if n := len(slices.DeleteFunc(slices.Clone(gets), func(g string) bool { return g != state })); n != 1 {
 		t.Errorf("the first apply's reconcile read the state Secret by name %d times (reads %v), want once", n, gets)
+	}
+}
+
+// TestStartTakesStateReadAfterApply: an object whose state records other
+// inputs than it renders now (an apply is due), and whose state the
+// manager read from the API server after the last apply ended (ownState),
+// starts its apply without reading the state again. (A cache that shows a
+// newer write than that read has the state read again: TestCachedStateBehind.)
+func TestStartTakesStateReadAfterApply(t *testing.T) {
+	ctx := context.Background()
+	cch, c, direct := cachedEnv(t)
+	var mu sync.Mutex
+	var gets []string
+	reader := interceptor.NewClient(direct, interceptor.Funcs{
+		Get: func(ctx context.Context, c client.WithWatch, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
+			mu.Lock()
+			gets = append(gets, fmt.Sprintf("%T %s", obj, key.Name))
+			mu.Unlock()
+			return c.Get(ctx, key, obj, opts...)
+		},
+	})
+	stateGets := func() int {
+		mu.Lock()
+		defer mu.Unlock()
+		n := len(slices.DeleteFunc(gets, func(g string) bool { return !strings.HasPrefix(g, "*v1.Secret "+tfstate.SecretName("")) }))
+		gets = nil
+		return n
+	}
+	r := &Reconciler{Kind: theTestKind, Client: newSecretFiller(c, reader), Reader: reader, RunnerImage: runnerImage}
+	tc, first := withState(t, direct, "applied", 4, 1024)
+	// The outcome of the apply that wrote it reads it, and records its
+	// serial.
+	if _, err := r.setStateOwner(ctx, tc, true); err != nil {
+		t.Fatal(err)
+	}
+	tc.Status.StateSerial = ptr.To[int64](4)
+	if err := direct.Status().Update(ctx, tc); err != nil {
+		t.Fatal(err)
+	}
+	if err := wait.PollUntilContextTimeout(ctx, 20*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
+		var s corev1.Secret
+		// With the owner reference ownState added.
+		return cch.Get(ctx, client.ObjectKeyFromObject(first), &s) == nil && len(s.OwnerReferences) == 1, nil
+	}); err != nil {
+		t.Fatal("the cache does not show the state Secret")
+	}
+	stateGets()
+	if _, err := r.Reconcile(ctx, ctrl.Request{NamespacedName: client.ObjectKeyFromObject(tc)}); err != nil {
+		t.Fatal(err)
+	}
+	if err := direct.Get(ctx, client.ObjectKeyFromObject(tc), tc); err != nil {
+		t.Fatal(err)
+	}
+	if a := tc.Status.ActiveJob; a == nil || a.Operation != infrav1.OperationApply {
+		t.Fatalf("the reconcile started %+v, want an apply", a)
+	}
+	if n := stateGets(); n != 0 {
+		t.Errorf("the apply's start read the state Secret %d times, want none (read after the last apply)", n)
 	}
 }
 

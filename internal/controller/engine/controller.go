@@ -296,9 +296,16 @@ func (r *Reconciler) reconcileDue(ctx context.Context, s *scope, key []byte, roo
 		}
 	}
 	var fresh *freshState
-	if !owed(obj) {
+	if !owed(obj) && (!state.readFromAPI() || stateHash == "") {
 		// The cache may lag behind an apply that just finished: ask the
-		// API server before starting anything.
+		// API server before starting anything. A state the manager read
+		// from the API server itself, and the cache shows nothing newer
+		// than (cachedState), needs no second read: the outcome of a
+		// successful apply or restore reads the state it wrote (ownState),
+		// and a failed or interrupted one makes an apply owed, which
+		// skips this read anyway. No state, or one that records no inputs
+		// hash, is read again: the history check (readHistory) takes from
+		// that read whether it exists.
 		if state, err = r.readState(ctx, r.Reader, obj); err != nil {
 			return ctrl.Result{}, err
 		}

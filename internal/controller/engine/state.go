@@ -163,6 +163,9 @@ type stateRead struct {
 	version string
 	// newest is the newest resourceVersion among the Secrets read.
 	newest string
+	// fromAPI: read from the API server by this manager and no older than
+	// the cache's copy (cachedState).
+	fromAPI bool
 }
 
 // stateVersion is the version of the state in list: each Secret's name and
@@ -201,6 +204,7 @@ func (r *Reconciler) cachedState(ctx context.Context, f *secretFiller, obj Objec
 	version := stateVersion(list.Items, func(s *corev1.Secret) string { return s.Annotations[annotationDataDigest] })
 	if v, ok := r.states.Load(key); ok {
 		if known := v.(stateRead); known.version == version || behind(list.Items, known.newest) {
+			known.fromAPI = true
 			return &known, nil
 		}
 	}
@@ -209,8 +213,13 @@ func (r *Reconciler) cachedState(ctx context.Context, f *secretFiller, obj Objec
 		return st, err
 	}
 	r.remember(obj, st)
+	st.fromAPI = true
 	return st, nil
 }
+
+// readFromAPI reports whether s is a state cachedState took from a read of
+// the API server, nil or not.
+func (s *stateRead) readFromAPI() bool { return s != nil && s.fromAPI }
 
 // behind reports whether none of the cache's copies of a state's Secrets
 // is newer than newest, the newest resourceVersion of a read of that
@@ -246,7 +255,11 @@ func (r *Reconciler) withChunks(ctx context.Context, obj Object, st *stateRead) 
 	if st == nil || st.chunks != nil {
 		return st, nil
 	}
-	return r.readState(ctx, r.Reader, obj)
+	fresh, err := r.readState(ctx, r.Reader, obj)
+	if fresh != nil {
+		fresh.fromAPI = true
+	}
+	return fresh, err
 }
 
 // output reads the root output name of the state.
