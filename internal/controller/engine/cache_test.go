@@ -255,34 +255,54 @@ func readsRecorded(t *testing.T) (*Reconciler, client.Client, client.WithWatch, 
 	return &Reconciler{Kind: theTestKind, Client: newSecretFiller(c, reader), Reader: reader, RunnerImage: runnerImage}, c, direct, taken
 }
 
+// calls is a record of calls, safe for concurrent use.
+type calls struct {
+	mu   sync.Mutex
+	list []string
+}
+
+func (c *calls) add(format string, args ...any) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.list = append(c.list, fmt.Sprintf(format, args...))
+}
+
+// taken returns the calls recorded since it was last called.
+func (c *calls) taken() []string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	l := c.list
+	c.list = nil
+	return l
+}
+
+// recordGets is direct, recording each GET as the object's type and
+// name; taken returns those recorded since it was last called.
+func recordGets(direct client.WithWatch) (reader client.Reader, taken func() []string) {
+	var gets calls
+	return interceptor.NewClient(direct, interceptor.Funcs{
+		Get: func(ctx context.Context, c client.WithWatch, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
+			gets.add("%T %s", obj, key.Name)
+			return c.Get(ctx, key, obj, opts...)
+		},
+	}), gets.taken
+}
+
 // recordReads is a reader of the API server through direct that records
 // each read ("get *v1.Job", "list *v1.PodList"), and what takes the
 // record so far.
 func recordReads(direct client.WithWatch) (client.Reader, func() []string) {
-	var mu sync.Mutex
-	var reads []string
-	record := func(verb string, obj any) {
-		mu.Lock()
-		defer mu.Unlock()
-		reads = append(reads, fmt.Sprintf("%s %T", verb, obj))
-	}
-	taken := func() []string {
-		mu.Lock()
-		defer mu.Unlock()
-		r := reads
-		reads = nil
-		return r
-	}
+	var reads calls
 	return interceptor.NewClient(direct, interceptor.Funcs{
 		Get: func(ctx context.Context, c client.WithWatch, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
-			record("get", obj)
+			reads.add("get %T", obj)
 			return c.Get(ctx, key, obj, opts...)
 		},
 		List: func(ctx context.Context, c client.WithWatch, list client.ObjectList, opts ...client.ListOption) error {
-			record("list", list)
+			reads.add("list %T", list)
 			return c.List(ctx, list, opts...)
 		},
-	}), taken
+	}), reads.taken
 }
 
 // TestFinishedJobReadFromCache: a finished Job whose pods the cache shows
@@ -491,16 +511,7 @@ func TestPausedReadFromCache(t *testing.T) {
 func TestFirstApplyReadsStateOnce(t *testing.T) {
 	ctx := context.Background()
 	_, c, direct := cachedEnv(t)
-	var mu sync.Mutex
-	var gets []string
-	reader := interceptor.NewClient(direct, interceptor.Funcs{
-		Get: func(ctx context.Context, c client.WithWatch, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
-			mu.Lock()
-			gets = append(gets, fmt.Sprintf("%T %s", obj, key.Name))
-			mu.Unlock()
-			return c.Get(ctx, key, obj, opts...)
-		},
-	})
+	reader, gets := recordGets(direct)
 	r := &Reconciler{Kind: theTestKind, Client: newSecretFiller(c, reader), Reader: reader, RunnerImage: runnerImage}
 	tc := &infrav1.TerraformCluster{
 		ObjectMeta: metav1.ObjectMeta{Name: "first", Namespace: "default"},
@@ -519,10 +530,9 @@ func TestFirstApplyReadsStateOnce(t *testing.T) {
 		t.Fatal("the first reconcile started no apply")
 	}
 	state := "*v1.Secret " + StateSecretName(r.kind().Short(), tc.Name)
-	mu.Lock()
-	defer mu.Unlock()
-	if n := len(slices.DeleteFunc(slices.Clone(gets), func(g string) bool { return g != state })); n != 1 {
-		t.Errorf("the first apply's reconcile read the state Secret by name %d times (reads %v), want once", n, gets)
+	all := gets()
+	if n := len(slices.DeleteFunc(slices.Clone(all), func(g string) bool { return g != state })); n != 1 {
+		t.Errorf("the first apply's reconcile read the state Secret by name %d times (reads %v), want once", n, all)
 	}
 }
 
@@ -534,22 +544,9 @@ func TestFirstApplyReadsStateOnce(t *testing.T) {
 func TestStartTakesStateReadAfterApply(t *testing.T) {
 	ctx := context.Background()
 	cch, c, direct := cachedEnv(t)
-	var mu sync.Mutex
-	var gets []string
-	reader := interceptor.NewClient(direct, interceptor.Funcs{
-		Get: func(ctx context.Context, c client.WithWatch, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
-			mu.Lock()
-			gets = append(gets, fmt.Sprintf("%T %s", obj, key.Name))
-			mu.Unlock()
-			return c.Get(ctx, key, obj, opts...)
-		},
-	})
+	reader, gets := recordGets(direct)
 	stateGets := func() int {
-		mu.Lock()
-		defer mu.Unlock()
-		n := len(slices.DeleteFunc(gets, func(g string) bool { return !strings.HasPrefix(g, "*v1.Secret "+tfstate.SecretName("")) }))
-		gets = nil
-		return n
+		return len(slices.DeleteFunc(gets(), func(g string) bool { return !strings.HasPrefix(g, "*v1.Secret "+tfstate.SecretName("")) }))
 	}
 	r := &Reconciler{Kind: theTestKind, Client: newSecretFiller(c, reader), Reader: reader, RunnerImage: runnerImage}
 	tc, first := withState(t, direct, "applied", 4, 1024)
