@@ -402,7 +402,7 @@ func (ownState) Apply(ctx context.Context, r *Reconciler, x *StepContext) error 
 		return err
 	}
 	// Read whole after the Job ended: the outcome's status write records
-	// its serial (process takes it, settleOwned).
+	// its serial (process takes it).
 	r.owned.Store(client.ObjectKeyFromObject(x.Obj), st)
 	return nil
 }
