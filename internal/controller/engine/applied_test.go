@@ -29,10 +29,7 @@ import (
 func TestAppliedKeptAtStart(t *testing.T) {
 	env := testenv.Start(t, "../../..")
 	ctx := context.Background()
-	direct, err := client.NewWithWatch(env.Config, client.Options{Scheme: env.Client.Scheme()})
-	if err != nil {
-		t.Fatal(err)
-	}
+	direct := directClient(t, env)
 	var patches atomic.Int32
 	c := interceptor.NewClient(direct, interceptor.Funcs{
 		Patch: func(ctx context.Context, c client.WithWatch, obj client.Object, patch client.Patch, opts ...client.PatchOption) error {

@@ -409,11 +409,18 @@ func cachedEnv(t *testing.T) (cache.Cache, client.Client, client.WithWatch) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	return cch, c, directClient(t, env)
+}
+
+// directClient is a client of env's API server that reads the API server
+// itself, not a cache.
+func directClient(t testing.TB, env *testenv.Env) client.WithWatch {
+	t.Helper()
 	direct, err := client.NewWithWatch(env.Config, client.Options{Scheme: env.Client.Scheme()})
 	if err != nil {
 		t.Fatal(err)
 	}
-	return cch, c, direct
+	return direct
 }
 
 // startCache starts the manager's cache (CacheOptions, NewCache) on env

@@ -164,7 +164,8 @@ type stateRead struct {
 	// newest is the newest resourceVersion among the Secrets read.
 	newest string
 	// fromAPI: read from the API server by this manager and no older than
-	// the cache's copy (cachedState).
+	// the cache's copy (cachedState), or read from it for its chunks a
+	// moment ago (withChunks).
 	fromAPI bool
 }
 
@@ -218,7 +219,7 @@ func (r *Reconciler) cachedState(ctx context.Context, f *secretFiller, obj Objec
 }
 
 // readFromAPI reports whether s is a state cachedState took from a read of
-// the API server, nil or not.
+// the API server, or withChunks read from it; false for nil.
 func (s *stateRead) readFromAPI() bool { return s != nil && s.fromAPI }
 
 // behind reports whether none of the cache's copies of a state's Secrets

@@ -105,10 +105,7 @@ func BenchmarkStateRead(b *testing.B) {
 func TestStateOwnerByName(t *testing.T) {
 	env := testenv.Start(t, "../../..")
 	ctx := context.Background()
-	direct, err := client.NewWithWatch(env.Config, client.Options{Scheme: env.Client.Scheme()})
-	if err != nil {
-		t.Fatal(err)
-	}
+	direct := directClient(t, env)
 	reader, reads := recordReads(direct)
 	r := &Reconciler{Kind: theTestKind, Client: env.Client, Reader: reader}
 	tc, first := withState(t, env.Client, "owned", 3, 4096)
@@ -193,10 +190,7 @@ func (c *frozenSecrets) List(ctx context.Context, list client.ObjectList, opts .
 func TestCachedStateBehind(t *testing.T) {
 	env := testenv.Start(t, "../../..")
 	ctx := context.Background()
-	direct, err := client.NewWithWatch(env.Config, client.Options{Scheme: env.Client.Scheme()})
-	if err != nil {
-		t.Fatal(err)
-	}
+	direct := directClient(t, env)
 	reader, reads := recordReads(direct)
 	cached := &frozenSecrets{Client: env.Client}
 	r := &Reconciler{Kind: theTestKind, Client: newSecretFiller(cached, reader), Reader: reader}
