@@ -122,11 +122,12 @@ func labelSerial(s *corev1.Secret) int64 {
 	return n
 }
 
-// backups lists obj's state backups from the API server, newest serial
-// first. A part whose first Secret is gone belongs to no backup.
-func (r *Reconciler) backups(ctx context.Context, obj Object) ([]backup, []*corev1.Secret, error) {
+// backups lists obj's state backups through reader, newest serial first.
+// A part whose first Secret is gone belongs to no backup. Only their
+// metadata is read: the cache (metadataReader) holds it alone.
+func (r *Reconciler) backups(ctx context.Context, reader client.Reader, obj Object) ([]backup, []*corev1.Secret, error) {
 	var list corev1.SecretList
-	if err := r.Reader.List(ctx, &list, client.InNamespace(obj.GetNamespace()), client.MatchingLabels(OwnerLabels(r.kind(), obj)), client.HasLabels{infrav1.LabelStateBackup}); err != nil {
+	if err := reader.List(ctx, &list, client.InNamespace(obj.GetNamespace()), client.MatchingLabels(OwnerLabels(r.kind(), obj)), client.HasLabels{infrav1.LabelStateBackup}); err != nil {
 		return nil, nil, fmt.Errorf("state backups: %w", err)
 	}
 	bySerial := map[int64]*backup{}
@@ -245,7 +246,11 @@ func (r *Reconciler) syncBackups(ctx context.Context, obj Object, st *stateRead)
 			return err
 		}
 	}
-	list, stray, err := r.backups(ctx, obj)
+	// The cache's list: one that lags behind a backup written a moment
+	// ago finds it when the create says it exists (writeBackup), keeps a
+	// backup past the limit until the next serial prunes it, or deletes
+	// one already gone.
+	list, stray, err := r.backups(ctx, r.metadataReader(), obj)
 	if err != nil {
 		return err
 	}

@@ -56,7 +56,7 @@ func restoreRequest(obj Object) (serial int64, ok bool) {
 // startRestore starts the restore Job of serial and reports true, or says
 // in StateRestored and an event that no backup of it exists.
 func (r *Reconciler) startRestore(ctx context.Context, obj Object, serial int64) (bool, error) {
-	list, _, err := r.backups(ctx, obj)
+	list, _, err := r.backups(ctx, r.Reader, obj)
 	if err != nil {
 		return false, err
 	}

@@ -24,10 +24,11 @@ import (
 
 // The manager's cache holds the data of its own Secrets only (labelled
 // captf.io/managed=true: durable inputs, plan keys, a run's inputs and
-// credentials, each small). Of every other Secret — terraform's states,
-// variable sources, identities' Secrets, bootstrap data — it holds the
-// metadata and, in place of the data, a keyed digest of it: a watch still
-// tells when the data changed, and no state of any size sits in memory.
+// credentials, each small), but its state backups. Of every other Secret —
+// terraform's states and their backups, variable sources, identities'
+// Secrets, bootstrap data — it holds the metadata and, in place of the
+// data, a keyed digest of it: a watch still tells when the data changed,
+// and no state of any size sits in memory.
 //
 // The Reconciler's client (secretFiller) gives a Secret read through it
 // its data back, read from the API server once per change and kept only
@@ -66,16 +67,17 @@ func dataDigest(data map[string][]byte) string {
 	return hex.EncodeToString(mac.Sum(nil))
 }
 
-// stripSecretData is the cache's transform (a TransformFunc) of a Secret: the data of any
-// Secret but the manager's own is left out, its digest kept. Managed
-// fields are left out of every Secret: the manager never reads them.
+// stripSecretData is the cache's transform (a TransformFunc) of a Secret:
+// the data of any Secret but the manager's own, and of its state backups,
+// is left out, its digest kept. Managed fields are left out of every
+// Secret: the manager never reads them.
 func stripSecretData(in any) (any, error) {
 	s, ok := in.(*corev1.Secret)
 	if !ok {
 		return in, nil
 	}
 	s.ManagedFields = nil
-	if s.Labels[infrav1.LabelManaged] == "true" {
+	if _, backup := s.Labels[infrav1.LabelStateBackup]; s.Labels[infrav1.LabelManaged] == "true" && !backup {
 		return s, nil
 	}
 	if _, done := s.Annotations[annotationDataDigest]; done && s.Data == nil {

@@ -82,7 +82,7 @@ func (r *Reconciler) readHistory(ctx context.Context, obj Object, fresh *freshSt
 			return h, fmt.Errorf("state: %w", err)
 		}
 	}
-	list, _, err := r.backups(ctx, obj)
+	list, _, err := r.backups(ctx, r.Reader, obj)
 	if err != nil {
 		return h, err
 	}

@@ -9,7 +9,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
-	"k8s.io/apimachinery/pkg/selection"
 	"k8s.io/apimachinery/pkg/util/sets"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
@@ -229,20 +228,15 @@ func ClientOptions() client.Options {
 // made (labelled captf.io/managed=true): a cluster's other workloads are
 // neither watched nor held in memory. Of those it holds no managed fields,
 // and of a pod only what the manager reads of a cached one (stripPod).
-// State backups are kept out of it too: they would hold every state
-// several times over (backup.go). Of every other Secret but the manager's
-// own it holds no data (secretdata.go).
+// Of every Secret but the manager's own it holds no data, and of its
+// state backups neither, which would hold every state several times over
+// (secretdata.go): their metadata is what backing up a new serial lists.
 func CacheOptions() cache.Options {
 	managed := labels.SelectorFromSet(labels.Set{infrav1.LabelManaged: "true"})
-	noBackup, err := labels.NewRequirement(infrav1.LabelStateBackup, selection.DoesNotExist, nil)
-	if err != nil {
-		// A constant key always makes a requirement.
-		panic(err)
-	}
 	return cache.Options{ByObject: map[client.Object]cache.ByObject{
 		&batchv1.Job{}:   {Label: managed, Transform: cache.TransformStripManagedFields()},
 		&corev1.Pod{}:    {Label: managed, Transform: stripPod},
-		&corev1.Secret{}: {Label: labels.NewSelector().Add(*noBackup), Transform: stripSecretData},
+		&corev1.Secret{}: {Transform: stripSecretData},
 	}}
 }
 
