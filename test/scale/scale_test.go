@@ -165,6 +165,16 @@ func TestScale(t *testing.T) {
 	waitAll(t, c, s, mgr, "Ready after the first apply", ready)
 	firstApply := time.Since(began)
 	m1, r1 := scrape(t, mgr.metricsURL), mgr.mark()
+	// The high-water mark after each phase says which phase set it.
+	var peaks []int64
+	peak := func() {
+		hwm, _, err := procMemory(mgr.Cmd.Process.Pid)
+		if err != nil {
+			t.Fatal(err)
+		}
+		peaks = append(peaks, hwm)
+	}
+	peak()
 
 	// 2. New inputs on every object: each plans and waits.
 	began = time.Now()
@@ -180,6 +190,7 @@ func TestScale(t *testing.T) {
 	quiet := waitQueueEmpty(t, s, mgr, "terraformcluster")
 	planned := time.Since(began)
 	m2, r2 := scrape(t, mgr.metricsURL), mgr.mark()
+	peak()
 
 	// 3. Approve every plan; measure until the approved apply Job appears.
 	var list infrav1.TerraformClusterList
@@ -250,6 +261,7 @@ func TestScale(t *testing.T) {
 	waitAll(t, c, s, mgr, "Ready after the approved apply", applied)
 	approvedFlow := time.Since(began)
 	m3, r3 := scrape(t, mgr.metricsURL), mgr.mark()
+	peak()
 
 	// 4. Idle: every object re-checks about idle/recheck times.
 	idle0, idle1, hwm, rss := idleWindow(t, s, mgr)
@@ -268,8 +280,8 @@ func TestScale(t *testing.T) {
 		fmt.Sprintf("scale: N=%d idle %s at --recheck-interval=%s: %.0f requests (%s), %.0f reconciles; %.2f requests per object per re-check × %.0f re-checks an hour at %s = %.1f requests per object per hour",
 			s.n, s.idle, s.recheck, idleRequests, formatCounts(byMethod(idle0, idle1)), idleReconciles, perObjectRecheck,
 			time.Hour.Minutes()/engine.Recheck.Minutes(), engine.Recheck, perHour),
-		fmt.Sprintf("scale: N=%d memory VmHWM=%.0f MB VmRSS=%.0f MB heap in use=%.0f MB",
-			s.n, mb(float64(hwm)), mb(float64(rss)), mb(idle1.sum("go_memstats_heap_inuse_bytes"))),
+		fmt.Sprintf("scale: N=%d memory VmHWM=%.0f MB VmRSS=%.0f MB heap in use=%.0f MB; VmHWM after create→Ready %.0f MB, after the plans %.0f MB, after the approvals %.0f MB",
+			s.n, mb(float64(hwm)), mb(float64(rss)), mb(idle1.sum("go_memstats_heap_inuse_bytes")), mb(float64(peaks[0])), mb(float64(peaks[1])), mb(float64(peaks[2]))),
 		fmt.Sprintf("scale: N=%d phases (per object: requests, reconciles; manager CPU): create→Ready %s (%.1f, %.1f; %.1fs), new inputs→plan awaiting %s (%.1f, %.1f; %.1fs), approve→Ready %s (%.1f, %.1f; %.1fs), idle (%.1fs); conflicts (409) %.0f, reconcile errors %.0f",
 			s.n, firstApply.Round(time.Second), requests(m0, m1)/float64(s.n), reconciles(m0, m1, "terraformcluster")/float64(s.n), cpu(m0, m1),
 			planned.Round(time.Second), requests(m1, m2)/float64(s.n), reconciles(m1, m2, "terraformcluster")/float64(s.n), cpu(m1, m2),
