@@ -63,6 +63,7 @@ func run(args []string, stdout io.Writer) error {
 	qps := fs.Float64("kube-api-qps", 200, "requests per second to the API server, sustained; negative turns client-side limiting off")
 	burst := fs.Int("kube-api-burst", 400, "requests to the API server in a burst above --kube-api-qps")
 	workers := fs.Int("max-concurrent-reconciles", 8, "objects of each kind reconciled at once")
+	pprof := fs.String("pprof-bind-address", "", "where the Go runtime's profiles (/debug/pprof/) are served, unauthenticated; empty serves none")
 	showVersion := fs.Bool("version", false, "print the version and exit")
 	opts := zap.Options{}
 	opts.BindFlags(fs)
@@ -128,6 +129,7 @@ func run(args []string, stdout io.Writer) error {
 		Client:                  engine.ClientOptions(),
 		Metrics:                 metricsOptions(*metrics, *metricsSecure, *metricsCertDir),
 		HealthProbeBindAddress:  *probes,
+		PprofBindAddress:        *pprof,
 		LeaderElection:          *leaderElect,
 		LeaderElectionID:        "captf-manager.captf.io",
 		LeaderElectionNamespace: *leaderNS,

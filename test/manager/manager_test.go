@@ -6,6 +6,9 @@ package manager
 
 import (
 	"context"
+	"fmt"
+	"io"
+	"net/http"
 	"strings"
 	"testing"
 
@@ -23,9 +26,11 @@ import (
 func TestManagerBinary(t *testing.T) {
 	env := testenv.Start(t, "../..")
 	ctx := context.Background()
+	pprof := managertest.FreePort(t)
 	m := managertest.Start(t, managertest.Build(t, "../.."), env.Kubeconfig(t),
 		"--runner-image=example.test/captf-runner:dev", "--metrics-bind-address=0",
-		"--leader-elect", "--leader-election-namespace=default", "--zap-log-level=debug")
+		"--leader-elect", "--leader-election-namespace=default", "--zap-log-level=debug",
+		fmt.Sprintf("--pprof-bind-address=127.0.0.1:%d", pprof))
 
 	const canary = "CANARY-MANAGER-LOG-3c9d"
 	secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "token", Namespace: "default"}, Data: map[string][]byte{"token": []byte(canary)}}
@@ -73,6 +78,17 @@ func TestManagerBinary(t *testing.T) {
 		return env.Client.Get(ctx, client.ObjectKey{Namespace: "default", Name: "captf-cred-" + jobs.Items[0].Name}, &cred) == nil &&
 			string(cred.Data["AWS_SECRET_ACCESS_KEY"]) == credential
 	})
+
+	// --pprof-bind-address serves the runtime's profiles.
+	resp, err := http.Get(fmt.Sprintf("http://127.0.0.1:%d/debug/pprof/heap?debug=1", pprof))
+	if err != nil {
+		t.Fatal(err)
+	}
+	heap, err := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if err != nil || resp.StatusCode != http.StatusOK || !strings.Contains(string(heap), "heap profile:") {
+		t.Errorf("GET /debug/pprof/heap: %d %.80q (%v), want the heap profile", resp.StatusCode, heap, err)
+	}
 
 	// The manager's log (at its most verbose) never holds a variable value
 	// or a credential.
