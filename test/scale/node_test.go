@@ -311,10 +311,17 @@ func (n *node) writeState(ctx context.Context, job *batchv1.Job) error {
 	n.serials[suffix]++
 	serial := n.serials[suffix]
 	n.mu.Unlock()
-	state := map[string]any{
-		"version": 4, "serial": serial, "lineage": "scale-" + owner,
-		"outputs": outputs, "resources": padding(n.stateBytes),
-	}
+	// In terraform's order (its statefile version 4): the serial, the
+	// lineage and the outputs come before the resources, which hold
+	// nearly all of a state's bytes.
+	state := struct {
+		Version          int            `json:"version"`
+		TerraformVersion string         `json:"terraform_version"`
+		Serial           int64          `json:"serial"`
+		Lineage          string         `json:"lineage"`
+		Outputs          map[string]any `json:"outputs"`
+		Resources        []any          `json:"resources"`
+	}{4, "1.11.4", serial, "scale-" + owner, outputs, padding(n.stateBytes)}
 	raw, err := json.Marshal(state)
 	if err != nil {
 		return err
