@@ -589,8 +589,10 @@ func TestStartTakesStateReadAfterApply(t *testing.T) {
 }
 
 // TestRunnerObjectsCachedStripped: the cache holds a runner Job without
-// its managed fields and its spec whole (activate and hasCredentials read
-// the template of a cached Job), and a runner pod without its managed
+// its managed fields, and of its pod template only each container's
+// name, image and command and each Secret volume (what pinDigest,
+// setRunning and hasCredentials read of a cached Job's template), and a
+// runner pod without its managed
 // fields, its spec and all of its status but the phase and each
 // container's name, image, image ID and state. What is kept still tells
 // an image that cannot be pulled (and, of an ended pod, its Job's outcome:
@@ -601,7 +603,10 @@ func TestRunnerObjectsCachedStripped(t *testing.T) {
 	labels := map[string]string{infrav1.LabelManaged: "true", infrav1.LabelOwnerKind: theTestKind.Name()}
 	spec := corev1.PodSpec{
 		RestartPolicy:  corev1.RestartPolicyNever,
-		Volumes:        []corev1.Volume{{Name: "credentials", VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{SecretName: "run-credentials"}}}},
+		Volumes: []corev1.Volume{
+			{Name: "credentials", VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{SecretName: CredentialsName("run-apply-abcde")}}},
+			{Name: "work", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}},
+		},
 		InitContainers: []corev1.Container{{Name: "runner", Image: "runner:1", Command: []string{RunnerImagePath, "install", RunnerPath}}},
 		Containers: []corev1.Container{{
 			Name: containerName, Image: "example.com/terraform:1", Command: []string{RunnerPath, "--operation=apply", "--guard"},
@@ -671,8 +676,20 @@ func TestRunnerObjectsCachedStripped(t *testing.T) {
 	if len(cachedJob.ManagedFields) != 0 {
 		t.Errorf("the cache's Job has %d managed fields, want none", len(cachedJob.ManagedFields))
 	}
-	if diff := cmp.Diff(apiJob.Spec, cachedJob.Spec); diff != "" {
-		t.Errorf("the cache's Job spec (-API server +cache):\n%s", diff)
+	if len(apiJob.Spec.Template.Spec.InitContainers) != 1 || len(apiJob.Spec.Template.Spec.Containers[0].Env) == 0 || len(apiJob.Spec.Template.Spec.Volumes) != 2 {
+		t.Errorf("the API server's Job template %+v: want all of it", apiJob.Spec.Template.Spec)
+	}
+	wantSpec := apiJob.Spec.DeepCopy()
+	wantSpec.Template.Spec = corev1.PodSpec{
+		Containers: []corev1.Container{{Name: containerName, Image: "example.com/terraform:1", Command: []string{RunnerPath, "--operation=apply", "--guard"}}},
+		Volumes:    []corev1.Volume{{Name: "credentials", VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{SecretName: CredentialsName(job.Name)}}}},
+	}
+	if diff := cmp.Diff(*wantSpec, cachedJob.Spec); diff != "" {
+		t.Errorf("the cache's Job spec (-want +got):\n%s", diff)
+	}
+	if !hasCredentials(&cachedJob) || JobContainer(&cachedJob).Image != "example.com/terraform:1" || !slices.Contains(cachedJob.Spec.Template.Spec.Containers[0].Command, "--guard") {
+		t.Errorf("the cache's Job no longer tells its credentials (%t), its image (%q) or its guard (%v)",
+			hasCredentials(&cachedJob), JobContainer(&cachedJob).Image, cachedJob.Spec.Template.Spec.Containers[0].Command)
 	}
 
 	var apiPod, cachedPod corev1.Pod

@@ -227,17 +227,47 @@ func ClientOptions() client.Options {
 // CacheOptions keeps the manager's cache of Jobs and Pods to those captf
 // made (labelled captf.io/managed=true): a cluster's other workloads are
 // neither watched nor held in memory. Of those it holds no managed fields,
-// and of a pod only what the manager reads of a cached one (stripPod).
+// and of a Job's pod template and of a pod only what the manager reads of
+// a cached one (stripJob, stripPod).
 // Of every Secret but the manager's own it holds no data, and of its
 // state backups neither, which would hold every state several times over
 // (secretdata.go): their metadata is what backing up a new serial lists.
 func CacheOptions() cache.Options {
 	managed := labels.SelectorFromSet(labels.Set{infrav1.LabelManaged: "true"})
 	return cache.Options{ByObject: map[client.Object]cache.ByObject{
-		&batchv1.Job{}:   {Label: managed, Transform: cache.TransformStripManagedFields()},
+		&batchv1.Job{}:   {Label: managed, Transform: stripJob},
 		&corev1.Pod{}:    {Label: managed, Transform: stripPod},
 		&corev1.Secret{}: {Transform: stripSecretData},
 	}}
+}
+
+// stripJob is the cache's transform of a Job: it keeps the metadata but
+// the managed fields, the status, and the spec but the pod template's,
+// of which it keeps each container's name, image and command and each
+// volume's name and Secret. That is what a cached Job's template is read
+// for: the image it runs (pinDigest), whether it guards (setRunning), and
+// whether it mounts a per-run copy of credentials (hasCredentials). A
+// runner Job's template (environment, mounts, resources, security
+// context, its init container) is otherwise held for every Job kept.
+func stripJob(in any) (any, error) {
+	job, ok := in.(*batchv1.Job)
+	if !ok {
+		return in, nil
+	}
+	job.ManagedFields = nil
+	spec := &job.Spec.Template.Spec
+	containers := make([]corev1.Container, len(spec.Containers))
+	for i, c := range spec.Containers {
+		containers[i] = corev1.Container{Name: c.Name, Image: c.Image, Command: c.Command}
+	}
+	var volumes []corev1.Volume
+	for _, v := range spec.Volumes {
+		if v.Secret != nil {
+			volumes = append(volumes, corev1.Volume{Name: v.Name, VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{SecretName: v.Secret.SecretName}}})
+		}
+	}
+	*spec = corev1.PodSpec{Containers: containers, Volumes: volumes}
+	return job, nil
 }
 
 // stripPod is the cache's transform of a pod: it keeps the metadata but
