@@ -602,7 +602,7 @@ func TestRunnerObjectsCachedStripped(t *testing.T) {
 	cch, _, direct := cachedEnv(t)
 	labels := map[string]string{infrav1.LabelManaged: "true", infrav1.LabelOwnerKind: theTestKind.Name()}
 	spec := corev1.PodSpec{
-		RestartPolicy:  corev1.RestartPolicyNever,
+		RestartPolicy: corev1.RestartPolicyNever,
 		Volumes: []corev1.Volume{
 			{Name: "credentials", VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{SecretName: CredentialsName("run-apply-abcde")}}},
 			{Name: "work", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}},
