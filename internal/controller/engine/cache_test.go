@@ -592,9 +592,8 @@ func TestStartTakesStateReadAfterApply(t *testing.T) {
 // its managed fields, and of its pod template only each container's
 // name, image and command and each Secret volume (what pinDigest,
 // setRunning and hasCredentials read of a cached Job's template), and a
-// runner pod without its managed
-// fields, its spec and all of its status but the phase and each
-// container's name, image, image ID and state. What is kept still tells
+// runner pod without its managed fields, its spec and all of its status
+// but the phase and each container's name, image, image ID and state. What is kept still tells
 // an image that cannot be pulled (and, of an ended pod, its Job's outcome:
 // TestFinishedJobReadFromCache); the API server's copies keep everything.
 func TestRunnerObjectsCachedStripped(t *testing.T) {
