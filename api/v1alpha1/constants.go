@@ -56,12 +56,6 @@ const (
 	// destroy and a drift check run.
 	AnnotationAppliedImage    = "captf.io/applied-image"
 	AnnotationAppliedIdentity = "captf.io/applied-identity"
-	// AnnotationApprovalHash on the durable inputs Secret is the approval
-	// hash of its inputs (the inputs hash without the values an approval
-	// does not bind: a pool's bootstrap data), and
-	// AnnotationAppliedApprovalHash that of the last successful apply's.
-	AnnotationApprovalHash        = "captf.io/approval-hash"
-	AnnotationAppliedApprovalHash = "captf.io/applied-approval-hash"
 	// AnnotationDestroyWithCurrentInputs on a deleted TerraformCluster
 	// whose state was applied with inputs the manager no longer has lets
 	// its destroy run with the inputs the object renders now.
@@ -263,6 +257,17 @@ const (
 // ErrorKindPlanChanged is status.lastRun.error.kind of an apply Job that
 // found another plan than the approved one.
 const ErrorKindPlanChanged = "plan-changed"
+
+// ErrorKindNeedsApproval is status.lastRun.error.kind of an apply that
+// was to apply, without approval, only values an approval leaves out (a
+// pool's rotated bootstrap data) and applied nothing because the change
+// is more than that; ReasonNeedsApproval is then the reason of
+// ApplyJobSucceeded=Unknown while a plan of it is made to wait for
+// approval.
+const (
+	ErrorKindNeedsApproval = "needs-approval"
+	ReasonNeedsApproval    = "NeedsApproval"
+)
 
 // The destructive-plan guard: status.lastRun.error.kind of a guarded apply
 // that applied nothing because its plan deletes or replaces resources,

@@ -14,6 +14,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 
 	infrav1 "github.com/captf/captf/api/v1alpha1"
@@ -44,6 +45,12 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs.StringVar(&j.ExpectPlan, "expect-plan", "", "the approved p2: hash")
 	fs.BoolVar(&j.Guard, "guard", false, "an ungated apply: plan first, and apply nothing if the plan deletes or replaces a resource")
 	fs.StringVar(&j.AllowDeletesHash, "allow-deletes-hash", "", "with --guard: the plan may delete or replace resources when the inputs' approval hash is this one (an approved ExportsChange plan)")
+	fs.StringVar(&j.InputsDigest, "inputs-digest", "", "the keyed digest of the inputs the manager wrote for this Job; required with --allow-deletes-hash, and checked against the plan key")
+	fs.StringVar(&j.AppliedInputs, "applied-inputs", "", "with --guard: the folder of the last applied inputs; apply a change only of --unapproved-vars, once shown to be only that")
+	fs.Func("unapproved-vars", "with --applied-inputs: the variables whose values may differ from the last applied inputs (comma-separated)", func(v string) error {
+		j.Unapproved = strings.Split(v, ",")
+		return nil
+	})
 	fs.StringVar(&j.BackupDigests, "backup-digests", "", "restore: the backup's chunk digests (its captf.io/state-chunk-sha256 annotation)")
 	fs.StringVar(&j.MessagePath, "termination-message-path", "/dev/termination-log", "where the report for the manager goes")
 	showVersion := fs.Bool("version", false, "print the version and exit")

@@ -72,6 +72,9 @@ type Root struct {
 	// variables: what an approval binds across changes of those. It is
 	// InputsHash when there are none.
 	ApprovalHash string
+	// Unapproved names the variables whose values ApprovalHash leaves
+	// out, sorted; none when it is InputsHash.
+	Unapproved []string
 }
 
 var namePattern = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_-]*$`)
@@ -132,7 +135,13 @@ func Render(key []byte, req Request) (*Root, error) {
 		return nil, err
 	}
 	approval := hash
-	if slices.ContainsFunc(names, func(n string) bool { return req.Variables[n].Unapproved && !req.Variables[n].Unhashed }) {
+	var unapproved []string
+	for _, n := range names {
+		if v := req.Variables[n]; v.Unapproved && !v.Unhashed {
+			unapproved = append(unapproved, n)
+		}
+	}
+	if len(unapproved) > 0 {
 		approval, err = inputsHash(key, unhashed, vars, req, func(v Variable) bool { return v.Unhashed || v.Unapproved })
 		if err != nil {
 			return nil, err
@@ -147,7 +156,7 @@ func Render(key []byte, req Request) (*Root, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Root{MainTF: mainTF, Vars: varsJSON, InputsHash: hash, ApprovalHash: approval}, nil
+	return &Root{MainTF: mainTF, Vars: varsJSON, InputsHash: hash, ApprovalHash: approval, Unapproved: unapproved}, nil
 }
 
 // inputsHash is the h2: hash of a root (without its output) and its

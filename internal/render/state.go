@@ -13,12 +13,28 @@ import (
 // the Secret key "tfstate" of tfstate-default-<suffix> and, for a large
 // state, of its -part-<n> Secrets: tfstate.Chunks). Only that output is
 // read; no other value is decoded.
-func StateInputsHash(chunks ...[]byte) (string, error) {
+func StateInputsHash(chunks ...[]byte) (string, error) { return stateOutput(chunks, HashOutput) }
+
+// StateApprovalHash returns the approval hash a terraform state records:
+// its output ApprovalOutput, else (none left out of it) its inputs hash;
+// "" when it records neither. The state is what the last apply wrote, so
+// it says with which approval hash that apply ran, where no annotation
+// that a Secret writer can edit does.
+func StateApprovalHash(chunks ...[]byte) (string, error) {
+	h, err := stateOutput(chunks, ApprovalOutput)
+	if err != nil || h != "" {
+		return h, err
+	}
+	return StateInputsHash(chunks...)
+}
+
+// stateOutput is the string output name of a state, "" when it has none.
+func stateOutput(chunks [][]byte, name string) (string, error) {
 	state, err := tfstate.Open(chunks)
 	if err != nil {
 		return "", fmt.Errorf("state: %w", err)
 	}
-	h, err := tfstate.OutputString(state, HashOutput)
+	h, err := tfstate.OutputString(state, name)
 	if err != nil {
 		return "", fmt.Errorf("state: %w", err)
 	}

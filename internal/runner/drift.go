@@ -70,7 +70,12 @@ func (r *Runner) Guarded(ctx context.Context, allowDeletes bool) (*Changes, erro
 	if err := r.prepare(ctx); err != nil {
 		return nil, err
 	}
-	p, err := r.countedPlan(ctx)
+	return r.guardedApply(ctx, allowDeletes)
+}
+
+// guardedApply is Guarded after init, its plan made with extra flags.
+func (r *Runner) guardedApply(ctx context.Context, allowDeletes bool, extra ...string) (*Changes, error) {
+	p, err := r.countedPlan(ctx, extra...)
 	if err != nil {
 		return nil, err
 	}
@@ -85,6 +90,9 @@ func (r *Runner) Guarded(ctx context.Context, allowDeletes bool) (*Changes, erro
 type counted struct {
 	dir, file string
 	changes   *Changes
+	// others are the entries of what the plan changes in the state
+	// alone, which Changes leaves out: imports, moves and forgets.
+	others []string
 }
 
 func (c *counted) Close() { os.RemoveAll(c.dir) }
@@ -107,6 +115,7 @@ func (r *Runner) countedPlan(ctx context.Context, extra ...string) (*counted, er
 			return fmt.Errorf("read the plan: %w", err)
 		}
 		c.changes = CountChanges(&p)
+		c.others = stateOnlyChanges(&p)
 		return nil
 	})
 	if err != nil {

@@ -38,7 +38,7 @@ func ExitCode(err error) int {
 	switch {
 	case err == nil:
 		return ExitOK
-	case errors.Is(err, ErrPlanChanged), errors.Is(err, tfexec.ErrStalePlan), errors.Is(err, ErrDestructive):
+	case errors.Is(err, ErrPlanChanged), errors.Is(err, tfexec.ErrStalePlan), errors.Is(err, ErrDestructive), errors.Is(err, ErrNeedsApproval):
 		return ExitPlanChanged
 	case errors.Is(err, ErrBadInput),
 		errors.Is(err, tfexec.ErrInvalidInput),

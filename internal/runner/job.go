@@ -37,6 +37,17 @@ type Job struct {
 	// is this one: the approval of a pool's ExportsChange plan binds that
 	// input set, not a plan hash.
 	AllowDeletesHash string
+	// InputsDigest is render.RunDigest of the inputs the manager wrote for
+	// this Job, keyed with the plan key: required with AllowDeletesHash,
+	// so that what may delete is the input set the manager rendered, not
+	// a copy someone edited in the per-run Secret.
+	InputsDigest string
+	// AppliedInputs, with Guard, is a folder holding the InputFiles of
+	// the last successful apply: the Job applies a change of the values
+	// of Unapproved alone, which needs no new approval, once it has shown
+	// that it is only that (applyUnapproved).
+	AppliedInputs string
+	Unapproved    []string
 	// BackupDigests are the chunks' digests of the backup a restore Job
 	// pushes (the backup's tfstate.AnnotationDigests); empty: unchecked.
 	BackupDigests string
@@ -59,6 +70,8 @@ func (j *Job) Run(ctx context.Context) int {
 		msg.Outcome = OutcomePlanChanged
 	case errors.Is(err, ErrDestructive):
 		msg.Outcome, msg.Error = OutcomeDestructive, err.Error()
+	case errors.Is(err, ErrNeedsApproval):
+		msg.Outcome, msg.Error = OutcomeNeedsApproval, err.Error()
 	case ExitCode(err) == ExitBadInput:
 		msg.Outcome, msg.Error = OutcomeBadInput, err.Error()
 	default:
@@ -86,12 +99,22 @@ func (j *Job) run(ctx context.Context) (Message, error) {
 	if j.AllowDeletesHash != "" && (!j.Guard || !inputsHashPattern.MatchString(j.AllowDeletesHash)) {
 		return msg, fmt.Errorf("%w: --allow-deletes-hash %q: an inputs hash (h2: and 64 hex digits) with --guard is expected", ErrBadInput, j.AllowDeletesHash)
 	}
-	var hasher *fingerprint.Hasher
-	if gated {
-		key, err := ReadKey(ctx, j.KeyFile)
-		if err != nil {
+	if j.AllowDeletesHash != "" && !digestPattern.MatchString(j.InputsDigest) {
+		return msg, fmt.Errorf("%w: --allow-deletes-hash needs --inputs-digest (%s and 64 hex digits), got %q", ErrBadInput, render.DigestPrefix, j.InputsDigest)
+	}
+	if j.AppliedInputs != "" && (!j.Guard || j.AllowDeletesHash != "" || len(j.Unapproved) == 0) {
+		return msg, fmt.Errorf("%w: --applied-inputs is expected with --guard and --unapproved-vars, without --allow-deletes-hash", ErrBadInput)
+	}
+	var key []byte
+	if gated || j.InputsDigest != "" {
+		var err error
+		if key, err = ReadKey(ctx, j.KeyFile); err != nil {
 			return msg, err
 		}
+	}
+	var hasher *fingerprint.Hasher
+	if gated {
+		var err error
 		if hasher, err = fingerprint.New(key); err != nil {
 			return msg, fmt.Errorf("%w: %w", ErrBadInput, err)
 		}
@@ -106,6 +129,9 @@ func (j *Job) run(ctx context.Context) (Message, error) {
 		return msg, err
 	}
 	if err := j.stage(); err != nil {
+		return msg, err
+	}
+	if err := j.checkDigest(key); err != nil {
 		return msg, err
 	}
 	tf := &tfexec.Terraform{Bin: bin, Dir: j.Workdir, Stdout: j.Stdout, Stderr: j.Stderr}
@@ -188,11 +214,16 @@ func (j *Job) run(ctx context.Context) (Message, error) {
 		err = readContract(ctx, r.TF, j.Workdir, &msg)
 		return msg, err
 	case j.Guard:
-		allow, err := j.deletesAllowed()
-		if err != nil {
-			return msg, err
+		var c *Changes
+		if j.AppliedInputs != "" {
+			c, err = j.applyUnapproved(ctx, r)
+		} else {
+			var allow bool
+			if allow, err = j.deletesAllowed(); err != nil {
+				return msg, err
+			}
+			c, err = r.Guarded(ctx, allow)
 		}
-		c, err := r.Guarded(ctx, allow)
 		msg.Guarded = c
 		if err != nil {
 			return msg, err
@@ -230,6 +261,25 @@ func (j *Job) deletesAllowed() (bool, error) {
 	}
 	return recorded == j.AllowDeletesHash, nil
 }
+
+// checkDigest checks the staged inputs against InputsDigest, when there
+// is one.
+func (j *Job) checkDigest(key []byte) error {
+	if j.InputsDigest == "" {
+		return nil
+	}
+	files, err := readInputs(j.Workdir)
+	if err != nil {
+		return err
+	}
+	if !render.CheckRunDigest(key, files[0], files[1], j.InputsDigest) {
+		return fmt.Errorf("%w: the inputs are not those the manager wrote for this Job (--inputs-digest); nothing was applied", ErrBadInput)
+	}
+	return nil
+}
+
+// digestPattern is a render.RunDigest.
+var digestPattern = regexp.MustCompile(`^` + render.DigestPrefix + `[0-9a-f]{64}$`)
 
 // inputsHashPattern is an inputs or approval hash.
 var inputsHashPattern = regexp.MustCompile(`^` + render.HashPrefix + `[0-9a-f]{64}$`)

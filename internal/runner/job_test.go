@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -384,9 +385,11 @@ func (l *lockedBuffer) String() string {
 
 // TestJobAllowDeletesHash: an apply under the destructive-plan guard
 // applies a plan that replaces a resource only with --allow-deletes-hash
-// naming the approval hash its inputs record, and nothing with another
-// hash or none; a malformed hash, or one without --guard, is refused
-// before any step.
+// naming the approval hash its inputs record, and with --inputs-digest
+// naming them, and nothing with another hash or none; inputs edited after
+// the manager wrote them (in the per-run Secret) apply nothing, though
+// they record the approved hash; a malformed hash, one without --guard or
+// without a digest, is refused before any step.
 func TestJobAllowDeletesHash(t *testing.T) {
 	approval := "h2:" + strings.Repeat("a1", 32)
 	for _, bin := range tftest.Binaries(t) {
@@ -398,11 +401,21 @@ func TestJobAllowDeletesHash(t *testing.T) {
 					`"output":{"captf_inputs_hash":{"value":"h2:`+strings.Repeat("0"+z[:1], 32)+`"},"captf_approval_hash":{"value":"`+approval+`"}}}`)
 				f.write("terraform.tfvars.json", `{"size":"`+canaryPlain+`","token":"`+canarySecret+`","zone":"`+z+`"}`)
 			}
+			key := bytes.Repeat([]byte{9}, 32)
+			digest := func() string {
+				main, _ := os.ReadFile(filepath.Join(f.inputs, "main.tf.json"))
+				vars, _ := os.ReadFile(filepath.Join(f.inputs, "terraform.tfvars.json"))
+				return render.RunDigest(key, main, vars)
+			}
+			var rendered string // the digest of the inputs as the manager wrote them
 			guarded := func(allow string) (int, Message) {
 				t.Helper()
 				var out lockedBuffer
 				j := &Job{Operation: "apply", Guard: true, AllowDeletesHash: allow, Inputs: f.inputs, Module: f.module, Workdir: f.work,
 					Runtime: f.runtime, MessagePath: f.message, Stdout: &out, Stderr: &out}
+				if allow != "" {
+					j.KeyFile, j.InputsDigest = f.key, rendered
+				}
 				code := j.Run(context.Background())
 				raw, err := os.ReadFile(f.message)
 				if err != nil {
@@ -419,6 +432,7 @@ func TestJobAllowDeletesHash(t *testing.T) {
 				t.Fatalf("first apply: exit %d, %+v", code, m)
 			}
 			zone("b")
+			rendered = digest()
 			if code, m := guarded(""); code != ExitPlanChanged || m.Outcome != OutcomeDestructive || m.Guarded.Replace != 1 {
 				t.Fatalf("a replacement without --allow-deletes-hash: exit %d, %+v", code, m)
 			}
@@ -430,12 +444,136 @@ func TestJobAllowDeletesHash(t *testing.T) {
 					t.Errorf("--allow-deletes-hash %s: exit %d, %+v", bad, code, m)
 				}
 			}
+			// Someone who can write Secrets puts other inputs in the
+			// per-run Secret, recording the approved hash: they are not
+			// those the manager wrote, and nothing is applied.
+			zone("c")
+			if code, m := guarded(approval); code != ExitBadInput || !strings.Contains(m.Error, "--inputs-digest") {
+				t.Fatalf("inputs edited after the manager wrote them, recording the approved hash: exit %d, %+v", code, m)
+			}
+			zone("a")
+			if code, m := guarded(""); code != 0 || m.Guarded.Total() != 0 {
+				t.Fatalf("after the edited inputs were refused, the first inputs: exit %d, %+v; want nothing to change (nothing was applied)", code, m)
+			}
+			rendered = ""
+			if code, m := guarded(approval); code != ExitBadInput || !strings.Contains(m.Error, "--inputs-digest") {
+				t.Errorf("--allow-deletes-hash without --inputs-digest: exit %d, %+v", code, m)
+			}
+			zone("b")
+			rendered = digest()
 			if code, m := guarded(approval); code != 0 || m.Outcome != OutcomeApplied || m.Guarded.Replace != 1 {
 				t.Fatalf("the approved input set: exit %d, %+v", code, m)
 			}
 			// Nothing left to replace: the same inputs plan no change.
 			if code, m := guarded(""); code != 0 || m.Outcome != OutcomeApplied || m.Guarded.Total() != 0 {
 				t.Fatalf("after the approved apply: exit %d, %+v", code, m)
+			}
+		})
+	}
+}
+
+// TestJobUnapproved: an apply of a change of values an approval leaves
+// out (--applied-inputs, --unapproved-vars) applies only after it showed,
+// in the Job, that the inputs differ from the last applied ones only in
+// those values and that the last applied inputs plan no change of their
+// own. A change of another variable, of the root module, applied files
+// that do not describe the state (drift, or files someone edited), or
+// none at all apply nothing, with outcome needs-approval and exit 3,
+// naming variables and addresses only.
+func TestJobUnapproved(t *testing.T) {
+	for _, bin := range tftest.Binaries(t) {
+		t.Run(bin.Name, func(t *testing.T) {
+			f := newJobFixture(t, bin)
+			applied := filepath.Join(t.TempDir(), "applied")
+			if err := os.MkdirAll(applied, 0o755); err != nil {
+				t.Fatal(err)
+			}
+			root := func(size, token, extra string) {
+				f.write("main.tf.json", `{"variable":{"size":{"type":"string"},"token":{"type":"string","sensitive":true}},`+
+					`"module":{"m":{"source":"./module","size":"${var.size}","token":"${var.token}"`+extra+`}},`+
+					`"output":{"captf_inputs_hash":{"value":"h2:`+fmt.Sprintf("%064x", len(size)*1000+len(token))+`"}}}`)
+				f.write("terraform.tfvars.json", `{"size":"`+size+`","token":"`+token+`"}`)
+			}
+			keep := func() {
+				for _, n := range InputFiles {
+					b, err := os.ReadFile(filepath.Join(f.inputs, n))
+					if err != nil {
+						t.Fatal(err)
+					}
+					if err := os.WriteFile(filepath.Join(applied, n), b, 0o644); err != nil {
+						t.Fatal(err)
+					}
+				}
+			}
+			run := func(withApplied bool) (int, Message) {
+				t.Helper()
+				var out lockedBuffer
+				j := &Job{Operation: "apply", Guard: true, Inputs: f.inputs, Module: f.module, Workdir: f.work,
+					Runtime: f.runtime, MessagePath: f.message, Stdout: &out, Stderr: &out}
+				if withApplied {
+					j.AppliedInputs, j.Unapproved = applied, []string{"token"}
+				}
+				code := j.Run(context.Background())
+				raw, err := os.ReadFile(f.message)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if bytes.Contains(raw, []byte(canarySecret)) || bytes.Contains(raw, []byte(canaryPlain)) {
+					t.Fatalf("the report holds a value: %s", raw)
+				}
+				var m Message
+				if err := json.Unmarshal(raw, &m); err != nil {
+					t.Fatal(err)
+				}
+				return code, m
+			}
+			refused := func(what string, code int, m Message, names ...string) {
+				t.Helper()
+				if code != ExitPlanChanged || m.Outcome != OutcomeNeedsApproval {
+					t.Fatalf("%s: exit %d, %+v; want %d, outcome %s", what, code, m, ExitPlanChanged, OutcomeNeedsApproval)
+				}
+				for _, n := range names {
+					if !strings.Contains(m.Error, n) {
+						t.Errorf("%s: the error %q does not name %s", what, m.Error, n)
+					}
+				}
+			}
+			// Nothing to compare with: nothing applies.
+			root(canaryPlain, canarySecret+"-1", "")
+			code, m := run(true)
+			refused("no last applied inputs", code, m, "last applied inputs")
+			// The first apply, kept as the last applied inputs.
+			if code, m := run(false); code != 0 || m.Outcome != OutcomeApplied {
+				t.Fatalf("first apply: exit %d, %+v", code, m)
+			}
+			keep()
+			// The token alone rotates: applied, and only the node changes.
+			root(canaryPlain, canarySecret+"-2", "")
+			if code, m := run(true); code != 0 || m.Outcome != OutcomeApplied || m.Guarded.Update != 1 || m.Guarded.Total() != 1 {
+				t.Fatalf("a rotated token: exit %d, %+v", code, m)
+			}
+			keep()
+			// Another variable changes with it: nothing applies.
+			root(canaryPlain+"-bigger", canarySecret+"-3", "")
+			code, m = run(true)
+			refused("the size changes too", code, m, "size")
+			// The root module changes: nothing applies.
+			root(canaryPlain, canarySecret+"-3", `,"label":"x"`)
+			code, m = run(true)
+			refused("the root changes", code, m, "root module")
+			// The last applied files do not describe the state (edited to
+			// claim another size, as the new inputs do): the plan of them
+			// changes the node, and nothing applies.
+			root(canaryPlain+"-forged", canarySecret+"-2", "")
+			keep()
+			root(canaryPlain+"-forged", canarySecret+"-3", "")
+			code, m = run(true)
+			refused("applied files that do not describe the state", code, m, "terraform_data.node")
+			// Nothing of the refused runs was applied: the applied inputs
+			// of the rotation plan no change.
+			root(canaryPlain, canarySecret+"-2", "")
+			if code, m := run(false); code != 0 || m.Guarded.Total() != 0 {
+				t.Fatalf("after the refusals, the rotated inputs: exit %d, %+v; want no change", code, m)
 			}
 		})
 	}

@@ -21,10 +21,13 @@ const (
 	// OutcomeDestructive: the destructive-plan guard stopped a plan that
 	// deletes or replaces resources; nothing applied.
 	OutcomeDestructive = "destructive-plan-blocked"
-	OutcomeNoChanges   = "no-changes"   // the fresh plan was empty; nothing to apply
-	OutcomePlanChanged = "plan-changed" // the fresh plan moved; nothing applied
-	OutcomeBadInput    = "bad-input"    // plan key, plan document or arguments refused
-	OutcomeFailed      = "failed"       // anything else
+	// OutcomeNeedsApproval: an apply without approval of values the
+	// approval leaves out found more to apply; nothing applied.
+	OutcomeNeedsApproval = "needs-approval"
+	OutcomeNoChanges     = "no-changes"   // the fresh plan was empty; nothing to apply
+	OutcomePlanChanged   = "plan-changed" // the fresh plan moved; nothing applied
+	OutcomeBadInput      = "bad-input"    // plan key, plan document or arguments refused
+	OutcomeFailed        = "failed"       // anything else
 )
 
 // Message is what a runner Job reports to the manager. It holds no plan or

@@ -23,8 +23,8 @@ import (
 // Secret's files only when they hash to it. After a successful apply, the
 // current files do. So the apply's start, before it writes new files,
 // keeps the ones the state records under two more keys, with their image
-// (pinned to the digest) and identity in two more annotations and their
-// approval hash (keepApplied): a successful apply then writes nothing
+// (pinned to the digest) and identity in two more annotations
+// (keepApplied): a successful apply then writes nothing
 // more to the Secret once it is marked and pinned.
 
 // Keys of the durable inputs Secret that hold the files of the last
@@ -108,7 +108,6 @@ func (r *Reconciler) writeDurableInputs(ctx context.Context, obj Object, root *r
 		}
 		s.Annotations[infrav1.AnnotationImage] = obj.GetRunnerSpec().Image
 		s.Annotations[infrav1.AnnotationIdentity] = identity(obj)
-		s.Annotations[infrav1.AnnotationApprovalHash] = root.ApprovalHash
 		s.Data["main.tf.json"], s.Data["terraform.tfvars.json"] = root.MainTF, root.Vars
 		return controllerutil.SetOwnerReference(obj, s, r.Client.Scheme())
 	})
@@ -120,7 +119,7 @@ func (r *Reconciler) writeDurableInputs(ctx context.Context, obj Object, root *r
 
 // keepApplied keeps, in sec (the durable inputs Secret) before an apply's
 // start writes new files to it, the current files, image (pinned to its
-// digest), identity and approval hash as what the last successful apply
+// digest) and identity as what the last successful apply
 // ran, when they hash to stateHash (the inputs hash the state records).
 // Otherwise the kept ones stay: the current files were never applied
 // (the guard stopped them, the plan moved, the apply failed before it
@@ -134,7 +133,6 @@ func keepApplied(sec *corev1.Secret, stateHash string) {
 	sec.Data[keyAppliedVars] = sec.Data["terraform.tfvars.json"]
 	sec.Annotations[infrav1.AnnotationAppliedImage] = Pin(sec.Annotations[infrav1.AnnotationImage], sec.Annotations[infrav1.AnnotationImageDigest])
 	sec.Annotations[infrav1.AnnotationAppliedIdentity] = sec.Annotations[infrav1.AnnotationIdentity]
-	sec.Annotations[infrav1.AnnotationAppliedApprovalHash] = sec.Annotations[infrav1.AnnotationApprovalHash]
 }
 
 // appliedInputs is what the last successful apply ran, from the durable
@@ -156,9 +154,9 @@ func (r *Reconciler) appliedInputs(ctx context.Context, reader client.Reader, ob
 		return nil, fmt.Errorf("durable inputs: %w", err)
 	}
 	candidates := []appliedRun{
-		{root: &render.Root{MainTF: s.Data[KeyAppliedMain], Vars: s.Data[keyAppliedVars], ApprovalHash: s.Annotations[infrav1.AnnotationAppliedApprovalHash]},
+		{root: &render.Root{MainTF: s.Data[KeyAppliedMain], Vars: s.Data[keyAppliedVars]},
 			image: s.Annotations[infrav1.AnnotationAppliedImage], identity: s.Annotations[infrav1.AnnotationAppliedIdentity]},
-		{root: &render.Root{MainTF: s.Data["main.tf.json"], Vars: s.Data["terraform.tfvars.json"], ApprovalHash: s.Annotations[infrav1.AnnotationApprovalHash]},
+		{root: &render.Root{MainTF: s.Data["main.tf.json"], Vars: s.Data["terraform.tfvars.json"]},
 			image:    Pin(s.Annotations[infrav1.AnnotationImage], s.Annotations[infrav1.AnnotationImageDigest]),
 			identity: s.Annotations[infrav1.AnnotationIdentity]},
 	}

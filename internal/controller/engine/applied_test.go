@@ -109,9 +109,8 @@ func TestAppliedKeptAtStart(t *testing.T) {
 			t.Errorf("%s: the applied files %q, %q; want the first apply's", what, got.Data[KeyAppliedMain], got.Data[keyAppliedVars])
 		}
 		for k, want := range map[string]string{
-			infrav1.AnnotationAppliedImage:        moduleImage + "@" + digest,
-			infrav1.AnnotationAppliedIdentity:     "Secret/creds",
-			infrav1.AnnotationAppliedApprovalHash: "sha256:inputs",
+			infrav1.AnnotationAppliedImage:    moduleImage + "@" + digest,
+			infrav1.AnnotationAppliedIdentity: "Secret/creds",
 		} {
 			if got.Annotations[k] != want {
 				t.Errorf("%s: annotation %s = %q, want %q", what, k, got.Annotations[k], want)

@@ -340,12 +340,17 @@ func (r *Reconciler) reconcileDue(ctx context.Context, s *scope, key []byte, roo
 	manual := obj.GetRunnerSpec().ApplyPolicy == infrav1.ApplyManual
 	if manual && !first {
 		// A change only of values the approval does not bind (a pool's
-		// rotated bootstrap data) is applied as under Automatic.
-		unapproved, err := r.unapprovedChangeOnly(ctx, obj, root, stateHash)
+		// rotated bootstrap data) is applied without one, by a Job that
+		// shows it is only that (runner --applied-inputs), under the
+		// destructive-plan guard whatever allowDestructivePlans says.
+		unapproved, err := r.unapprovedChangeOnly(ctx, obj, root, state)
 		if err != nil {
 			return ctrl.Result{}, err
 		}
-		manual = !unapproved
+		if unapproved {
+			obj.GetRunnerStatus().Plan = nil
+			return ctrl.Result{}, r.startJob(ctx, obj, root, jobRequest{op: infrav1.OperationApply, guard: true, unapproved: root.Unapproved})
+		}
 	}
 	if !manual {
 		guard := !first && !obj.GetRunnerSpec().AllowDestructivePlans
@@ -368,20 +373,28 @@ func (r *Reconciler) reconcileDue(ctx context.Context, s *scope, key []byte, roo
 }
 
 // unapprovedChangeOnly reports whether root differs from what the last
-// successful apply ran (its state records stateHash) only in values the
-// approval hash leaves out (render.Variable.Unapproved: a pool's bootstrap
-// data, which rotates): then it needs no new approval. Not while drift
-// waits to be undone, which under Manual needs one; and not when the
-// durable inputs do not say what was applied, or with which approval hash.
-func (r *Reconciler) unapprovedChangeOnly(ctx context.Context, obj Object, root *render.Root, stateHash string) (bool, error) {
-	if root.ApprovalHash == root.InputsHash || stateHash == "" || stateHash == root.InputsHash || remediating(obj) {
+// successful apply ran only in values the approval hash leaves out
+// (render.Variable.Unapproved: a pool's bootstrap data, which rotates):
+// the approval hash the state records, which only an apply writes, is
+// root's. Then an apply Job that shows it applies only those values needs
+// no new approval. Not while drift waits to be undone, which under Manual
+// needs one; not once such a Job found more to apply, or the guard
+// stopped it, nor while a plan of these inputs waits: then they wait for
+// an approval, and are not tried again after every drift check. The
+// durable inputs Secret must keep the files of that apply, for the Job to
+// compare (it trusts them no more than that: it tests them against the
+// state).
+func (r *Reconciler) unapprovedChangeOnly(ctx context.Context, obj Object, root *render.Root, state *stateRead) (bool, error) {
+	st := obj.GetRunnerStatus()
+	stateHash := state.InputsHash()
+	switch {
+	case len(root.Unapproved) == 0, stateHash == "", stateHash == root.InputsHash, remediating(obj),
+		refused(st.LastRun), st.Plan != nil && st.Plan.InputsHash == root.InputsHash,
+		state.ApprovalHash() != root.ApprovalHash:
 		return false, nil
 	}
 	applied, err := r.appliedInputs(ctx, r.Client, obj, stateHash)
-	if err != nil || applied == nil {
-		return false, err
-	}
-	return applied.root.ApprovalHash == root.ApprovalHash, nil
+	return applied != nil, err
 }
 
 // owed reports whether an apply is due even where the state records the

@@ -25,6 +25,13 @@ func blocked(run *infrav1.RunStatus) bool {
 	return run != nil && run.Error != nil && run.Error.Kind == infrav1.ErrorKindDestructivePlanBlocked
 }
 
+// refused reports whether run is an apply that applied nothing because
+// it needs an approval: the guard stopped it, or it found more to apply
+// than the values it could apply without one.
+func refused(run *infrav1.RunStatus) bool {
+	return blocked(run) || (run != nil && run.Error != nil && run.Error.Kind == infrav1.ErrorKindNeedsApproval)
+}
+
 // WaitsDestructive reports whether a plan the guard stopped waits.
 func WaitsDestructive(obj Object) bool {
 	p := obj.GetRunnerStatus().Plan
@@ -36,6 +43,10 @@ func WaitsDestructive(obj Object) bool {
 // replaces; "" for a plan under Automatic that need not wait.
 func planReason(obj Object, p *fingerprint.Report) infrav1.PlanReason {
 	switch {
+	case obj.GetRunnerSpec().ApplyPolicy == infrav1.ApplyManual && blocked(obj.GetRunnerStatus().LastRun) && p.Destroy > 0:
+		// Under Manual the guard runs only for values applied without
+		// approval (unapprovedChangeOnly): their plan waits as what it is.
+		return infrav1.ReasonDestructive
 	case obj.GetRunnerSpec().ApplyPolicy == infrav1.ApplyManual:
 		return infrav1.ReasonManual
 	case p.Destroy > 0:

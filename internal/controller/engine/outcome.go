@@ -268,6 +268,13 @@ func decideRun(k Kind, obj Object, o outcome, now metav1.Time) (Object, []Step) 
 		}
 		setCondition(view, infrav1.ConditionApplyJobSucceeded, false, infrav1.ReasonDestructivePlanBlocked, note)
 		return view, []Step{announce{Key: o.Job, Type: corev1.EventTypeWarning, Reason: infrav1.EventDestructivePlanBlocked, Action: "Apply", Related: o.Job, Note: note}}
+	case runner.OutcomeNeedsApproval:
+		// Nothing was applied, and nothing failed: no backoff. A plan of
+		// the change is made next and waits for approval (refused).
+		run.Error = &infrav1.RunError{Kind: infrav1.ErrorKindNeedsApproval, Message: msg.Error}
+		setCondition(view, infrav1.ConditionApplyJobSucceeded, unknown, infrav1.ReasonNeedsApproval,
+			fmt.Sprintf("Job %s: %s. A plan of the change is made next and waits for approval.", o.Job, msg.Error))
+		return view, nil
 	case runner.OutcomeDestroyed:
 		run.Succeeded = true
 		return view, nil

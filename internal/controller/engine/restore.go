@@ -123,21 +123,15 @@ func decideRestore(obj Object, o outcome, now metav1.Time) (Object, []Step) {
 // withBackup adds the chunks of a state backup to a restore Job's inputs,
 // as backup/chunk-<n> beside the per-run files, and records its serial.
 func withBackup(job *batchv1.Job, b *backup) {
-	vols := job.Spec.Template.Spec.Volumes
-	for i := range vols {
-		if vols[i].Name != "inputs" || vols[i].Secret == nil {
-			continue
-		}
-		sources := []corev1.VolumeProjection{{Secret: &corev1.SecretProjection{LocalObjectReference: corev1.LocalObjectReference{Name: vols[i].Secret.SecretName}}}}
-		for n, s := range b.secrets() {
-			key := ChunkKey(n)
-			sources = append(sources, corev1.VolumeProjection{Secret: &corev1.SecretProjection{
-				LocalObjectReference: corev1.LocalObjectReference{Name: s.Name},
-				Items:                []corev1.KeyToPath{{Key: key, Path: path.Join(runner.BackupDir, key)}},
-			}})
-		}
-		vols[i].VolumeSource = corev1.VolumeSource{Projected: &corev1.ProjectedVolumeSource{Sources: sources}}
+	var chunks []corev1.VolumeProjection
+	for n, s := range b.secrets() {
+		key := ChunkKey(n)
+		chunks = append(chunks, corev1.VolumeProjection{Secret: &corev1.SecretProjection{
+			LocalObjectReference: corev1.LocalObjectReference{Name: s.Name},
+			Items:                []corev1.KeyToPath{{Key: key, Path: path.Join(runner.BackupDir, key)}},
+		}})
 	}
+	projectInputs(job, chunks...)
 	job.Annotations[annotationRestoreSerial] = strconv.FormatInt(b.serial(), 10)
 	if d := b.first.Annotations[annotationStateSum]; d != "" {
 		// The runner checks each chunk against its digest before it

@@ -5,7 +5,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"path"
 	"slices"
+	"strings"
 	"sync"
 
 	batchv1 "k8s.io/api/batch/v1"
@@ -52,6 +54,11 @@ type jobRequest struct {
 	// exactly that input set (--allow-deletes-hash); approvedHash is then
 	// the plan's hash, recorded as the approved one.
 	allowDeletes, approvedHash string
+	// unapproved names the variables whose values alone changed since the
+	// last successful apply, which the approval hash leaves out (a pool's
+	// rotated bootstrap data): the guarded apply shows that is all it
+	// applies (--applied-inputs) or applies nothing.
+	unapproved []string
 	// exportsChange marks a plan Job of inputs whose held variable
 	// changed (annotationExportsChange).
 	exportsChange bool
@@ -157,7 +164,9 @@ func (r *Reconciler) startJob(ctx context.Context, obj Object, root *render.Root
 	if req.applied != nil {
 		image = req.applied.image
 	}
-	job := r.buildJob(obj, image, identity, req.op, req.expect, req.expect != "" || req.op == infrav1.OperationPlan)
+	// An approved ExportsChange apply carries an approved plan: it mounts
+	// the plan key, which checks its inputs' digest.
+	job := r.buildJob(obj, image, identity, req.op, req.expect, req.expect != "" || req.op == infrav1.OperationPlan || req.allowDeletes != "")
 	switch req.op {
 	case infrav1.OperationDrift:
 		// Drift Jobs are not kept in the object's history (they would
@@ -174,7 +183,18 @@ func (r *Reconciler) startJob(ctx context.Context, obj Object, root *render.Root
 		c := &job.Spec.Template.Spec.Containers[0]
 		c.Command = append(c.Command, "--guard")
 		if req.allowDeletes != "" {
-			c.Command = append(c.Command, "--allow-deletes-hash="+req.allowDeletes)
+			// The runner checks the inputs it stages against their digest
+			// in its arguments, which only the manager writes: what may
+			// delete is the input set rendered here.
+			key, err := r.planKey(ctx, obj)
+			if err != nil {
+				return err
+			}
+			c.Command = append(c.Command, "--allow-deletes-hash="+req.allowDeletes, "--inputs-digest="+render.RunDigest(key, root.MainTF, root.Vars))
+		}
+		if len(req.unapproved) > 0 {
+			withApplied(job, InputsName(r.kind().Short(), obj.GetName()))
+			c.Command = append(c.Command, "--applied-inputs="+path.Join(infrav1.PathInputs, appliedDir), "--unapproved-vars="+strings.Join(req.unapproved, ","))
 		}
 	}
 	if req.exportsChange {
@@ -386,4 +406,31 @@ func (r *Reconciler) blockMove(ctx context.Context, obj Object, op infrav1.Opera
 // a move, a plan costs only its outcome: the copy plans again.
 func writesState(obj Object, op infrav1.Operation) bool {
 	return op != infrav1.OperationPlan || obj.GetRunnerStatus().StateSerial == nil
+}
+
+// appliedDir is the folder, under the inputs, of the last successful
+// apply's inputs in a Job that applies only values the approval leaves out.
+const appliedDir = "applied"
+
+// withApplied adds to job's inputs the files of the last successful apply,
+// which the durable inputs Secret durable keeps (keepApplied), under
+// appliedDir.
+func withApplied(job *batchv1.Job, durable string) {
+	projectInputs(job, corev1.VolumeProjection{Secret: &corev1.SecretProjection{LocalObjectReference: corev1.LocalObjectReference{Name: durable}, Items: []corev1.KeyToPath{
+		{Key: KeyAppliedMain, Path: path.Join(appliedDir, "main.tf.json")},
+		{Key: keyAppliedVars, Path: path.Join(appliedDir, "terraform.tfvars.json")},
+	}}})
+}
+
+// projectInputs makes job's inputs volume the per-run Secret and, beside
+// its files, the sources extra.
+func projectInputs(job *batchv1.Job, extra ...corev1.VolumeProjection) {
+	vols := job.Spec.Template.Spec.Volumes
+	for i := range vols {
+		if vols[i].Name != "inputs" || vols[i].Secret == nil {
+			continue
+		}
+		sources := append([]corev1.VolumeProjection{{Secret: &corev1.SecretProjection{LocalObjectReference: corev1.LocalObjectReference{Name: vols[i].Secret.SecretName}}}}, extra...)
+		vols[i].VolumeSource = corev1.VolumeSource{Projected: &corev1.ProjectedVolumeSource{Sources: sources}}
+	}
 }

@@ -158,6 +158,9 @@ type stateRead struct {
 	chunks [][]byte
 	tfstate.Meta
 	inputsHash string
+	// approvalHash is the approval hash the state records (its inputs
+	// hash where the root leaves no value out of approvals).
+	approvalHash string
 	// version names the content of the Secrets read: their names and the
 	// digests of their data.
 	version string
@@ -280,6 +283,14 @@ func (s *stateRead) InputsHash() string {
 	return s.inputsHash
 }
 
+// ApprovalHash is the approval hash the state records, "" for no state.
+func (s *stateRead) ApprovalHash() string {
+	if s == nil {
+		return ""
+	}
+	return s.approvalHash
+}
+
 // readState reads obj's terraform state through reader (the cache, or the
 // API server before acting): every Secret of its suffix, chunks included.
 // It is nil when there is none. Through the manager's cache, which holds
@@ -379,6 +390,9 @@ func parseState(suffix string, list []corev1.Secret) (*stateRead, error) {
 	}
 	if err == nil {
 		st.inputsHash, err = render.StateInputsHash(chunks...)
+	}
+	if err == nil {
+		st.approvalHash, err = render.StateApprovalHash(chunks...)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("state: %w", err)
