@@ -97,6 +97,11 @@ type Node struct {
 	root string
 }
 
+// Root is the folder of the pods' folders, each with its volumes as the
+// containers saw them: what a runner pod could read, for tests that play
+// one.
+func (n *Node) Root() string { return n.root }
+
 // Start runs the node until the test ends.
 func (n *Node) Start(t testing.TB) {
 	t.Helper()

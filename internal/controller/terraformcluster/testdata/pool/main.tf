@@ -58,6 +58,21 @@ resource "captftest_file" "member" {
   secret = var.captf_bootstrap_data
 }
 
+# replace_on_bootstrap adds a launch file named after the bootstrap data
+# (its length): new bootstrap data replaces it, as it would a launch
+# configuration that embeds it.
+variable "replace_on_bootstrap" {
+  type    = bool
+  default = false
+}
+
+resource "captftest_file" "launch" {
+  count     = var.replace_on_bootstrap ? 1 : 0
+  directory = "${var.dir}-launch"
+  name      = "launch-${length(var.captf_bootstrap_data)}.txt"
+  content   = var.captf_pool_name
+}
+
 # The pool's placement follows its cluster's zone: a new zone replaces it
 # (as a launch template in another subnet would be).
 resource "captftest_file" "placement" {
