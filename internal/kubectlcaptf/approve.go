@@ -9,6 +9,8 @@ import (
 	"github.com/spf13/cobra"
 	authenticationv1 "k8s.io/api/authentication/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	infrav1 "github.com/captf/captf/api/v1alpha1"
 )
 
 func (o *options) approveCommand() *cobra.Command {
@@ -29,32 +31,9 @@ func (o *options) approveCommand() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			p, err := getPlan(ctx, c, ns, args[0])
+			p, user, err := approvePlan(ctx, c, ns, args[0], expectHash)
 			if err != nil {
 				return err
-			}
-			if expectHash != "" && p.Spec.PlanHash != expectHash {
-				return fmt.Errorf("TerraformPlan %s/%s has plan hash %s, not %s: nothing approved", ns, p.Name, p.Spec.PlanHash, expectHash)
-			}
-			user, err := whoami(ctx, c)
-			if err != nil {
-				return err
-			}
-			switch phase := phaseOf(p); {
-			case p.Spec.Approved && p.Spec.ApprovedBy == user:
-				// Approving twice is a no-op, so a script may retry.
-			case p.Spec.Approved:
-				return fmt.Errorf("TerraformPlan %s/%s is already approved by %s; an approval cannot be changed", ns, p.Name, p.Spec.ApprovedBy)
-			case phase.Terminal():
-				return fmt.Errorf("TerraformPlan %s/%s is %s and can no longer be approved; its target's current plan is in status.pendingPlanRef.name", ns, p.Name, phase)
-			default:
-				patch, err := json.Marshal(map[string]any{"spec": map[string]any{"approved": true, "approvedBy": user}})
-				if err != nil {
-					return err
-				}
-				if err := c.Patch(ctx, p, client.RawPatch("application/merge-patch+json", patch)); err != nil {
-					return fmt.Errorf("approve TerraformPlan %s/%s: %w", ns, p.Name, err)
-				}
 			}
 			if o.structured() {
 				return o.writeObjects(newPlan(p))
@@ -66,6 +45,42 @@ func (o *options) approveCommand() *cobra.Command {
 	}
 	cmd.Flags().StringVar(&expectHash, "plan-hash", "", "approve only if the plan's spec.planHash is this value (the one you reviewed)")
 	return cmd
+}
+
+// approvePlan approves the TerraformPlan ns/name as the requester, if its
+// plan hash is expectHash (any hash when empty), and returns the plan and
+// the requester's username. Approving a plan the requester already
+// approved changes nothing; a plan approved by another, or finished, is an
+// error, and so is a refusal of the API server, which says why.
+func approvePlan(ctx context.Context, c client.Client, ns, name, expectHash string) (*infrav1.TerraformPlan, string, error) {
+	p, err := getPlan(ctx, c, ns, name)
+	if err != nil {
+		return nil, "", err
+	}
+	if expectHash != "" && p.Spec.PlanHash != expectHash {
+		return nil, "", fmt.Errorf("TerraformPlan %s/%s has plan hash %s, not %s: nothing approved", ns, p.Name, p.Spec.PlanHash, expectHash)
+	}
+	user, err := whoami(ctx, c)
+	if err != nil {
+		return nil, "", err
+	}
+	switch phase := phaseOf(p); {
+	case p.Spec.Approved && p.Spec.ApprovedBy == user:
+		// Approving twice is a no-op, so a script may retry.
+	case p.Spec.Approved:
+		return nil, "", fmt.Errorf("TerraformPlan %s/%s is already approved by %s; an approval cannot be changed", ns, p.Name, p.Spec.ApprovedBy)
+	case phase.Terminal():
+		return nil, "", fmt.Errorf("TerraformPlan %s/%s is %s and can no longer be approved; its target's current plan is in status.pendingPlanRef.name", ns, p.Name, phase)
+	default:
+		patch, err := json.Marshal(map[string]any{"spec": map[string]any{"approved": true, "approvedBy": user}})
+		if err != nil {
+			return nil, "", err
+		}
+		if err := c.Patch(ctx, p, client.RawPatch("application/merge-patch+json", patch)); err != nil {
+			return nil, "", fmt.Errorf("approve TerraformPlan %s/%s: %w", ns, p.Name, err)
+		}
+	}
+	return p, user, nil
 }
 
 // whoami returns the requester's username as the API server knows it.
