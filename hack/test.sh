@@ -4,8 +4,9 @@
 # OpenTofu, kube-apiserver and etcd (built from the Go module proxy and
 # cached outside the repository), moto_server (on the machine image, else
 # pip), the Pub/Sub and Spanner emulators (on the machine image),
-# fake-gcs-server (built from the Go module proxy and cached), and curl and jq for the CI examples (apt when missing). A missing
-# part fails the run; no test skips.
+# fake-gcs-server (built from the Go module proxy and cached), curl and jq
+# for the CI examples and Chromium for the review page's browser tests (apt
+# when missing). A missing part fails the run; no test skips.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -18,6 +19,7 @@ export CAPTF_SPANNER_EMULATOR="${CAPTF_SPANNER_EMULATOR:-$(hack/install-gcloud-e
 export CAPTF_FAKE_GCS_SERVER="${CAPTF_FAKE_GCS_SERVER:-$(hack/install-fake-gcs.sh)}"
 hack/install-ci-tools.sh
 export CAPTF_CAPI_CRDS="${CAPTF_CAPI_CRDS:-$(hack/install-capi-crds.sh)}"
+export CAPTF_CHROMIUM="$(hack/install-chromium.sh)"
 echo "terraform: $CAPTF_TERRAFORM ($(TF_CLI_CONFIG_FILE=/dev/null "$CAPTF_TERRAFORM" version | head -1))"
 echo "tofu:      $CAPTF_TOFU ($(TF_CLI_CONFIG_FILE=/dev/null "$CAPTF_TOFU" version | head -1))"
 echo "envtest:   $KUBEBUILDER_ASSETS"
@@ -26,6 +28,7 @@ echo "pubsub:    $CAPTF_PUBSUB_EMULATOR"
 echo "spanner:   $CAPTF_SPANNER_EMULATOR"
 echo "fake-gcs:  $CAPTF_FAKE_GCS_SERVER"
 echo "capi:      $CAPTF_CAPI_CRDS"
+echo "chromium:  $CAPTF_CHROMIUM ($("$CAPTF_CHROMIUM" --version 2>/dev/null | head -1))"
 
 unformatted="$(gofmt -l .)"
 if [[ -n "$unformatted" ]]; then

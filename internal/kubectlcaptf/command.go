@@ -62,13 +62,13 @@ func newCommand(streams genericiooptions.IOStreams, now func() time.Time) *cobra
 	root.SetErr(streams.ErrOut)
 	o.config.AddFlags(root.PersistentFlags())
 	o.addOutputFlags(root)
-	root.AddCommand(o.plansCommand(), o.showCommand(), o.approveCommand(), o.logsCommand())
+	root.AddCommand(o.plansCommand(), o.showCommand(), o.approveCommand(), o.logsCommand(), o.reviewCommand())
 	return root
 }
 
 // client returns a client for the API server of the kubeconfig and the
 // namespace the flags and the kubeconfig name.
-func (o *options) client() (client.Client, string, error) {
+func (o *options) client() (client.WithWatch, string, error) {
 	cfg, err := o.config.ToRESTConfig()
 	if err != nil {
 		return nil, "", fmt.Errorf("kubeconfig: %w", err)
@@ -84,7 +84,7 @@ func (o *options) client() (client.Client, string, error) {
 	if err := infrav1.AddToScheme(scheme); err != nil {
 		return nil, "", err
 	}
-	c, err := client.New(cfg, client.Options{Scheme: scheme})
+	c, err := client.NewWithWatch(cfg, client.Options{Scheme: scheme})
 	if err != nil {
 		return nil, "", fmt.Errorf("API client: %w", err)
 	}
