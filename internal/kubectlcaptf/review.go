@@ -11,7 +11,6 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
-	"k8s.io/client-go/kubernetes"
 )
 
 func (o *options) reviewCommand() *cobra.Command {
@@ -44,19 +43,11 @@ func (o *options) reviewCommand() *cobra.Command {
 			if allNamespaces {
 				ns = ""
 			}
-			cfg, err := o.config.ToRESTConfig()
-			if err != nil {
-				return fmt.Errorf("kubeconfig: %w", err)
-			}
-			cs, err := kubernetes.NewForConfig(cfg)
-			if err != nil {
-				return fmt.Errorf("API client: %w", err)
-			}
 			user, err := whoami(ctx, c)
 			if err != nil {
 				return err
 			}
-			s, err := newReviewServer(c, cs, ns, user, l.Addr().String(), o.now)
+			s, err := newReviewServer(c, ns, user, l.Addr().String(), o.now)
 			if err != nil {
 				return err
 			}

@@ -11,14 +11,12 @@ import (
 	"errors"
 	"fmt"
 	"html/template"
-	"io"
 	"io/fs"
 	"net/http"
 	"strings"
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/client-go/kubernetes"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	infrav1 "github.com/captf/captf/api/v1alpha1"
@@ -32,14 +30,10 @@ var reviewFiles embed.FS
 const contentSecurityPolicy = "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self'; " +
 	"connect-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'"
 
-// maxLog bounds the part of a plan Job's log a page shows.
-const maxLog = 1 << 20
-
 // reviewServer serves the review pages. Every read and every approval is
 // made with the caller's client, so with the caller's identity and RBAC.
 type reviewServer struct {
-	c  client.WithWatch
-	cs kubernetes.Interface
+	c client.WithWatch
 	// namespace is the one namespace listed, or "" for every namespace.
 	namespace string
 	// user is the caller's username, as the API server reported it.
@@ -68,8 +62,8 @@ func randomToken() (string, error) {
 
 // newReviewServer returns the server for a listener on hostPort, a
 // loopback address.
-func newReviewServer(c client.WithWatch, cs kubernetes.Interface, namespace, user, hostPort string, now func() time.Time) (*reviewServer, error) {
-	s := &reviewServer{c: c, cs: cs, namespace: namespace, user: user, now: now, refresh: 30 * time.Second,
+func newReviewServer(c client.WithWatch, namespace, user, hostPort string, now func() time.Time) (*reviewServer, error) {
+	s := &reviewServer{c: c, namespace: namespace, user: user, now: now, refresh: 30 * time.Second,
 		hosts: map[string]bool{hostPort: true}, origin: "http://" + hostPort}
 	var err error
 	if s.token, err = randomToken(); err != nil {
@@ -122,7 +116,10 @@ func (s *reviewServer) guard(next http.Handler) http.Handler {
 		h.Set("Content-Security-Policy", contentSecurityPolicy)
 		h.Set("X-Content-Type-Options", "nosniff")
 		h.Set("X-Frame-Options", "DENY")
-		h.Set("Referrer-Policy", "no-referrer")
+		// The token is in every URL: no other site may see it in a Referer.
+		// same-origin, not no-referrer, under which a browser sends
+		// "Origin: null" with the page's own form.
+		h.Set("Referrer-Policy", "same-origin")
 		h.Set("Cache-Control", "no-store")
 		h.Set("Cross-Origin-Opener-Policy", "same-origin")
 		h.Set("Cross-Origin-Resource-Policy", "same-origin")
@@ -395,44 +392,7 @@ func (s *reviewServer) planPage(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, "TerraformPlan "+ns+"/"+name, err)
 		return
 	}
-	pg.Log, pg.LogError = s.planLog(r.Context(), ns, name)
 	s.render(w, http.StatusOK, "plan.html", s.frame("TerraformPlan "+ns+"/"+name, s.link(planPath(ns, name)+"/events"), pg))
-}
-
-// planLog is what kubectl captf logs prints for the plan, cut at maxLog,
-// or why there is none.
-func (s *reviewServer) planLog(ctx context.Context, ns, name string) (string, string) {
-	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-	defer cancel()
-	var b bytes.Buffer
-	err := planLog(ctx, s.c, s.cs, ns, name, false, &limitWriter{w: &b, n: maxLog})
-	if errors.Is(err, errLimit) {
-		b.WriteString("\n… (cut: the rest is in kubectl captf logs)")
-		err = nil
-	}
-	if err != nil {
-		return "", err.Error()
-	}
-	return b.String(), ""
-}
-
-var errLimit = errors.New("limit reached")
-
-// limitWriter writes up to n bytes to w, then fails with errLimit.
-type limitWriter struct {
-	w io.Writer
-	n int
-}
-
-func (l *limitWriter) Write(p []byte) (int, error) {
-	if len(p) > l.n {
-		n, _ := l.w.Write(p[:l.n])
-		l.n -= n
-		return n, errLimit
-	}
-	n, err := l.w.Write(p)
-	l.n -= n
-	return n, err
 }
 
 // planEvents streams the plan's live part: its phase, its approval and

@@ -37,7 +37,7 @@ func TestParseResources(t *testing.T) {
 // Origin or site, without the token, and a change without the CSRF token;
 // every answer carries the Content-Security-Policy.
 func TestReviewGuard(t *testing.T) {
-	s, err := newReviewServer(nil, nil, "default", "alice", "127.0.0.1:8765", nil)
+	s, err := newReviewServer(nil, "default", "alice", "127.0.0.1:8765", nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -165,8 +165,8 @@ type planPage struct {
 	// Approvable is set while the plan waits: the page offers Approve.
 	Approvable bool
 	Recent     []recentPlan
-	Log        string
-	LogError   string
+	// LogCommand prints terraform's own rendering of the plan.
+	LogCommand string
 }
 
 // recentPlan is an earlier (or later) plan of the same target.
@@ -188,6 +188,7 @@ func newPlanPage(p *infrav1.TerraformPlan, recent []infrav1.TerraformPlan, now t
 		Resources:  parseResources(p.Spec.Summary.Resources),
 		Command:    fmt.Sprintf("kubectl captf approve %s -n %s --plan-hash %s", p.Name, p.Namespace, p.Spec.PlanHash),
 		Approvable: !p.Spec.Approved && !phase.Terminal(),
+		LogCommand: fmt.Sprintf("kubectl captf logs %s -n %s", p.Name, p.Namespace),
 	}
 	page.Truncated = int32(len(page.Resources)) < p.Spec.Summary.Create+p.Spec.Summary.Update+p.Spec.Summary.Replace+p.Spec.Summary.Delete
 	for _, r := range page.Resources {
