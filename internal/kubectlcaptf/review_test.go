@@ -6,8 +6,12 @@ import (
 	"net/url"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	infrav1 "github.com/captf/captf/api/v1alpha1"
 )
 
 func TestParseResources(t *testing.T) {
@@ -113,4 +117,51 @@ func or(a, b string) string {
 		return a
 	}
 	return b
+}
+
+// TestWaitingRows: a TerraformMachine's plan, which counts a replacement
+// as an add and a destroy, is listed with its replacements apart, as a
+// TerraformPlan's summary counts them; the approving command names the
+// annotation of the plan's reason.
+func TestWaitingRows(t *testing.T) {
+	created := metav1.NewTime(now.Add(-2 * time.Minute))
+	m := &infrav1.TerraformMachine{ObjectMeta: metav1.ObjectMeta{Name: "demo-node-0", Namespace: "infra"}}
+	m.Status.Plan = &infrav1.PlanStatus{
+		PlanHash: "p2:" + strings.Repeat("ab", 32), InputsHash: "h2:" + strings.Repeat("cd", 32),
+		Add: 2, Change: 1, Destroy: 1, OutputChanges: 1, CreatedAt: created, Reason: infrav1.ReasonDestructive,
+		Resources: []string{"aws_instance.node (replace)", "aws_eip.node (create)", "aws_route53_record.node (update)"},
+	}
+	row := machineRow(m, now)
+	want := waitingRow{Namespace: "infra", Name: "demo-node-0", Kind: "TerraformMachine", Target: "demo-node-0",
+		Reason: infrav1.ReasonDestructive, Created: created.UTC(), Age: "2m",
+		Counts: counts{Create: 1, Update: 1, Replace: 1}, Outputs: 1, Path: "/machines/infra/demo-node-0"}
+	if diff := cmp.Diff(want, row); diff != "" {
+		t.Errorf("machineRow (-want +got):\n%s", diff)
+	}
+	if got, want := newMachinePage(m, now).Command, "kubectl annotate terraformmachine demo-node-0 -n infra captf.io/approve-destructive-plan=p2:"+strings.Repeat("ab", 32)+" --overwrite"; got != want {
+		t.Errorf("the machine's command is %q, want %q", got, want)
+	}
+
+	plans := examplePlans()
+	var all []infrav1.TerraformPlan
+	for _, p := range plans {
+		all = append(all, *p)
+	}
+	page := newPlanPage(plans[0], all, now)
+	if page.Command != "kubectl captf approve demo-3f9a1c07be -n default --plan-hash "+plans[0].Spec.PlanHash || !page.Approvable {
+		t.Errorf("the pending plan's page: command %q, approvable %v", page.Command, page.Approvable)
+	}
+	var recent []string
+	for _, r := range page.Recent {
+		recent = append(recent, r.Name+" "+string(r.Phase))
+	}
+	if diff := cmp.Diff([]string{"demo-3f9a1c07be Pending", "demo-0a0b0c0d0e Superseded"}, recent); diff != "" {
+		t.Errorf("recent plans of TerraformCluster/demo, newest first (-want +got):\n%s", diff)
+	}
+	if page.Resources[0].Address != "aws_instance.control_plane" || !page.Resources[0].Destructive || page.Destructive != 1 {
+		t.Errorf("the destructive row is not first: %+v", page.Resources)
+	}
+	if newPlanPage(plans[2], all, now).Approvable {
+		t.Error("a superseded plan's page offers Approve")
+	}
 }
