@@ -338,6 +338,7 @@ func TestReviewPage(t *testing.T) {
 	}
 	do(t, tab, "confirm", chromedp.Click(css(`[data-test=confirm]`)), chromedp.WaitVisible(css(`[data-test=error]`)))
 	refused := get(t, tab, "the refusal", chromedp.Text(css(`[data-test=error]`)))
+	t.Logf("the page refused the approval: %s", refused)
 	if !strings.Contains(refused, freeze) || !strings.Contains(refused, "ValidatingAdmissionPolicy") {
 		t.Errorf("the refusal on the page: %q, want the policy's message %q", refused, freeze)
 	}
