@@ -375,6 +375,9 @@ func TestReviewPage(t *testing.T) {
 		for k, v := range header {
 			req.Header.Set(k, v)
 		}
+		if host, ok := header["Host"]; ok {
+			req.Host = host
+		}
 		resp, err := http.DefaultClient.Do(req)
 		if err != nil {
 			t.Fatal(err)
@@ -389,6 +392,9 @@ func TestReviewPage(t *testing.T) {
 	}
 	if code, body := probe("GET", pageURL, nil, map[string]string{"Origin": "http://evil.example"}); code != http.StatusForbidden {
 		t.Errorf("GET / with a foreign Origin: %d %q", code, body)
+	}
+	if code, body := probe("GET", pageURL, nil, map[string]string{"Host": "rebound.example:" + u.Port()}); code != http.StatusForbidden {
+		t.Errorf("GET / for a foreign Host (DNS rebinding): %d %q", code, body)
 	}
 	form := url.Values{"plan-hash": {plan.Spec.PlanHash}}.Encode()
 	if code, body := probe("POST", base+"/plans/default/"+plan.Name+"/approve?token="+token, strings.NewReader(form),
