@@ -111,6 +111,7 @@ func Check(dir string, role modulecontract.Role) ([]Finding, error) {
 		findings = append(findings, m.checkResources()...)
 		findings = append(findings, m.checkOutputs(contract)...)
 		findings = append(findings, m.checkVariables(contract)...)
+		findings = append(findings, m.checkReplicas(role)...)
 	}
 	slices.SortFunc(findings, func(a, b Finding) int {
 		return cmp.Or(cmp.Compare(a.File, b.File), cmp.Compare(a.Line, b.Line), cmp.Compare(a.Rule, b.Rule), cmp.Compare(a.Message, b.Message))

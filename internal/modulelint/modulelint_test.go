@@ -137,6 +137,9 @@ func TestCheck(t *testing.T) {
 		{"pool-provider-ids", pool, []string{
 			`main.tf:10: error: output "provider_ids": the value is a string; for the pool's spec.providerIDList and status.replicas the manager reads a list of strings`,
 		}},
+		{"pool-replicas-not-ignored", pool, []string{
+			`main.tf:2: warning: terraform_data.group sets input from var.captf_replicas: while an autoscaler owns the MachinePool's replicas (cluster.x-k8s.io/replicas-managed-by), the module gets those of its last apply, and every apply sets the size back to them; add input to lifecycle { ignore_changes }`,
+		}},
 		{"pool-node-types", pool, []string{
 			`variables.tf:17: error: variable "captf_node_labels": type is map(number); the manager sets a map of strings: the labels of the MachinePool's machine template`,
 			`variables.tf:21: error: variable "captf_node_taints": type is list(string); the manager sets a list of objects with key, value and effect: the taints of the MachinePool's machine template`,

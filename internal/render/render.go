@@ -40,10 +40,12 @@ type Variable struct {
 	// Sensitive marks a value from a Secret: terraform then hides it in the
 	// plan it prints.
 	Sensitive bool
-	// Unhashed leaves the value out of the inputs hash and the approval
-	// hash: a change of it alone is no change of the inputs (a pool's
-	// replicas while an autoscaler owns them). Its name is hashed.
-	Unhashed bool
+	// KeepApplied asks the caller, which knows what the last successful
+	// apply ran, to render that apply's value rather than this one while
+	// it is set (a pool's replicas while an autoscaler owns them, which
+	// then reach the module only as approved). Render takes Value as it
+	// is given.
+	KeepApplied bool
 	// Unapproved leaves the value out of the approval hash only: a change
 	// of it alone is applied without a new approval (a pool's bootstrap
 	// data, which rotates). Its name is hashed.
@@ -130,19 +132,19 @@ func Render(key []byte, req Request) (*Root, error) {
 	if err != nil {
 		return nil, err
 	}
-	hash, err := inputsHash(key, unhashed, vars, req, func(v Variable) bool { return v.Unhashed })
+	hash, err := inputsHash(key, unhashed, vars, req, func(Variable) bool { return false })
 	if err != nil {
 		return nil, err
 	}
 	approval := hash
 	var unapproved []string
 	for _, n := range names {
-		if v := req.Variables[n]; v.Unapproved && !v.Unhashed {
+		if req.Variables[n].Unapproved {
 			unapproved = append(unapproved, n)
 		}
 	}
 	if len(unapproved) > 0 {
-		approval, err = inputsHash(key, unhashed, vars, req, func(v Variable) bool { return v.Unhashed || v.Unapproved })
+		approval, err = inputsHash(key, unhashed, vars, req, func(v Variable) bool { return v.Unapproved })
 		if err != nil {
 			return nil, err
 		}

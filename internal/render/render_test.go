@@ -5,6 +5,7 @@ import (
 	"compress/gzip"
 	"encoding/json"
 	"errors"
+	"slices"
 	"testing"
 )
 
@@ -110,19 +111,22 @@ func TestInputsHashKept(t *testing.T) {
 	}
 }
 
-// TestLeftOut: an Unhashed value is out of both hashes, an Unapproved
-// value out of the approval hash only; leaving a value out (or no longer)
-// is a change of both, and the values still reach the module.
+// TestLeftOut: an Unapproved value is out of the approval hash only;
+// leaving it out (or no longer) is a change of the approval hash, and the
+// values still reach the module.
 func TestLeftOut(t *testing.T) {
-	with := func(replicas, data string, unhashed bool) Request {
+	with := func(replicas, data string, unapproved bool) Request {
 		return req(func(r *Request) {
-			r.Variables["replicas"] = Variable{Value: json.RawMessage(replicas), Unhashed: unhashed}
-			r.Variables["bootstrap"] = Variable{Value: json.RawMessage(data), Sensitive: true, Unapproved: true}
+			r.Variables["replicas"] = Variable{Value: json.RawMessage(replicas)}
+			r.Variables["bootstrap"] = Variable{Value: json.RawMessage(data), Sensitive: true, Unapproved: unapproved}
 		})
 	}
 	base := render(t, with(`3`, `"token-1"`, true))
 	if base.ApprovalHash == base.InputsHash {
 		t.Fatal("with an Unapproved value, the approval hash is the inputs hash")
+	}
+	if !slices.Equal(base.Unapproved, []string{"bootstrap"}) {
+		t.Errorf("Unapproved %v, want [bootstrap]", base.Unapproved)
 	}
 	// The root records both; a root without a value left out of the
 	// approval hash records its inputs hash as its approval hash.
@@ -145,10 +149,10 @@ func TestLeftOut(t *testing.T) {
 		sameInputs, sameAppro bool
 	}{
 		{"the same inputs", with(`3`, `"token-1"`, true), true, true},
-		{"replicas an autoscaler owns", with(`5`, `"token-1"`, true), true, true},
+		{"other replicas", with(`5`, `"token-1"`, true), false, false},
 		{"rotated bootstrap data", with(`3`, `"token-2"`, true), false, true},
-		{"both", with(`5`, `"token-2"`, true), false, true},
-		{"replicas no longer left out", with(`3`, `"token-1"`, false), false, false},
+		{"both", with(`5`, `"token-2"`, true), false, false},
+		{"bootstrap data no longer left out of the approval", with(`3`, `"token-1"`, false), true, false},
 		{"another value", req(func(r *Request) {
 			*r = with(`3`, `"token-1"`, true)
 			r.Variables["region"] = Variable{Value: json.RawMessage(`"us-east-1"`)}

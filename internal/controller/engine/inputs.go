@@ -72,6 +72,9 @@ func (r *Reconciler) renderWith(ctx context.Context, obj Object, key []byte, own
 		}
 		vars[name] = v
 	}
+	if err := r.appliedValues(ctx, obj, vars); err != nil {
+		return nil, err
+	}
 	root, err := render.Render(key, render.Request{
 		StateSuffix: StateSuffix(r.kind().Short(), obj.GetName()), Namespace: obj.GetNamespace(),
 		Variables: vars, Image: obj.GetRunnerSpec().Image, Identity: identity(obj),
@@ -120,4 +123,41 @@ func asJSON(b []byte) json.RawMessage {
 	}
 	s, _ := json.Marshal(string(b))
 	return s
+}
+
+// appliedValues puts in each variable marked KeepApplied the value the
+// last successful apply ran, when the durable inputs say what that was
+// (appliedInputs); otherwise (a first apply, lost inputs) the value stays
+// as the kind gave it. The value is hashed as any other: under Manual
+// none reaches the module unapproved.
+func (r *Reconciler) appliedValues(ctx context.Context, obj Object, vars map[string]render.Variable) error {
+	var kept []string
+	for n, v := range vars {
+		if v.KeepApplied {
+			kept = append(kept, n)
+		}
+	}
+	if len(kept) == 0 {
+		return nil
+	}
+	state, err := r.readState(ctx, r.Client, obj)
+	if err != nil {
+		return err
+	}
+	applied, err := r.appliedInputs(ctx, r.Client, obj, state.InputsHash())
+	if err != nil || applied == nil {
+		return err
+	}
+	for _, n := range kept {
+		was, err := variable(applied.root.Vars, n)
+		if err != nil {
+			return err
+		}
+		if was != nil {
+			v := vars[n]
+			v.Value = was
+			vars[n] = v
+		}
+	}
+	return nil
 }

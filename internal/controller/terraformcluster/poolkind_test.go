@@ -78,8 +78,9 @@ func (h *driftHarness) waitPool(p *infrav1.TerraformMachinePool, what string, co
 // captf lists, shows and approves; it applies, and the list follows. A member made or removed outside any
 // apply reaches the list through a refresh Job, on the pool's membership
 // interval. Under Manual, rotated bootstrap data alone applies without a
-// new approval, and replicas an autoscaler owns are no input: their
-// change applies nothing. The bootstrap data reaches nothing but the
+// new approval, and replicas an autoscaler owns never reach the module:
+// their change applies nothing, and the next apply hands the module the
+// replicas it last applied. The bootstrap data reaches nothing but the
 // module.
 func TestPools(t *testing.T) {
 	h := startMachines(t)
@@ -322,32 +323,26 @@ func TestPools(t *testing.T) {
 	})
 	mp = renamed
 
-	// Replicas an autoscaler owns: taking them over changes the inputs
-	// (an empty plan, applied without approval); then a change of them is
-	// no change of the inputs — no plan, no apply.
+	// Replicas an autoscaler owns: the module gets those of the last
+	// apply, so taking them over changes nothing, an autoscaler's change
+	// of them plans and applies nothing, and the next apply (rotated
+	// bootstrap data) hands the module the replicas it last applied, not
+	// the autoscaler's, which no plan showed.
 	h.waitPool(p, "idle after the rotation", func(p *infrav1.TerraformMachinePool) bool {
 		return p.Status.ActiveJob == nil && p.Status.LastRun != nil && p.Status.LastRun.Operation == infrav1.OperationApply && p.Status.LastRun.Succeeded
 	})
 	if err := h.c.Get(ctx, client.ObjectKeyFromObject(mp), mp); err != nil {
 		t.Fatal(err)
 	}
+	lastApply := p.Status.LastRun.Job
+	earlier = map[string]bool{}
+	for _, j := range h.jobs(p) {
+		earlier[j.Name] = true
+	}
 	owned := mp.DeepCopy()
 	owned.Annotations = map[string]string{clusterv1.ReplicasManagedByAnnotation: "external-autoscaler"}
 	if err := h.c.Patch(ctx, owned, client.MergeFrom(mp)); err != nil {
 		t.Fatal(err)
-	}
-	lastApply := p.Status.LastRun.Job
-	h.waitPool(p, "the takeover applied", func(p *infrav1.TerraformMachinePool) bool {
-		r := p.Status.LastRun
-		return r != nil && r.Job != lastApply && r.Operation == infrav1.OperationApply && r.Succeeded && p.Status.ActiveJob == nil
-	})
-	if now := h.planNames(p); !slices.Equal(now, plansBefore) {
-		t.Errorf("TerraformPlans %v after the autoscaler's takeover, want still %v", now, plansBefore)
-	}
-	lastApply = p.Status.LastRun.Job
-	earlier = map[string]bool{}
-	for _, j := range h.jobs(p) {
-		earlier[j.Name] = true
 	}
 	autoscaled5 := owned.DeepCopy()
 	autoscaled5.Spec.Replicas = ptr.To(int32(5))
@@ -362,14 +357,32 @@ func TestPools(t *testing.T) {
 	})
 	for _, j := range h.jobs(p) {
 		if op := j.Labels[engine.LabelOperation]; !earlier[j.Name] && op != string(infrav1.OperationRefresh) {
-			t.Errorf("%s Job %s after an autoscaler's change of the replicas, want refresh Jobs only", op, j.Name)
+			t.Errorf("%s Job %s after the autoscaler's takeover and change of the replicas, want refresh Jobs only", op, j.Name)
 		}
 	}
 	if p.Status.LastRun.Job != lastApply || p.Status.Plan != nil || p.Status.PendingPlanRef != nil {
 		t.Errorf("an autoscaler's change of the replicas: last run %s (want %s), plan %+v", p.Status.LastRun.Job, lastApply, p.Status.Plan)
 	}
+	if now := h.planNames(p); !slices.Equal(now, plansBefore) {
+		t.Errorf("TerraformPlans %v after the autoscaler's takeover, want still %v", now, plansBefore)
+	}
+	// The next apply: bootstrap data rotates again.
+	second.Data["value"] = []byte(rotated + "-3")
+	if err := h.c.Update(ctx, second); err != nil {
+		t.Fatal(err)
+	}
+	waitFiles("the third bootstrap data reaches every member", func() bool {
+		b, err := os.ReadFile(filepath.Join(h.files, "fleet", ".fleet-pool-0.txt.captftest-secret"))
+		return err == nil && string(b) == rotated+"-3"
+	})
+	h.waitPool(p, "idle after the third rotation", func(p *infrav1.TerraformMachinePool) bool {
+		return p.Status.ActiveJob == nil && p.Status.LastRun != nil && p.Status.LastRun.Job != lastApply && p.Status.LastRun.Succeeded
+	})
 	if ids := p.Spec.ProviderIDList; len(ids) != 3 {
-		t.Errorf("members %v, want the 3 the module made", ids)
+		t.Errorf("members %v after an apply while an autoscaler owns the replicas (5), want the 3 last approved", ids)
+	}
+	if _, err := os.Stat(filepath.Join(h.files, "fleet", "fleet-pool-3.txt")); err == nil {
+		t.Error("the module made a fourth member from the autoscaler's replicas, which no plan showed")
 	}
 
 	// The bootstrap data reached no status, event or plan.

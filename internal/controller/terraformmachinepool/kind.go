@@ -231,7 +231,7 @@ func (pool) Plans() bool  { return true }
 const defaultReplicas = 1
 
 // Inputs are the pool contract's variables: the cluster's exports, the
-// MachinePool's name, replicas (out of the inputs hash while an
+// MachinePool's name, replicas (those of the last apply while an
 // autoscaler owns them: cluster.x-k8s.io/replicas-managed-by) and failure
 // domains, its machine template's labels and taints, and the bootstrap
 // data, which is sensitive and out of the approval hash. Until each can
@@ -274,10 +274,11 @@ func (pool) Inputs(ctx context.Context, c client.Reader, obj engine.Object) (map
 	return map[string]render.Variable{
 		modulecontract.VariableExports:  {Value: exports},
 		modulecontract.VariablePoolName: {Value: jsonOf(mp.Name)},
-		// Replicas an autoscaler owns change without a change of the
-		// pool's inputs: the module applies them only when something
-		// else changes (it should ignore its group's desired size).
-		modulecontract.VariableReplicas:       {Value: jsonOf(ptr.Deref(mp.Spec.Replicas, defaultReplicas)), Unhashed: annotations.ReplicasManagedByExternalAutoscaler(mp)},
+		// While an autoscaler owns the replicas, the module gets what
+		// the last successful apply ran: a value someone approved (or
+		// applied under Automatic), never the autoscaler's, which no
+		// plan showed. The module should ignore its group's desired size.
+		modulecontract.VariableReplicas:       {Value: jsonOf(ptr.Deref(mp.Spec.Replicas, defaultReplicas)), KeepApplied: annotations.ReplicasManagedByExternalAutoscaler(mp)},
 		modulecontract.VariableFailureDomains: {Value: jsonOf(domains)},
 		modulecontract.VariableNodeLabels:     {Value: jsonOf(labels)},
 		modulecontract.VariableNodeTaints:     {Value: jsonOf(taints)},
