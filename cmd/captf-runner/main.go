@@ -51,6 +51,11 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		j.Unapproved = strings.Split(v, ",")
 		return nil
 	})
+	fs.Func("reviewed-delete", "with --allow-deletes-hash: an address the approved plan deletes or replaces (repeated)", func(v string) error {
+		j.ReviewedDeletes = append(j.ReviewedDeletes, v)
+		return nil
+	})
+	fs.IntVar(&j.ReviewedDestroy, "reviewed-destroy", -1, "with --allow-deletes-hash: how many resources the approved plan deletes or replaces in all")
 	fs.StringVar(&j.BackupDigests, "backup-digests", "", "restore: the backup's chunk digests (its captf.io/state-chunk-sha256 annotation)")
 	fs.StringVar(&j.MessagePath, "termination-message-path", "/dev/termination-log", "where the report for the manager goes")
 	showVersion := fs.Bool("version", false, "print the version and exit")

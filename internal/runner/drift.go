@@ -62,26 +62,36 @@ var ErrDestructive = errors.New("the plan deletes or replaces resources")
 
 // Guarded is the apply of the destructive-plan guard: it plans, with
 // refresh, and applies exactly that saved plan unless it deletes or
-// replaces a resource and deletes are not allowed; then it applies
-// nothing and the error wraps ErrDestructive. Either way the Changes say
-// what the plan does. It needs no plan key: the plan that waits for
-// approval is made by a plan Job.
-func (r *Runner) Guarded(ctx context.Context, allowDeletes bool) (*Changes, error) {
+// replaces a resource and deletes does not allow it (nil allows none);
+// then it applies nothing and the error wraps ErrDestructive. Either way
+// the Changes say what the plan does. It needs no plan key: the plan that
+// waits for approval is made by a plan Job.
+func (r *Runner) Guarded(ctx context.Context, deletes Deletes) (*Changes, error) {
 	if err := r.prepare(ctx); err != nil {
 		return nil, err
 	}
-	return r.guardedApply(ctx, allowDeletes)
+	return r.guardedApply(ctx, deletes)
 }
 
+// Deletes says whether a guarded apply may delete or replace the
+// resources at addresses (each as CountChanges names it): nil, or an
+// error that wraps ErrDestructive.
+type Deletes func(addresses []string) error
+
 // guardedApply is Guarded after init, its plan made with extra flags.
-func (r *Runner) guardedApply(ctx context.Context, allowDeletes bool, extra ...string) (*Changes, error) {
+func (r *Runner) guardedApply(ctx context.Context, deletes Deletes, extra ...string) (*Changes, error) {
 	p, err := r.countedPlan(ctx, extra...)
 	if err != nil {
 		return nil, err
 	}
 	defer p.Close()
-	if p.changes.Destructive() && !allowDeletes {
-		return p.changes, fmt.Errorf("%w (%d to replace, %d to delete); nothing was applied", ErrDestructive, p.changes.Replace, p.changes.Delete)
+	if p.changes.Destructive() {
+		if deletes == nil {
+			return p.changes, fmt.Errorf("%w (%d to replace, %d to delete); nothing was applied", ErrDestructive, p.changes.Replace, p.changes.Delete)
+		}
+		if err := deletes(p.destructive); err != nil {
+			return p.changes, err
+		}
 	}
 	return p.changes, r.TF.Apply(ctx, p.file)
 }
@@ -93,6 +103,9 @@ type counted struct {
 	// others are the entries of what the plan changes in the state
 	// alone, which Changes leaves out: imports, moves and forgets.
 	others []string
+	// destructive are the addresses the plan deletes or replaces, all of
+	// them.
+	destructive []string
 }
 
 func (c *counted) Close() { os.RemoveAll(c.dir) }
@@ -116,6 +129,7 @@ func (r *Runner) countedPlan(ctx context.Context, extra ...string) (*counted, er
 		}
 		c.changes = CountChanges(&p)
 		c.others = stateOnlyChanges(&p)
+		c.destructive = destructiveAddresses(&p)
 		return nil
 	})
 	if err != nil {
@@ -148,11 +162,7 @@ func CountChanges(p *tfjson.Plan) *Changes {
 		default:
 			continue
 		}
-		addr := rc.Address
-		if rc.DeposedKey != "" {
-			addr += " deposed " + rc.DeposedKey
-		}
-		entries = append(entries, addr+" ("+action+")")
+		entries = append(entries, changeAddress(rc)+" ("+action+")")
 	}
 	sort.Strings(entries)
 	if len(entries) > MaxChangedResources {
@@ -160,4 +170,26 @@ func CountChanges(p *tfjson.Plan) *Changes {
 	}
 	d.Resources = entries
 	return d
+}
+
+// changeAddress is the address of a resource change, with its deposed key
+// when it has one.
+func changeAddress(rc *tfjson.ResourceChange) string {
+	if rc.DeposedKey != "" {
+		return rc.Address + " deposed " + rc.DeposedKey
+	}
+	return rc.Address
+}
+
+// destructiveAddresses are the addresses of the managed resources a plan
+// deletes or replaces, sorted.
+func destructiveAddresses(p *tfjson.Plan) []string {
+	var out []string
+	for _, rc := range p.ResourceChanges {
+		if rc.Mode == tfjson.ManagedResourceMode && rc.Change != nil && (rc.Change.Actions.Replace() || rc.Change.Actions.Delete()) {
+			out = append(out, changeAddress(rc))
+		}
+	}
+	sort.Strings(out)
+	return out
 }

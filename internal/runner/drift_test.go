@@ -214,7 +214,7 @@ func TestGuarded(t *testing.T) {
 			ctx := context.Background()
 
 			d.config(strings.Replace(driftFiles, `content   = "b"`, `content   = "b2"`, 1))
-			c, err := d.r.Guarded(ctx, false)
+			c, err := d.r.Guarded(ctx, nil)
 			if err != nil || c.Update != 1 || c.Destructive() {
 				t.Fatalf("an update: %+v, %v", c, err)
 			}
@@ -228,7 +228,7 @@ func TestGuarded(t *testing.T) {
 			remove := applied[:c0] + applied[strings.Index(applied, "output \"out\""):]
 			for name, config := range map[string]string{"replace": replace, "delete": remove} {
 				d.config(config)
-				c, err := d.r.Guarded(ctx, false)
+				c, err := d.r.Guarded(ctx, nil)
 				if !errors.Is(err, ErrDestructive) || ExitCode(err) != ExitPlanChanged || !c.Destructive() {
 					t.Fatalf("%s: %+v, %v", name, c, err)
 				}

@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"slices"
+	"strings"
 
 	"github.com/captf/captf/internal/render"
 	"github.com/captf/captf/internal/tfexec"
@@ -48,6 +49,13 @@ type Job struct {
 	// that it is only that (applyUnapproved).
 	AppliedInputs string
 	Unapproved    []string
+	// ReviewedDeletes and ReviewedDestroy, with AllowDeletesHash, are
+	// what the approved plan deletes or replaces: the addresses its
+	// summary lists and how many in all (a summary lists up to 50
+	// resources). The apply refuses a delete or replace of another
+	// address, beyond the count the summary leaves unlisted.
+	ReviewedDeletes []string
+	ReviewedDestroy int
 	// BackupDigests are the chunks' digests of the backup a restore Job
 	// pushes (the backup's tfstate.AnnotationDigests); empty: unchecked.
 	BackupDigests string
@@ -101,6 +109,9 @@ func (j *Job) run(ctx context.Context) (Message, error) {
 	}
 	if j.AllowDeletesHash != "" && !digestPattern.MatchString(j.InputsDigest) {
 		return msg, fmt.Errorf("%w: --allow-deletes-hash needs --inputs-digest (%s and 64 hex digits), got %q", ErrBadInput, render.DigestPrefix, j.InputsDigest)
+	}
+	if j.AllowDeletesHash != "" && (j.ReviewedDestroy < len(j.ReviewedDeletes) || slices.Contains(j.ReviewedDeletes, "")) {
+		return msg, fmt.Errorf("%w: --allow-deletes-hash needs --reviewed-destroy (at least as many as the %d --reviewed-delete addresses, none empty)", ErrBadInput, len(j.ReviewedDeletes))
 	}
 	if j.AppliedInputs != "" && (!j.Guard || j.AllowDeletesHash != "" || len(j.Unapproved) == 0) {
 		return msg, fmt.Errorf("%w: --applied-inputs is expected with --guard and --unapproved-vars, without --allow-deletes-hash", ErrBadInput)
@@ -222,7 +233,11 @@ func (j *Job) run(ctx context.Context) (Message, error) {
 			if allow, err = j.deletesAllowed(); err != nil {
 				return msg, err
 			}
-			c, err = r.Guarded(ctx, allow)
+			var deletes Deletes
+			if allow {
+				deletes = j.reviewed
+			}
+			c, err = r.Guarded(ctx, deletes)
 		}
 		msg.Guarded = c
 		if err != nil {
@@ -260,6 +275,26 @@ func (j *Job) deletesAllowed() (bool, error) {
 		return false, fmt.Errorf("%w: inputs: %w", ErrBadInput, err)
 	}
 	return recorded == j.AllowDeletesHash, nil
+}
+
+// reviewed allows the deletes and replacements of addresses that the
+// approved plan's summary lists (ReviewedDeletes), and as many others as
+// it counted without listing them (ReviewedDestroy beyond the list);
+// otherwise it names those it did not review.
+func (j *Job) reviewed(addresses []string) error {
+	var extra []string
+	for _, a := range addresses {
+		if !slices.Contains(j.ReviewedDeletes, a) {
+			extra = append(extra, a)
+		}
+	}
+	if len(extra) <= j.ReviewedDestroy-len(j.ReviewedDeletes) {
+		return nil
+	}
+	if len(extra) > MaxChangedResources {
+		extra = append(extra[:MaxChangedResources], "…")
+	}
+	return fmt.Errorf("%w that the approved plan did not: %s; nothing was applied", ErrDestructive, strings.Join(extra, ", "))
 }
 
 // checkDigest checks the staged inputs against InputsDigest, when there

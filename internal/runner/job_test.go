@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -408,6 +409,9 @@ func TestJobAllowDeletesHash(t *testing.T) {
 				return render.RunDigest(key, main, vars)
 			}
 			var rendered string // the digest of the inputs as the manager wrote them
+			// What the approved plan's summary lists as deleted or
+			// replaced, and how many more it counted without listing.
+			reviewed, unlisted := []string{"module.m.terraform_data.zone[0]"}, 0
 			guarded := func(allow string) (int, Message) {
 				t.Helper()
 				var out lockedBuffer
@@ -415,6 +419,7 @@ func TestJobAllowDeletesHash(t *testing.T) {
 					Runtime: f.runtime, MessagePath: f.message, Stdout: &out, Stderr: &out}
 				if allow != "" {
 					j.KeyFile, j.InputsDigest = f.key, rendered
+					j.ReviewedDeletes, j.ReviewedDestroy = reviewed, len(reviewed)+unlisted
 				}
 				code := j.Run(context.Background())
 				raw, err := os.ReadFile(f.message)
@@ -461,6 +466,13 @@ func TestJobAllowDeletesHash(t *testing.T) {
 			}
 			zone("b")
 			rendered = digest()
+			// The approved plan replaced something else: this replacement
+			// was not reviewed, and nothing applies.
+			reviewed = []string{"module.m.terraform_data.other"}
+			if code, m := guarded(approval); code != ExitPlanChanged || m.Outcome != OutcomeDestructive || !strings.Contains(m.Error, "the approved plan did not: module.m.terraform_data.zone[0]") {
+				t.Fatalf("a replacement the approved plan did not list: exit %d, %+v", code, m)
+			}
+			reviewed = []string{"module.m.terraform_data.zone[0]"}
 			if code, m := guarded(approval); code != 0 || m.Outcome != OutcomeApplied || m.Guarded.Replace != 1 {
 				t.Fatalf("the approved input set: exit %d, %+v", code, m)
 			}
@@ -576,5 +588,33 @@ func TestJobUnapproved(t *testing.T) {
 				t.Fatalf("after the refusals, the rotated inputs: exit %d, %+v; want no change", code, m)
 			}
 		})
+	}
+}
+
+// TestReviewedDeletes: an approved ExportsChange apply may delete or
+// replace the addresses its plan's summary lists, and as many others as
+// the summary counted without listing them (it lists up to 50), no more.
+func TestReviewedDeletes(t *testing.T) {
+	for _, c := range []struct {
+		reason    string
+		listed    []string
+		destroy   int
+		addresses []string
+		refused   string
+	}{
+		{"all listed", []string{"a", "b"}, 2, []string{"a", "b"}, ""},
+		{"fewer than reviewed", []string{"a", "b"}, 2, []string{"b"}, ""},
+		{"one not listed, none unlisted", []string{"a"}, 1, []string{"a", "c"}, "did not: c;"},
+		{"one not listed, one unlisted", []string{"a"}, 2, []string{"a", "c"}, ""},
+		{"two not listed, one unlisted", []string{"a"}, 2, []string{"c", "d"}, "did not: c, d;"},
+	} {
+		j := &Job{ReviewedDeletes: c.listed, ReviewedDestroy: c.destroy}
+		err := j.reviewed(c.addresses)
+		switch {
+		case c.refused == "" && err != nil:
+			t.Errorf("%s: %v, want allowed", c.reason, err)
+		case c.refused != "" && (!errors.Is(err, ErrDestructive) || !strings.Contains(fmt.Sprint(err), c.refused)):
+			t.Errorf("%s: %v, want ErrDestructive naming %q", c.reason, err, c.refused)
+		}
 	}
 }

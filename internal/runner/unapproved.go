@@ -90,7 +90,7 @@ func (j *Job) applyUnapproved(ctx context.Context, r *Runner) (*Changes, error) 
 	if err := writeInputs(j.Workdir, staged); err != nil {
 		return nil, err
 	}
-	return r.guardedApply(ctx, false, "-refresh=false")
+	return r.guardedApply(ctx, nil, "-refresh=false")
 }
 
 // readInputs reads InputFiles from dir.

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"strings"
 
 	ctrl "sigs.k8s.io/controller-runtime"
 
@@ -99,7 +100,8 @@ func (r *Reconciler) reconcileHeld(ctx context.Context, obj Object, key []byte, 
 		return ctrl.Result{}, true, true, err
 	}
 	if by != "" {
-		req := jobRequest{op: infrav1.OperationApply, guard: true, approved: true, approvedHash: p.PlanHash, allowDeletes: p.InputsHash, digest: p.ImageDigest}
+		req := jobRequest{op: infrav1.OperationApply, guard: true, approved: true, approvedHash: p.PlanHash, allowDeletes: p.InputsHash, digest: p.ImageDigest,
+			reviewedDeletes: reviewedDeletes(p), reviewedDestroy: p.Destroy}
 		if ref := st.PendingPlanRef; ref != nil {
 			req.plan = ref.Name
 		}
@@ -135,4 +137,24 @@ func (r *Reconciler) renderHeld(ctx context.Context, obj Object, key []byte, val
 	v.Value = value
 	own[r.kind().Held()] = v
 	return r.renderWith(ctx, obj, key, own)
+}
+
+// reviewedDeletes are the addresses a plan's summary lists as deleted or
+// replaced (entries "<address> (<labels>)"): what the approval of an
+// ExportsChange plan lets its apply delete (--reviewed-delete).
+func reviewedDeletes(p *infrav1.PlanStatus) []string {
+	var out []string
+	for _, e := range p.Resources {
+		i := strings.LastIndex(e, " (")
+		if i < 0 || !strings.HasSuffix(e, ")") {
+			continue
+		}
+		for _, label := range strings.Split(e[i+2:len(e)-1], ", ") {
+			if label == "delete" || label == "replace" {
+				out = append(out, e[:i])
+				break
+			}
+		}
+	}
+	return out
 }

@@ -198,10 +198,7 @@ func decideRun(k Kind, obj Object, o outcome, now metav1.Time) (Object, []Step) 
 		if held {
 			return view, steps
 		}
-		plan := o.Plan
-		if plan == "" && st.PendingPlanRef != nil {
-			plan = st.PendingPlanRef.Name
-		}
+		plan := carriedPlan(o, st)
 		if st.PendingPlanRef != nil && st.PendingPlanRef.Name == plan {
 			st.PendingPlanRef = nil
 		}
@@ -224,10 +221,7 @@ func decideRun(k Kind, obj Object, o outcome, now metav1.Time) (Object, []Step) 
 		run.Succeeded = false
 		run.Error = &infrav1.RunError{Kind: infrav1.ErrorKindPlanChanged, Message: "The fresh plan does not hash to the approved one; nothing was applied."}
 		steps := []Step{annotateJob{Key: infrav1.AnnotationPlanChanged, Value: msg.Plan.PlanHash}}
-		plan := o.Plan
-		if plan == "" && st.PendingPlanRef != nil {
-			plan = st.PendingPlanRef.Name
-		}
+		plan := carriedPlan(o, st)
 		if plan != "" {
 			steps = append(steps, finishPlan{Name: plan, Phase: infrav1.PlanFailed, Reason: infrav1.ReasonApplyPlanChanged,
 				Message: "The apply found other changes than the approved ones and applied nothing; a new plan waits."})
@@ -261,13 +255,29 @@ func decideRun(k Kind, obj Object, o outcome, now metav1.Time) (Object, []Step) 
 		// A plan of these changes is made next and waits for approval.
 		note := blockedNote(k, o.Job, msg.Guarded)
 		run.Error = &infrav1.RunError{Kind: infrav1.ErrorKindDestructivePlanBlocked, Message: "The plan deletes or replaces resources; nothing was applied."}
+		var steps []Step
+		if o.Approved != "" {
+			// An approved ExportsChange apply whose plan deletes or
+			// replaces what the approved plan did not (the runner names
+			// it, by address): that plan failed as a moved one does, and
+			// a new plan of these changes waits for approval.
+			if msg.Error != "" {
+				run.Error.Message = msg.Error
+				note = fmt.Sprintf("Job %s planned first and applied nothing: %s. A plan of these changes is made next and waits for approval.", o.Job, msg.Error)
+			}
+			plan := carriedPlan(o, st)
+			if plan != "" {
+				steps = append(steps, finishPlan{Name: plan, Phase: infrav1.PlanFailed, Reason: infrav1.ReasonApplyPlanChanged,
+					Message: "The apply found other changes than the approved ones and applied nothing; a new plan waits."})
+			}
+		}
 		if p := st.Plan; p == nil || p.Reason != infrav1.ReasonExportsChange || o.Approved != "" {
 			// A waiting ExportsChange plan stays: what the guard stopped
 			// is the apply of the held inputs, which its approval covers.
 			st.Plan, st.PendingPlanRef = nil, nil
 		}
 		setCondition(view, infrav1.ConditionApplyJobSucceeded, false, infrav1.ReasonDestructivePlanBlocked, note)
-		return view, []Step{announce{Key: o.Job, Type: corev1.EventTypeWarning, Reason: infrav1.EventDestructivePlanBlocked, Action: "Apply", Related: o.Job, Note: note}}
+		return view, append(steps, announce{Key: o.Job, Type: corev1.EventTypeWarning, Reason: infrav1.EventDestructivePlanBlocked, Action: "Apply", Related: o.Job, Note: note})
 	case runner.OutcomeNeedsApproval:
 		// Nothing was applied, and nothing failed: no backoff. A plan of
 		// the change is made next and waits for approval (refused).
@@ -413,4 +423,13 @@ func observeRun(kind string, o outcome) {
 	case o.Operation == infrav1.OperationDrift && o.Msg != nil && o.Msg.Drift != nil && o.Msg.Drift.Total() > 0:
 		driftFoundTotal.WithLabelValues(kind).Inc()
 	}
+}
+
+// carriedPlan is the TerraformPlan the apply Job o carried out: the one
+// its annotation names, else the one st says waits; "" for none.
+func carriedPlan(o outcome, st *infrav1.RunnerStatus) string {
+	if o.Plan == "" && st.PendingPlanRef != nil {
+		return st.PendingPlanRef.Name
+	}
+	return o.Plan
 }

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"path"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 
@@ -54,6 +55,12 @@ type jobRequest struct {
 	// exactly that input set (--allow-deletes-hash); approvedHash is then
 	// the plan's hash, recorded as the approved one.
 	allowDeletes, approvedHash string
+	// reviewedDeletes and reviewedDestroy, with allowDeletes, are the
+	// addresses the approved plan's summary lists as deleted or replaced
+	// and how many it deletes or replaces in all: the apply deletes no
+	// other (--reviewed-delete, --reviewed-destroy).
+	reviewedDeletes []string
+	reviewedDestroy int32
 	// unapproved names the variables whose values alone changed since the
 	// last successful apply, which the approval hash leaves out (a pool's
 	// rotated bootstrap data): the guarded apply shows that is all it
@@ -190,7 +197,11 @@ func (r *Reconciler) startJob(ctx context.Context, obj Object, root *render.Root
 			if err != nil {
 				return err
 			}
-			c.Command = append(c.Command, "--allow-deletes-hash="+req.allowDeletes, "--inputs-digest="+render.RunDigest(key, root.MainTF, root.Vars))
+			c.Command = append(c.Command, "--allow-deletes-hash="+req.allowDeletes, "--inputs-digest="+render.RunDigest(key, root.MainTF, root.Vars),
+				"--reviewed-destroy="+strconv.Itoa(int(req.reviewedDestroy)))
+			for _, a := range req.reviewedDeletes {
+				c.Command = append(c.Command, "--reviewed-delete="+a)
+			}
 		}
 		if len(req.unapproved) > 0 {
 			withApplied(job, InputsName(r.kind().Short(), obj.GetName()))
