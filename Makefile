@@ -43,7 +43,7 @@ bench:
 	hack/bench.sh
 
 # The manager with many TerraformClusters under Manual, on the real API
-# server: SCALE_N="100 500" by default; see hack/scale.sh and docs/scale.md.
+# server: SCALE_N="100 500" by default; see hack/scale.sh and docs/dev/scale.md.
 scale:
 	hack/scale.sh $(SCALE_N)
 
