@@ -43,7 +43,7 @@ bench:
 	hack/bench.sh
 
 # The manager with many TerraformClusters under Manual, on the real API
-# server: SCALE_N="100 500" by default; see hack/scale.sh and docs/scale.md.
+# server: SCALE_N="100 500" by default; see hack/scale.sh and docs/dev/scale.md.
 scale:
 	hack/scale.sh $(SCALE_N)
 
@@ -90,7 +90,7 @@ images:
 # $(REGISTRY)/captf-manager:$(VERSION) and $(REGISTRY)/captf-runner:$(VERSION)
 # (over the registry API, with the credentials of docker login or crane
 # auth login), each with its SBOM as a referrer, and the release files in
-# $(RELEASE_DIR). Signing is by hand, with cosign: docs/install.md#signing.
+# $(RELEASE_DIR). Signing is by hand, with cosign: docs/dev/release.md#signing.
 release: images release-manifests
 	go run ./cmd/captf-release push --version $(VERSION) --registry $(REGISTRY) --in $(IMAGES_DIR)
 

@@ -9,5 +9,5 @@ if p="$(command -v terraform)"; then
   echo "$p"
   exit 0
 fi
-echo "install-terraform: terraform is not on PATH; the tests need it (README.md, Development)" >&2
+echo "install-terraform: terraform is not on PATH; the tests need it (docs/dev/README.md)" >&2
 exit 1

@@ -3,7 +3,9 @@
 // it, the runner Jobs played by the test node (which also serves their
 // logs, as a kubelet does), and kubectl captf run in this process. What no
 // machine here has is named in the doc: a kubelet pulling images from a
-// registry, and a cloud.
+// registry, and a cloud. TestCLIQuickstart runs every command of
+// docs/quickstart.md, the command line's quick start, with the real
+// terraform.
 package quickstart
 
 import (
