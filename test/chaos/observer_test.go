@@ -57,7 +57,11 @@ type jobRecord struct {
 	// allowDeletes (--allow-deletes-hash).
 	guard        bool
 	allowDeletes string
-	created      uint64
+	// appliedInputs: a guarded apply of values an approval leaves out (a
+	// pool's rotated bootstrap data), which shows in the Job that it is
+	// only that (--applied-inputs).
+	appliedInputs bool
+	created       uint64
 	// finished is when the Job was first seen succeeded or failed (or
 	// deleted); 0 while active.
 	finished  uint64
@@ -165,6 +169,7 @@ func (o *observer) job(typ watch.EventType, j *batchv1.Job) {
 				if v, ok := strings.CutPrefix(a, "--allow-deletes-hash="); ok {
 					r.allowDeletes = v
 				}
+				r.appliedInputs = r.appliedInputs || strings.HasPrefix(a, "--applied-inputs=")
 			}
 		}
 		// Jobs of two objects may run at once (a gate between them is an

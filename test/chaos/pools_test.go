@@ -6,10 +6,13 @@ import (
 	"path/filepath"
 	"strconv"
 
+	corev1 "k8s.io/api/core/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	infrav1 "github.com/captf/captf/api/v1alpha1"
 	"github.com/captf/captf/internal/controller/terraformmachinepool"
@@ -23,9 +26,79 @@ import (
 // do not run: the flow sets what they would.
 const invExportsChange = "exports-change-applied-once-approved"
 
+// invRotationOnly: under Manual, nothing beyond rotated bootstrap data
+// applies without an approval (pool-bootstrap-rotation).
+const invRotationOnly = "no-change-beyond-rotated-data-unapproved"
+
 func init() {
-	invariants = append(invariants, invExportsChange)
-	flows = append(flows, poolFlow)
+	invariants = append(invariants, invExportsChange, invRotationOnly)
+	flows = append(flows, poolFlow, rotationFlow)
+}
+
+// driftedContent is what pool-bootstrap-rotation writes into a member's
+// file behind terraform's back.
+const driftedContent = "edited outside terraform"
+
+var rotationFlow = &flow{
+	// A pool provisioned under Automatic, switched to Manual; one member
+	// drifts (its file edited outside terraform); the faulted part: the
+	// bootstrap data rotates, the Job that was to apply it finds the
+	// drift and applies nothing, a plan of the change waits, is approved
+	// and applied (the drift undone, the data rotated).
+	name: "pool-bootstrap-rotation",
+	setup: func(r *run) error {
+		if err := poolProvisioned(r); err != nil {
+			return err
+		}
+		p := &infrav1.TerraformMachinePool{ObjectMeta: metav1.ObjectMeta{Name: poolName, Namespace: r.ns}}
+		if err := r.f.env.Client.Patch(r.ctx, p, client.RawPatch(types.MergePatchType, []byte(`{"spec":{"applyPolicy":"Manual"}}`))); err != nil {
+			return err
+		}
+		r.manualFrom = rv(p)
+		return os.WriteFile(filepath.Join(r.f.files, r.ns, poolName+"-0.txt"), []byte(driftedContent), 0o644)
+	},
+	act: func(r *run) error {
+		secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: bootstrapSecret, Namespace: r.ns}}
+		if err := r.f.env.Client.Patch(r.ctx, secret, client.RawPatch(types.MergePatchType,
+			[]byte(`{"stringData":{"value":"`+bootstrapCanary+`-ROTATED"}}`))); err != nil {
+			return err
+		}
+		p, err := waitFor(r, poolSubject, "a plan of the rotation waits", func(p *infrav1.TerraformMachinePool) bool {
+			return p != nil && p.Status.PendingPlanRef != nil && p.Status.Plan != nil && p.Status.Plan.Reason == infrav1.ReasonManual
+		})
+		if err != nil {
+			return err
+		}
+		// Before any approval the drift is still there: what was applied
+		// without one did not undo it.
+		content, err := os.ReadFile(filepath.Join(r.f.files, r.ns, poolName+"-0.txt"))
+		r.driftUndoneUnapproved = err != nil || string(content) != driftedContent
+		if err := r.approvePlan(p); err != nil {
+			return err
+		}
+		_, err = waitFor(r, poolSubject, "the rotation applied, the drift undone", func(p *infrav1.TerraformMachinePool) bool {
+			b, err := os.ReadFile(filepath.Join(r.f.files, r.ns, "."+poolName+"-1.txt.captftest-secret"))
+			return p != nil && ready(p) && p.Status.Plan == nil && p.Status.ActiveJob == nil && err == nil && string(b) == bootstrapCanary+"-ROTATED"
+		})
+		return err
+	},
+	phases:     map[infrav1.PlanPhase]int{infrav1.PlanApplied: 1},
+	webhook:    true,
+	of:         &poolSubject,
+	clusterAPI: true,
+	check: func(r *run) []violation {
+		var out []violation
+		if r.driftUndoneUnapproved {
+			out = append(out, violation{invRotationOnly, "the drifted member was undone before any approval: the rotation applied more than the rotated data"})
+		}
+		all, _, _ := r.obs.snapshot()
+		for _, j := range poolSubject.jobs(all) {
+			if j.appliedInputs && j.succeeded {
+				out = append(out, violation{invRotationOnly, fmt.Sprintf("apply Job %s applied the rotation without approval while a member had drifted", j.name)})
+			}
+		}
+		return out
+	},
 }
 
 const (

@@ -103,6 +103,9 @@ type run struct {
 	// exportsChanged is the resourceVersion of the cluster's exports
 	// change the pool's ExportsChange plan is about (pool-exports-change).
 	exportsChanged uint64
+	// driftUndoneUnapproved: the drifted member was undone before any
+	// approval (pool-bootstrap-rotation).
+	driftUndoneUnapproved bool
 }
 
 type approval struct {

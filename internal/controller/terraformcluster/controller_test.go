@@ -393,8 +393,11 @@ func (h *harness) events(obj client.Object) []eventsv1.Event {
 		h.t.Fatal(err)
 	}
 	kind := "TerraformCluster"
-	if _, ok := obj.(*infrav1.TerraformMachine); ok {
+	switch obj.(type) {
+	case *infrav1.TerraformMachine:
 		kind = "TerraformMachine"
+	case *infrav1.TerraformMachinePool:
+		kind = "TerraformMachinePool"
 	}
 	var out []eventsv1.Event
 	for _, e := range list.Items {

@@ -13,6 +13,7 @@ import (
 
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
+	eventsv1 "k8s.io/api/events/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -531,6 +532,31 @@ func TestPoolExportsChange(t *testing.T) {
 
 	// approve approves plan with kubectl captf.
 	approve := func(plan *infrav1.TerraformPlan) { h.kubectlCaptf(h.env.Kubeconfig(t), "approve", plan.Name) }
+	// A member is chmod'ed outside terraform after the plan was made: the
+	// approved apply would replace it too, which the reviewed plan did
+	// not. It applies nothing, names the member, and that plan fails; a
+	// new plan of both replacements waits.
+	if err := os.Chmod(filepath.Join(h.files, "zoned", "zoned-pool-0.txt"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	approve(second)
+	waitFor(h.harness, second, "the approved plan failed", func(plan *infrav1.TerraformPlan) bool { return plan.Status.Phase == infrav1.PlanFailed })
+	named := func() bool {
+		return slices.ContainsFunc(h.events(p), func(e eventsv1.Event) bool {
+			return e.Reason == infrav1.EventDestructivePlanBlocked && strings.Contains(e.Note, `did not: module.main.captftest_file.member[0]`)
+		})
+	}
+	for deadline := time.Now().Add(time.Minute); !named(); time.Sleep(200 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("no %s event naming the member the approved plan did not replace: %+v", infrav1.EventDestructivePlanBlocked, h.events(p))
+		}
+	}
+	if got := placement(); !slices.Equal(got, []string{"zone-a.txt"}) {
+		t.Errorf("placement %v after the refused apply, want zone-a.txt: nothing applied", got)
+	}
+	second = livePlan("a plan of both replacements", func(plan *infrav1.TerraformPlan) bool {
+		return exportsChange(plan) && plan.Spec.Summary.Replace == 2
+	})
 	// Approved, it applies: the placement is replaced, every member
 	// gets the new exports.
 	approve(second)
