@@ -55,6 +55,19 @@ var rotationFlow = &flow{
 			return err
 		}
 		r.manualFrom = rv(p)
+		// As a bootstrap provider makes it: labelled with the cluster
+		// and controller-owned (here by the MachinePool), so its data
+		// rotates without approval.
+		var mp clusterv1.MachinePool
+		if err := r.f.env.Client.Get(r.ctx, client.ObjectKey{Namespace: r.ns, Name: poolName}, &mp); err != nil {
+			return err
+		}
+		owned := fmt.Sprintf(`{"metadata":{"labels":{%q:%q},"ownerReferences":[{"apiVersion":%q,"kind":"MachinePool","name":%q,"uid":%q,"controller":true}]}}`,
+			clusterv1.ClusterNameLabel, objectName, clusterv1.GroupVersion.String(), mp.Name, mp.UID)
+		secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: bootstrapSecret, Namespace: r.ns}}
+		if err := r.f.env.Client.Patch(r.ctx, secret, client.RawPatch(types.MergePatchType, []byte(owned))); err != nil {
+			return err
+		}
 		return os.WriteFile(filepath.Join(r.f.files, r.ns, poolName+"-0.txt"), []byte(driftedContent), 0o644)
 	},
 	act: func(r *run) error {

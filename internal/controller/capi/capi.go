@@ -149,14 +149,42 @@ func BootstrapData(ctx context.Context, c client.Reader, m *clusterv1.Machine) (
 
 // PoolBootstrapData is the bootstrap data of mp: the key value of the
 // Secret its spec.template.spec.bootstrap.dataSecretName names; a Wait
-// while there is none.
-func PoolBootstrapData(ctx context.Context, c client.Reader, mp *clusterv1.MachinePool) ([]byte, *engine.Wait, error) {
-	return bootstrapData(ctx, c, mp.Namespace, "MachinePool "+mp.Name, "spec.template.spec.bootstrap.dataSecretName", mp.Spec.Template.Spec.Bootstrap.DataSecretName)
+// while there is none. rotated says whether a bootstrap provider made
+// that Secret for mp's cluster (BootstrapProvided): only then may a new
+// value apply without a new approval.
+func PoolBootstrapData(ctx context.Context, c client.Reader, mp *clusterv1.MachinePool) (data []byte, rotated bool, wait *engine.Wait, err error) {
+	s, wait, err := bootstrapSecret(ctx, c, mp.Namespace, "MachinePool "+mp.Name, "spec.template.spec.bootstrap.dataSecretName", mp.Spec.Template.Spec.Bootstrap.DataSecretName)
+	if s == nil {
+		return nil, false, wait, err
+	}
+	return s.Data[BootstrapKey], BootstrapProvided(s, mp.Spec.ClusterName), nil, nil
+}
+
+// BootstrapProvided reports whether s looks made by a bootstrap provider
+// for cluster, as Cluster API's kubeadm bootstrap provider makes one: it
+// is labelled with the cluster's name and has a controller owner (the
+// bootstrap config). Not a proof against whoever can write Secrets,
+// who can write the bootstrap data itself; it keeps someone who can only
+// edit a MachinePool from naming an unrelated Secret as data that
+// applies without approval.
+func BootstrapProvided(s *corev1.Secret, cluster string) bool {
+	return cluster != "" && s.Labels[clusterv1.ClusterNameLabel] == cluster && metav1.GetControllerOf(s) != nil
 }
 
 // bootstrapData is the key value of the Secret secret in namespace, which
 // owner names in its field; a Wait while there is none.
 func bootstrapData(ctx context.Context, c client.Reader, namespace, owner, field string, secret *string) ([]byte, *engine.Wait, error) {
+	s, wait, err := bootstrapSecret(ctx, c, namespace, owner, field, secret)
+	if s == nil {
+		return nil, wait, err
+	}
+	return s.Data[BootstrapKey], nil, nil
+}
+
+// bootstrapSecret is the Secret secret in namespace, which owner names in
+// its field, when it holds the key BootstrapKey; a Wait while there is
+// none.
+func bootstrapSecret(ctx context.Context, c client.Reader, namespace, owner, field string, secret *string) (*corev1.Secret, *engine.Wait, error) {
 	name := ptr.Deref(secret, "")
 	if name == "" {
 		return nil, &engine.Wait{Reason: infrav1.ReasonWaitingForBootstrapData, Message: fmt.Sprintf("The %s names no bootstrap data Secret yet (%s).", owner, field)}, nil
@@ -169,11 +197,10 @@ func bootstrapData(ctx context.Context, c client.Reader, namespace, owner, field
 	if err != nil {
 		return nil, nil, fmt.Errorf("bootstrap data Secret %s: %w", name, err)
 	}
-	data, ok := s.Data[BootstrapKey]
-	if !ok {
+	if _, ok := s.Data[BootstrapKey]; !ok {
 		return nil, &engine.Wait{Reason: infrav1.ReasonWaitingForBootstrapData, Message: fmt.Sprintf("The bootstrap data Secret %s has no key %s.", name, BootstrapKey)}, nil
 	}
-	return data, nil, nil
+	return &s, nil, nil
 }
 
 // TerraformClustersOf are the TerraformClusters in namespace whose

@@ -61,6 +61,19 @@ func (h *driftHarness) capiMachinePool(name, cluster, bootstrap string, replicas
 	return mp
 }
 
+// bootstrapFor is a bootstrap data Secret of mp's as a bootstrap provider
+// makes it (capi.BootstrapProvided): labelled with the cluster's name and
+// controller-owned (here by mp itself), so that new data rotates without
+// a new approval.
+func bootstrapFor(mp *clusterv1.MachinePool, name, value string) *corev1.Secret {
+	return &corev1.Secret{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: mp.Namespace,
+			Labels:          map[string]string{clusterv1.ClusterNameLabel: mp.Spec.ClusterName},
+			OwnerReferences: []metav1.OwnerReference{{APIVersion: clusterv1.GroupVersion.String(), Kind: "MachinePool", Name: mp.Name, UID: mp.UID, Controller: ptr.To(true)}}},
+		Data: map[string][]byte{"value": []byte(value)},
+	}
+}
+
 // waitPool polls a TerraformMachinePool until cond holds.
 func (h *driftHarness) waitPool(p *infrav1.TerraformMachinePool, what string, cond func(*infrav1.TerraformMachinePool) bool) {
 	h.t.Helper()
@@ -115,7 +128,7 @@ func TestPools(t *testing.T) {
 		t.Fatalf("%d Jobs of a pool waiting for its bootstrap data", len(jobs))
 	}
 
-	bootstrap := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "fleet-pool-bootstrap", Namespace: "default"}, Data: map[string][]byte{"value": []byte(bootstrapCanary)}}
+	bootstrap := bootstrapFor(mp, "fleet-pool-bootstrap", bootstrapCanary)
 	if err := h.c.Create(ctx, bootstrap); err != nil {
 		t.Fatal(err)
 	}
@@ -314,7 +327,7 @@ func TestPools(t *testing.T) {
 	if c := meta.FindStatusCondition(p.Status.Conditions, infrav1.ConditionReady); c == nil || c.Status != metav1.ConditionTrue || !p.Status.Ready {
 		t.Errorf("a provisioned pool waiting for new bootstrap data: Ready %+v, status.ready %v; want it Ready", c, p.Status.Ready)
 	}
-	second := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "fleet-pool-bootstrap-2", Namespace: "default"}, Data: map[string][]byte{"value": []byte(rotated + "-2")}}
+	second := bootstrapFor(mp, "fleet-pool-bootstrap-2", rotated+"-2")
 	if err := h.c.Create(ctx, second); err != nil {
 		t.Fatal(err)
 	}

@@ -35,6 +35,8 @@ import (
 //   - Bootstrap data rotates where it replaces a resource: the guard stops
 //     it, a plan waits with reason Destructive, and the drift checks that
 //     follow start no apply again.
+//   - The MachinePool names a Secret that no bootstrap provider made: its
+//     data waits for an approval like any other input.
 func TestPoolUnapprovedChange(t *testing.T) {
 	h := startMachines(t)
 	ctx := context.Background()
@@ -42,10 +44,6 @@ func TestPoolUnapprovedChange(t *testing.T) {
 	u := h.cluster("guarded", false)
 	h.env.WorkloadKubeconfig(t, "default", "guarded")
 	h.exportsCluster(u, "zone-a")
-	bootstrap := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "guarded-pool-bootstrap", Namespace: "default"}, Data: map[string][]byte{"value": []byte(bootstrapCanary)}}
-	if err := h.c.Create(ctx, bootstrap); err != nil {
-		t.Fatal(err)
-	}
 	p := &infrav1.TerraformMachinePool{
 		ObjectMeta: metav1.ObjectMeta{Name: "guarded-pool", Namespace: "default"},
 		Spec: infrav1.TerraformMachinePoolSpec{RunnerSpec: infrav1.RunnerSpec{
@@ -59,6 +57,10 @@ func TestPoolUnapprovedChange(t *testing.T) {
 		t.Fatal(err)
 	}
 	mp := h.capiMachinePool("guarded-pool", "guarded", "guarded-pool-bootstrap", 2)
+	bootstrap := bootstrapFor(mp, "guarded-pool-bootstrap", bootstrapCanary)
+	if err := h.c.Create(ctx, bootstrap); err != nil {
+		t.Fatal(err)
+	}
 	h.waitPool(p, "provisioned with 2 members", func(p *infrav1.TerraformMachinePool) bool {
 		return p.Status.Ready && len(p.Spec.ProviderIDList) == 2 && p.Status.ActiveJob == nil
 	})
@@ -199,6 +201,27 @@ func TestPoolUnapprovedChange(t *testing.T) {
 	}
 	if c := meta.FindStatusCondition(p.Status.Conditions, infrav1.ConditionApplyJobSucceeded); c == nil || c.Reason != infrav1.ReasonPlanAwaitingApproval {
 		t.Errorf("ApplyJobSucceeded %+v, want %s", c, infrav1.ReasonPlanAwaitingApproval)
+	}
+	approve(waitingPlan("the replacing rotation", infrav1.ReasonDestructive))
+
+	// 4. The MachinePool names a Secret no bootstrap provider made (no
+	// cluster label, no controller owner): its data is bound by the
+	// approval, and the change waits as a plan.
+	foreign := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "some-app-secret", Namespace: "default"}, Data: map[string][]byte{"value": []byte(bootstrapCanary + "-FOREIGN")}}
+	if err := h.c.Create(ctx, foreign); err != nil {
+		t.Fatal(err)
+	}
+	if err := h.c.Get(ctx, client.ObjectKeyFromObject(mp), mp); err != nil {
+		t.Fatal(err)
+	}
+	renamed := mp.DeepCopy()
+	renamed.Spec.Template.Spec.Bootstrap.DataSecretName = ptr.To(foreign.Name)
+	if err := h.c.Patch(ctx, renamed, client.MergeFrom(mp)); err != nil {
+		t.Fatal(err)
+	}
+	waitingPlan("data from a Secret no bootstrap provider made", infrav1.ReasonManual)
+	if secretOf(0) == bootstrapCanary+"-FOREIGN" {
+		t.Error("a member got the data of a Secret no bootstrap provider made, with no approval")
 	}
 	h.noCanary(bootstrapCanary, map[string]any{"status": p.Status, "events": h.events(p), "seen pools": seen.all()})
 }

@@ -250,7 +250,7 @@ func (pool) Inputs(ctx context.Context, c client.Reader, obj engine.Object) (map
 	if err != nil || wait != nil {
 		return nil, wait, err
 	}
-	data, wait, err := capi.PoolBootstrapData(ctx, c, mp)
+	data, rotated, wait, err := capi.PoolBootstrapData(ctx, c, mp)
 	if err != nil || wait != nil {
 		return nil, wait, err
 	}
@@ -284,9 +284,10 @@ func (pool) Inputs(ctx context.Context, c client.Reader, obj engine.Object) (map
 		modulecontract.VariableNodeTaints:     {Value: jsonOf(taints)},
 		// Bytes that are not UTF-8 read as U+FFFD: bootstrap data is
 		// text (cloud-init, Ignition). It rotates (kubeadm renews its
-		// tokens): an approval does not bind it, and under Manual a
-		// change of it alone is applied without a new one.
-		modulecontract.VariableBootstrapData: {Value: jsonOf(string(data)), Sensitive: true, Unapproved: true},
+		// tokens): an approval does not bind data a bootstrap provider
+		// made, and under Manual a change of it alone is applied
+		// without a new one. Data from any other Secret is bound.
+		modulecontract.VariableBootstrapData: {Value: jsonOf(string(data)), Sensitive: true, Unapproved: rotated},
 	}, nil, nil
 }
 
