@@ -14,6 +14,10 @@ import (
 
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	// A closed stdout (captf plan | head) is a write error the command
+	// reports and exits 1 on, after removing its private files, rather
+	// than a SIGPIPE that kills it before they are removed.
+	signal.Notify(make(chan os.Signal, 1), syscall.SIGPIPE)
 	code := cli.Run(ctx, os.Args[1:], os.Stdout, os.Stderr)
 	stop()
 	os.Exit(code)

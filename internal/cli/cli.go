@@ -52,13 +52,36 @@ func RunPreview(ctx context.Context, args []string, stdout, stderr io.Writer, re
 // and applies in this process with those deploy tools; without, it hands
 // off to the preview binary.
 func run(ctx context.Context, args []string, stdout, stderr io.Writer, registry preview.Registry) int {
-	cmd := newRoot(stdout, stderr, registry)
+	out := &checkedWriter{w: stdout}
+	cmd := newRoot(out, stderr, registry)
 	cmd.SetArgs(args)
 	err := cmd.ExecuteContext(ctx)
+	if out.err != nil && !errors.Is(err, out.err) {
+		err = errors.Join(err, fmt.Errorf("write stdout: %w", out.err))
+	}
 	if err != nil {
 		fmt.Fprintf(stderr, "captf: %v\n", err)
 	}
 	return exitCode(err)
+}
+
+// checkedWriter keeps the first error a write to w returned, and refuses
+// every write after it: a report lost to a full disk or a closed pipe
+// fails the command, whichever print lost it.
+type checkedWriter struct {
+	w   io.Writer
+	err error
+}
+
+func (c *checkedWriter) Write(p []byte) (int, error) {
+	if c.err != nil {
+		return 0, c.err
+	}
+	n, err := c.w.Write(p)
+	if err != nil {
+		c.err = err
+	}
+	return n, err
 }
 
 // options are the flags shared by plan and apply.

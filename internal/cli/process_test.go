@@ -3,6 +3,7 @@ package cli
 import (
 	"bufio"
 	"bytes"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -51,6 +52,7 @@ func TestBinary(t *testing.T) {
 	t.Run("signal during key read", func(t *testing.T) { signalDuringKeyRead(t, captfBin, tf.Path) })
 	t.Run("killed runs leave nothing", func(t *testing.T) { killedRuns(t, captfBin, tf.Path) })
 	t.Run("pasted apply command", func(t *testing.T) { pastedApplyCommand(t, captfBin, tf.Path) })
+	t.Run("stdout closed early", func(t *testing.T) { stdoutClosedEarly(t, captfBin, tf.Path) })
 	t.Run("preview hand-off", func(t *testing.T) { previewHandOff(t, captfBin) })
 }
 
@@ -331,5 +333,45 @@ func pastedApplyCommand(t *testing.T, captfBin, tf string) {
 		t.Fatalf("the pasted command %q: %v\n%s", line, err, b)
 	} else if !strings.Contains(string(b), "captf: applied the approved plan") {
 		t.Errorf("the pasted command did not apply:\n%s", b)
+	}
+}
+
+// stdoutClosedEarly: `captf plan DIR | head -c300` closes captf's stdout
+// while it still writes. captf exits 1 with the write error, as it does on
+// Ctrl-C, not killed by SIGPIPE, and no plan file outlives the run.
+func stdoutClosedEarly(t *testing.T, captfBin, tf string) {
+	dir := tftest.CopyRoot(t, "testdata/roots/canary")
+	for i := range 3 {
+		cmd := exec.Command(captfBin, "plan", dir, "--binary", tf)
+		stdout, err := cmd.StdoutPipe()
+		if err != nil {
+			t.Fatal(err)
+		}
+		var stderr bytes.Buffer
+		cmd.Stderr = &stderr
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := io.ReadFull(stdout, make([]byte, 300)); err != nil {
+			t.Fatal(err)
+		}
+		stdout.Close()
+		cmd.Wait()
+		if code := cmd.ProcessState.ExitCode(); code != runner.ExitFailure {
+			t.Errorf("run %d: %v, want exit %d; stderr:\n%s", i, cmd.ProcessState, runner.ExitFailure, stderr.String())
+		}
+		if !strings.Contains(stderr.String(), "broken pipe") {
+			t.Errorf("run %d: stderr does not give the write error:\n%s", i, stderr.String())
+		}
+		var left []string
+		filepath.WalkDir(filepath.Join(dir, runner.StateDir, TmpDir), func(path string, d os.DirEntry, err error) error {
+			if err == nil && path != filepath.Join(dir, runner.StateDir, TmpDir) {
+				left = append(left, path)
+			}
+			return nil
+		})
+		if len(left) != 0 {
+			t.Errorf("run %d left %v", i, left)
+		}
 	}
 }
