@@ -15,6 +15,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/captf/captf/internal/inputfile"
 	"github.com/captf/captf/internal/planconfig"
 	"github.com/captf/captf/internal/planstore"
 	"github.com/captf/captf/internal/preview"
@@ -266,10 +267,19 @@ func (o *options) open(ctx context.Context, args []string, stdout, stderr io.Wri
 
 // cliConfig keeps a TF_CLI_CONFIG_FILE that names an existing file (it may
 // carry provider mirrors the user needs) and otherwise gives terraform a
-// config of captf's own, in dir, that disables the checkpoint call.
+// config of captf's own, in dir, that disables the checkpoint call. An
+// existing one that is not a regular file, or is larger than
+// runner.MaxCLIConfigBytes, is refused: captf hashes it to know whether
+// init must run again.
 func cliConfig(dir string) ([]string, error) {
 	if p := os.Getenv("TF_CLI_CONFIG_FILE"); p != "" {
-		if _, err := os.Stat(p); err == nil {
+		if info, err := os.Stat(p); err == nil {
+			if !info.Mode().IsRegular() {
+				return nil, fmt.Errorf("%w: TF_CLI_CONFIG_FILE: %s is %s: %w", runner.ErrBadInput, p, inputfile.Kind(info), inputfile.ErrNotRegular)
+			}
+			if info.Size() > runner.MaxCLIConfigBytes {
+				return nil, fmt.Errorf("%w: TF_CLI_CONFIG_FILE: %s holds more than %s: %w", runner.ErrBadInput, p, inputfile.Size(runner.MaxCLIConfigBytes), inputfile.ErrTooLarge)
+			}
 			return nil, nil
 		}
 	}

@@ -52,7 +52,7 @@ sensitive). docs/modules.md lists every rule.
 
 ` + lintExitCodes,
 		Args: dirArg,
-		RunE: func(_ *cobra.Command, args []string) error {
+		RunE: func(cmd *cobra.Command, args []string) error {
 			dir := "."
 			if len(args) == 1 {
 				dir = args[0]
@@ -64,7 +64,7 @@ sensitive). docs/modules.md lists every rule.
 			if info, err := os.Stat(dir); err != nil || !info.IsDir() {
 				return fmt.Errorf("%w: %s is not a directory", runner.ErrBadInput, dir)
 			}
-			findings, err := modulelint.Check(dir, r)
+			findings, err := modulelint.Check(cmd.Context(), dir, r)
 			if errors.Is(err, modulelint.ErrNoConfig) {
 				return fmt.Errorf("%w: %w", runner.ErrBadInput, err)
 			}

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -14,6 +15,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/captf/captf/internal/inputfile"
 	"github.com/captf/captf/internal/preview"
 	"github.com/captf/captf/internal/preview/terraform"
 	"github.com/captf/captf/internal/runner"
@@ -154,7 +156,7 @@ func (o *previewOptions) options(ctx context.Context, stderr io.Writer) (preview
 	}
 	opts := preview.Options{Root: root, Project: proj, Env: o.env, ChangedFrom: o.changedFrom, Registry: o.registry, Log: stderr, Output: stderr}
 	if o.seedFile != "" {
-		if opts.Seed, err = preview.ReadSeed(o.seedFile); err != nil {
+		if opts.Seed, err = preview.ReadSeed(ctx, o.seedFile); err != nil {
 			return preview.Options{}, err
 		}
 	}
@@ -171,6 +173,9 @@ func (o *previewOptions) options(ctx context.Context, stderr io.Writer) (preview
 		}
 		o.out = filepath.Join(root, runner.StateDir, "preview")
 	}
+	if err := checkOut(o.out); err != nil {
+		return preview.Options{}, err
+	}
 	if opts.Key, err = o.key(ctx, root, stderr); err != nil {
 		return preview.Options{}, err
 	}
@@ -179,6 +184,30 @@ func (o *previewOptions) options(ctx context.Context, stderr io.Writer) (preview
 	}
 	opts.TempDir = o.tmp.path
 	return opts, nil
+}
+
+// MaxDocumentBytes is the largest change-set document in --out that preview
+// apply reads back.
+const MaxDocumentBytes = 64 << 20
+
+// checkOut refuses an --out whose document or note exists and is not a
+// regular file: writing to a named pipe waits for a reader, and a device
+// takes what is written and keeps nothing.
+func checkOut(out string) error {
+	for _, name := range []string{DocumentFile, NoteFile} {
+		path := filepath.Join(out, name)
+		info, err := os.Stat(path)
+		if errors.Is(err, fs.ErrNotExist) {
+			continue
+		}
+		if err != nil {
+			return fmt.Errorf("%w: --out: %w", preview.ErrInvalid, err)
+		}
+		if !info.Mode().IsRegular() {
+			return fmt.Errorf("%w: --out: %s is %s: %w", preview.ErrInvalid, path, inputfile.Kind(info), inputfile.ErrNotRegular)
+		}
+	}
+	return nil
 }
 
 // Close removes the command's private directory.
@@ -344,8 +373,8 @@ type applyReport struct {
 // runtimeMoved compares the approved document in --out, when it is the
 // one approved, with the fresh plan's: which blocks that run at apply
 // moved. Nothing when that document is not at hand.
-func (o *previewOptions) runtimeMoved(expect string, fresh *changeset.Document) []string {
-	raw, err := os.ReadFile(filepath.Join(o.out, DocumentFile))
+func (o *previewOptions) runtimeMoved(ctx context.Context, expect string, fresh *changeset.Document) []string {
+	raw, err := inputfile.Read(ctx, filepath.Join(o.out, DocumentFile), MaxDocumentBytes)
 	if err != nil {
 		return nil
 	}
@@ -392,7 +421,7 @@ and written to --out for their own approval (exit 4).
 			report := applyReport{Approved: expect, Digest: a.Fresh.Document.Digest, Components: a.Components}
 			if errors.Is(err, preview.ErrMoved) && len(a.Components) == 0 {
 				// Read before the fresh plan replaces the approved document.
-				report.RuntimeMoved = o.runtimeMoved(expect, a.Fresh.Document)
+				report.RuntimeMoved = o.runtimeMoved(cmd.Context(), expect, a.Fresh.Document)
 			}
 			var note string
 			var werr error

@@ -12,9 +12,9 @@ package modulelint
 
 import (
 	"cmp"
+	"context"
 	"errors"
 	"fmt"
-	"os"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -24,6 +24,7 @@ import (
 	"github.com/hashicorp/hcl/v2/hclsyntax"
 	hcljson "github.com/hashicorp/hcl/v2/json"
 
+	"github.com/captf/captf/internal/inputfile"
 	"github.com/captf/captf/internal/modulecontract"
 	"github.com/captf/captf/internal/planconfig"
 )
@@ -87,6 +88,10 @@ func Strict(findings []Finding) []Finding {
 	return out
 }
 
+// MaxFileBytes is the largest configuration file Check reads. A module's
+// file is kilobytes; a larger one is refused before it is parsed.
+const MaxFileBytes = 4 << 20
+
 var (
 	// ErrUnknownRole: the role has no contract.
 	ErrUnknownRole = errors.New("unknown role")
@@ -97,12 +102,12 @@ var (
 // Check reads the module in dir and returns what it finds, sorted by file
 // and line. When a file does not parse, only the parse errors are
 // returned: the rest of what the module says is not known.
-func Check(dir string, role modulecontract.Role) ([]Finding, error) {
+func Check(ctx context.Context, dir string, role modulecontract.Role) ([]Finding, error) {
 	contract, ok := modulecontract.For(role)
 	if !ok {
 		return nil, fmt.Errorf("%w %q", ErrUnknownRole, role)
 	}
-	m, findings, err := read(dir)
+	m, findings, err := read(ctx, dir)
 	if err != nil {
 		return nil, err
 	}
@@ -150,7 +155,7 @@ var (
 
 // read parses the module's files as terraform and tofu read them
 // (planconfig.ConfigFiles), or returns the parse errors as findings.
-func read(dir string) (*module, []Finding, error) {
+func read(ctx context.Context, dir string) (*module, []Finding, error) {
 	files, err := planconfig.ConfigFiles(dir)
 	if err != nil {
 		return nil, nil, err
@@ -161,7 +166,7 @@ func read(dir string) (*module, []Finding, error) {
 	m := &module{variables: map[string]*declaration{}, outputs: map[string]*declaration{}}
 	var findings []Finding
 	for _, name := range files {
-		src, err := os.ReadFile(filepath.Join(dir, name))
+		src, err := inputfile.Read(ctx, filepath.Join(dir, name), MaxFileBytes)
 		if err != nil {
 			return nil, nil, err
 		}

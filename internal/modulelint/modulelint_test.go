@@ -1,6 +1,7 @@
 package modulelint
 
 import (
+	"context"
 	"errors"
 	"io/fs"
 	"path/filepath"
@@ -153,7 +154,7 @@ func TestCheck(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.fixture, func(t *testing.T) {
-			findings, err := Check(filepath.Join("testdata", tc.fixture), tc.role)
+			findings, err := Check(context.Background(), filepath.Join("testdata", tc.fixture), tc.role)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -168,7 +169,7 @@ func TestCheck(t *testing.T) {
 // breaks the pool's; what it lacks is reported for the module as a whole,
 // sorted.
 func TestCheckTheRoleMatters(t *testing.T) {
-	findings, err := Check(filepath.Join("testdata", "good-cluster"), modulecontract.RolePool)
+	findings, err := Check(context.Background(), filepath.Join("testdata", "good-cluster"), modulecontract.RolePool)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -197,7 +198,7 @@ func TestCheckRefuses(t *testing.T) {
 		{"no directory", filepath.Join("testdata", "missing"), modulecontract.RoleCluster, fs.ErrNotExist},
 	}
 	for _, tc := range cases {
-		findings, err := Check(tc.dir, tc.role)
+		findings, err := Check(context.Background(), tc.dir, tc.role)
 		if !errors.Is(err, tc.want) || findings != nil {
 			t.Errorf("%s: Check = %v, %v; want the error %v", tc.reason, findings, err, tc.want)
 		}
@@ -240,7 +241,7 @@ func TestExamples(t *testing.T) {
 			t.Errorf("examples/%s: a module with no role in TestExamples", rel)
 			return nil
 		}
-		findings, err := Check(path, role)
+		findings, err := Check(context.Background(), path, role)
 		if err != nil {
 			return err
 		}

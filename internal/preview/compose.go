@@ -7,6 +7,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"os/exec"
@@ -15,6 +16,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/captf/captf/internal/inputfile"
 	"github.com/captf/captf/pkg/changeset"
 )
 
@@ -74,9 +76,13 @@ func bindSteps(ctx context.Context, root string, steps []*Step) (*bound, error) 
 					Reason: fmt.Sprintf("%s %s %s is outside the repository", changeset.UnboundPrefix, field.name, field.path)})
 				continue
 			}
-			files, ignored, err := readTree(ctx, root, rel)
+			files, unbound, ignored, err := readTree(ctx, root, rel)
 			if err != nil {
 				return nil, fmt.Errorf("step %s: %s %s: %w", s.Name, field.name, field.path, err)
+			}
+			for _, why := range unbound {
+				b.holes = append(b.holes, changeset.Hole{Address: s.Name,
+					Reason: fmt.Sprintf("%s %s %s; read it in the pull request's diff", changeset.UnboundPrefix, field.name, why)})
 			}
 			if ignored {
 				b.holes = append(b.holes, changeset.Hole{Address: s.Name,
@@ -139,21 +145,26 @@ func repoPath(root, p string) (string, bool) {
 // readTree hashes the file at rel, or the files under the directory rel
 // that git does not ignore, each by path and bytes. A path that does not
 // exist gives nothing; ignored says git ignores the directory as a whole.
-func readTree(ctx context.Context, root, rel string) (files []boundFile, ignored bool, err error) {
+// unbound says why a file was not read: it is not a regular file (a named
+// pipe, a link to a device).
+func readTree(ctx context.Context, root, rel string) (files []boundFile, unbound []string, ignored bool, err error) {
 	full := filepath.Join(root, filepath.FromSlash(rel))
 	info, err := os.Stat(full)
 	if errors.Is(err, fs.ErrNotExist) {
-		return nil, false, nil
+		return nil, nil, false, nil
 	}
 	if err != nil {
-		return nil, false, err
+		return nil, nil, false, err
 	}
 	if !info.IsDir() {
-		f, err := hashFile(root, rel)
-		if err != nil {
-			return nil, false, err
+		f, why, err := hashFile(ctx, root, rel)
+		switch {
+		case err != nil:
+			return nil, nil, false, err
+		case why != "":
+			return nil, []string{why}, false, nil
 		}
-		return []boundFile{f}, false, nil
+		return []boundFile{f}, nil, false, nil
 	}
 	if rel != "." {
 		check := exec.CommandContext(ctx, "git", "check-ignore", "-q", "--", rel)
@@ -162,10 +173,10 @@ func readTree(ctx context.Context, root, rel string) (files []boundFile, ignored
 		var exit *exec.ExitError
 		switch {
 		case err == nil:
-			return nil, true, nil
+			return nil, nil, true, nil
 		case errors.As(err, &exit) && exit.ExitCode() == 1:
 		default:
-			return nil, false, fmt.Errorf("git check-ignore: %w", err)
+			return nil, nil, false, fmt.Errorf("git check-ignore: %w", err)
 		}
 	}
 	list := exec.CommandContext(ctx, "git", "ls-files", "-z", "--cached", "--others", "--exclude-standard", "--", rel)
@@ -174,31 +185,47 @@ func readTree(ctx context.Context, root, rel string) (files []boundFile, ignored
 	list.Stderr = &stderr
 	out, err := list.Output()
 	if err != nil {
-		return nil, false, fmt.Errorf("git ls-files: %w: %s", err, strings.TrimSpace(stderr.String()))
+		return nil, nil, false, fmt.Errorf("git ls-files: %w: %s", err, strings.TrimSpace(stderr.String()))
 	}
 	for _, name := range strings.Split(string(out), "\x00") {
 		if name == "" {
 			continue
 		}
-		f, err := hashFile(root, name)
-		if errors.Is(err, fs.ErrNotExist) {
+		f, why, err := hashFile(ctx, root, name)
+		switch {
+		case errors.Is(err, fs.ErrNotExist):
 			continue // tracked but deleted in the work tree
+		case err != nil:
+			return nil, nil, false, err
+		case why != "":
+			unbound = append(unbound, why)
+		default:
+			files = append(files, f)
 		}
-		if err != nil {
-			return nil, false, err
-		}
-		files = append(files, f)
 	}
-	return files, false, nil
+	return files, unbound, false, nil
 }
 
-func hashFile(root, rel string) (boundFile, error) {
-	data, err := os.ReadFile(filepath.Join(root, filepath.FromSlash(rel)))
-	if err != nil {
-		return boundFile{}, err
+// hashFile hashes the regular file at rel, or says why it is not read: it
+// is no regular file, whose bytes a digest cannot name (a named pipe
+// nobody writes, a link to /dev/zero).
+func hashFile(ctx context.Context, root, rel string) (f boundFile, why string, err error) {
+	full := filepath.Join(root, filepath.FromSlash(rel))
+	file, err := inputfile.Open(full)
+	if errors.Is(err, inputfile.ErrNotRegular) {
+		if info, err := os.Stat(full); err == nil {
+			return boundFile{}, rel + " is " + inputfile.Kind(info) + ", not a regular file", nil
+		}
 	}
-	sum := sha256.Sum256(data)
-	return boundFile{Path: rel, SHA256: hex.EncodeToString(sum[:])}, nil
+	if err != nil {
+		return boundFile{}, "", err
+	}
+	defer file.Close()
+	h := sha256.New()
+	if _, err := io.Copy(h, inputfile.NewReader(ctx, file)); err != nil {
+		return boundFile{}, "", fmt.Errorf("read %s: %w", rel, err)
+	}
+	return boundFile{Path: rel, SHA256: hex.EncodeToString(h.Sum(nil))}, "", nil
 }
 
 // compositionDigest is the digest of steps of c in env: the declaration,

@@ -2,9 +2,11 @@ package preview
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
-	"os"
+
+	"github.com/captf/captf/internal/inputfile"
 )
 
 // resolve copies inputs, replacing each StackOutput with the value value
@@ -56,10 +58,13 @@ func decodeValue(raw []byte) (any, error) {
 	return v, nil
 }
 
+// MaxSeedBytes is the largest --seed-outputs file ReadSeed reads.
+const MaxSeedBytes = 16 << 20
+
 // ReadSeed reads a --seed-outputs file: a JSON object of components, each
 // an object of output names and their values.
-func ReadSeed(path string) (map[string]Outputs, error) {
-	data, err := os.ReadFile(path)
+func ReadSeed(ctx context.Context, path string) (map[string]Outputs, error) {
+	data, err := inputfile.Read(ctx, path, MaxSeedBytes)
 	if err != nil {
 		return nil, fmt.Errorf("%w: seed outputs: %w", ErrInvalid, err)
 	}

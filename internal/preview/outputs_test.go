@@ -1,6 +1,7 @@
 package preview
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"os"
@@ -60,7 +61,7 @@ func TestReadSeed(t *testing.T) {
 			if err := os.WriteFile(path, []byte(c.body), 0o600); err != nil {
 				t.Fatal(err)
 			}
-			seed, err := ReadSeed(path)
+			seed, err := ReadSeed(context.Background(), path)
 			if c.want == "" {
 				if err != nil || string(seed["net"]["port"]) != "8080" {
 					t.Fatalf("seed %v, %v", seed, err)

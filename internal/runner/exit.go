@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/captf/captf/internal/inputfile"
 	"github.com/captf/captf/internal/tfexec"
 	"github.com/captf/captf/pkg/fingerprint"
 )
@@ -44,7 +45,9 @@ func ExitCode(err error) int {
 		errors.Is(err, tfexec.ErrInvalidInput),
 		errors.Is(err, fingerprint.ErrNoKey),
 		errors.Is(err, fingerprint.ErrShortKey),
-		errors.Is(err, fingerprint.ErrMalformedPlan):
+		errors.Is(err, fingerprint.ErrMalformedPlan),
+		errors.Is(err, inputfile.ErrNotRegular),
+		errors.Is(err, inputfile.ErrTooLarge):
 		return ExitBadInput
 	}
 	return ExitFailure

@@ -1,6 +1,7 @@
 package runner
 
 import (
+	"context"
 	"crypto/hmac"
 	"crypto/sha256"
 	"encoding/hex"
@@ -14,6 +15,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/captf/captf/internal/inputfile"
 	"github.com/captf/captf/internal/tfexec"
 )
 
@@ -164,9 +166,16 @@ func hashField(h hash.Hash, name string, value []byte) {
 	h.Write(value)
 }
 
-// hashFile writes a file's content into h, or that it is missing.
+// MaxCLIConfigBytes is the largest file the init stamp hashes: the CLI
+// config (TF_CLI_CONFIG_FILE), the lock file, the modules manifest. captf
+// refuses a larger CLI config; another file that large is hashed as
+// missing, so init runs.
+const MaxCLIConfigBytes = 1 << 20
+
+// hashFile writes a file's content into h, or that it is missing (or not
+// a regular file, or too large to be one terraform wrote).
 func hashFile(h hash.Hash, name, path string) {
-	b, err := os.ReadFile(path)
+	b, err := inputfile.Read(context.Background(), path, MaxCLIConfigBytes)
 	if err != nil {
 		hashField(h, name+" missing", nil)
 		return

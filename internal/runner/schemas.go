@@ -15,6 +15,7 @@ import (
 
 	tfjson "github.com/hashicorp/terraform-json"
 
+	"github.com/captf/captf/internal/inputfile"
 	"github.com/captf/captf/internal/tfexec"
 	"github.com/captf/captf/internal/tfplan"
 	"github.com/captf/captf/pkg/fingerprint"
@@ -58,7 +59,7 @@ func schemaKey(tf *tfexec.Terraform) (string, error) {
 	// A provider the CLI config's dev_overrides name is run from a
 	// directory captf does not watch: no key, so nothing is cached.
 	if cfg := environ(tf)["TF_CLI_CONFIG_FILE"]; cfg != "" {
-		if b, err := os.ReadFile(cfg); err == nil && bytes.Contains(b, []byte("dev_overrides")) {
+		if b, err := inputfile.Read(context.Background(), cfg, MaxCLIConfigBytes); err == nil && bytes.Contains(b, []byte("dev_overrides")) {
 			return "", nil
 		}
 	}
