@@ -3,6 +3,10 @@ package cli
 import (
 	"bytes"
 	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"strings"
@@ -10,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/captf/captf/internal/modulelint"
 	"github.com/captf/captf/internal/preview/capabilities"
 	"github.com/captf/captf/internal/runner"
 	"github.com/captf/captf/internal/tftest"
@@ -126,6 +131,78 @@ func TestCLIConfigSpecialFile(t *testing.T) {
 			o := captfWithin(t, 10*time.Second, "plan", dir, "--binary", tf.Path).want(t, runner.ExitBadInput)
 			if !strings.Contains(o.stderr, "TF_CLI_CONFIG_FILE: "+target+" is a ") {
 				t.Errorf("stderr does not say TF_CLI_CONFIG_FILE is not a regular file:\n%s", o.stderr)
+			}
+		})
+	}
+}
+
+// TestLintInterrupted: Ctrl-C stops captf lint of a large module between
+// files: exit 1, saying why, not a run to the end and exit 0.
+func TestLintInterrupted(t *testing.T) {
+	var file strings.Builder
+	for i := 0; file.Len() < modulelint.MaxModuleBytes/2*3/4; i++ {
+		fmt.Fprintf(&file, "variable \"v%d\" {\n  type = list(object({a = string, b = number}))\n}\n", i)
+	}
+	files := map[string]string{}
+	for i := range 2 {
+		files[fmt.Sprintf("f%d.tf", i)] = strings.ReplaceAll(file.String(), "\"v", fmt.Sprintf("\"f%d_v", i))
+	}
+	dir := module(t, files)
+	ctx, cancel := context.WithCancelCause(context.Background())
+	time.AfterFunc(50*time.Millisecond, func() { cancel(errors.New("interrupt signal received")) })
+	var stdout, stderr bytes.Buffer
+	code := run(ctx, []string{"lint", dir, "--role", "cluster"}, &stdout, &stderr, nil)
+	if code != runner.ExitFailure || !strings.Contains(stderr.String(), "interrupt signal received") {
+		t.Errorf("exit %d, want %d saying it was interrupted; stderr:\n%s", code, runner.ExitFailure, stderr.String())
+	}
+}
+
+// TestLintBounds: a module too large is refused before it is parsed; a file
+// of random bytes gives at most MaxFindings findings and one that says
+// more were left out; an expression nested 100,000 deep is a finding, not
+// a stack overflow.
+func TestLintBounds(t *testing.T) {
+	big := strings.Repeat("# a comment line that fills the file up to its limit\n", (modulelint.MaxFileBytes-1)/53)
+	t.Run("module too large", func(t *testing.T) {
+		dir := module(t, map[string]string{"a.tf": big, "b.tf": big, "c.tf": big})
+		o := captfWithin(t, 20*time.Second, "lint", dir, "--role", "cluster").want(t, runner.ExitBadInput)
+		if !strings.Contains(o.stderr, "its configuration files hold more than 4 MiB") {
+			t.Errorf("stderr does not give the limit:\n%s", o.stderr)
+		}
+	})
+	t.Run("file too large", func(t *testing.T) {
+		dir := module(t, map[string]string{"a.tf": big + strings.Repeat("#\n", 100)})
+		o := captfWithin(t, 20*time.Second, "lint", dir, "--role", "cluster").want(t, runner.ExitBadInput)
+		if !strings.Contains(o.stderr, "a.tf holds more than 2 MiB") {
+			t.Errorf("stderr does not give the limit:\n%s", o.stderr)
+		}
+	})
+	t.Run("random bytes", func(t *testing.T) {
+		noise := make([]byte, 1<<20)
+		rand.NewChaCha8([32]byte{1}).Read(noise)
+		dir := module(t, map[string]string{"noise.tf": string(noise)})
+		o := captfWithin(t, 20*time.Second, "lint", dir, "--role", "cluster", "--json").want(t, runner.ExitFailure)
+		var r lintReport
+		if err := json.Unmarshal([]byte(o.stdout), &r); err != nil {
+			t.Fatal(err)
+		}
+		if n := len(r.Findings); n != modulelint.MaxFindings+1 || r.Findings[n-1].Rule != modulelint.RuleTruncated {
+			t.Errorf("%d findings, the last %+v; want %d and one of rule %s", n, r.Findings[n-1], modulelint.MaxFindings+1, modulelint.RuleTruncated)
+		}
+	})
+	for name, src := range map[string]string{
+		"hcl":  "output \"x\" {\n  value = " + strings.Repeat("[", 100000) + strings.Repeat("]", 100000) + "\n}\n",
+		"json": `{"output": {"x": {"value": ` + strings.Repeat("[", 100000) + strings.Repeat("]", 100000) + "}}}",
+	} {
+		t.Run("nested 100,000 deep, "+name, func(t *testing.T) {
+			file := "deep.tf"
+			if name == "json" {
+				file += ".json"
+			}
+			dir := module(t, map[string]string{file: src})
+			o := captfWithin(t, 20*time.Second, "lint", dir, "--role", "cluster").want(t, runner.ExitFailure)
+			if !strings.Contains(o.stdout, file+":") || !strings.Contains(o.stdout, "nested more than 200 deep") {
+				t.Errorf("no finding says %s is nested too deep:\n%s", file, o.stdout)
 			}
 		})
 	}

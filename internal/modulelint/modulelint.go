@@ -15,6 +15,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -54,6 +55,7 @@ const (
 	RuleProvisioner       = "provisioner"
 	RulePreventDestroy    = "prevent-destroy"
 	RuleProviderVersion   = "provider-version"
+	RuleTruncated         = "truncated"
 )
 
 // Finding is one thing the module does that the manager or the runner
@@ -88,9 +90,22 @@ func Strict(findings []Finding) []Finding {
 	return out
 }
 
-// MaxFileBytes is the largest configuration file Check reads. A module's
-// file is kilobytes; a larger one is refused before it is parsed.
-const MaxFileBytes = 4 << 20
+// Bounds of what Check reads. A module's file is kilobytes and its
+// expressions are nested a few levels; what is far larger is refused before
+// it is parsed, since parsing holds the whole module in memory and hcl's
+// parser recurses once per nested bracket.
+const (
+	// MaxFileBytes is the largest configuration file Check reads.
+	MaxFileBytes = 2 << 20
+	// MaxModuleBytes is the most configuration a module's files hold.
+	MaxModuleBytes = 4 << 20
+	// MaxDepth is the deepest nesting of brackets, braces, parentheses
+	// and templates Check parses; a file nested deeper is a finding.
+	MaxDepth = 200
+	// MaxFindings is how many findings Check returns at most; a last
+	// finding of rule RuleTruncated says how many more there were.
+	MaxFindings = 1000
+)
 
 var (
 	// ErrUnknownRole: the role has no contract.
@@ -118,9 +133,16 @@ func Check(ctx context.Context, dir string, role modulecontract.Role) ([]Finding
 		findings = append(findings, m.checkVariables(contract)...)
 		findings = append(findings, m.checkReplicas(role)...)
 	}
+	if ctx.Err() != nil {
+		return nil, fmt.Errorf("lint %s: %w", dir, context.Cause(ctx))
+	}
 	slices.SortFunc(findings, func(a, b Finding) int {
 		return cmp.Or(cmp.Compare(a.File, b.File), cmp.Compare(a.Line, b.Line), cmp.Compare(a.Rule, b.Rule), cmp.Compare(a.Message, b.Message))
 	})
+	if len(findings) > MaxFindings {
+		findings = append(findings[:MaxFindings], Finding{Severity: Error, Rule: RuleTruncated,
+			Message: fmt.Sprintf("more findings than the %d shown", MaxFindings)})
+	}
 	return findings, nil
 }
 
@@ -163,20 +185,26 @@ func read(ctx context.Context, dir string) (*module, []Finding, error) {
 	if len(files) == 0 {
 		return nil, nil, fmt.Errorf("%s: %w", dir, ErrNoConfig)
 	}
+	var total int64
+	for _, name := range files {
+		if info, err := os.Stat(filepath.Join(dir, name)); err == nil && info.Mode().IsRegular() {
+			total += info.Size()
+		}
+	}
+	if total > MaxModuleBytes {
+		return nil, nil, fmt.Errorf("%s: its configuration files hold more than %s: %w", dir, inputfile.Size(MaxModuleBytes), inputfile.ErrTooLarge)
+	}
 	m := &module{variables: map[string]*declaration{}, outputs: map[string]*declaration{}}
 	var findings []Finding
 	for _, name := range files {
+		if ctx.Err() != nil {
+			return nil, nil, fmt.Errorf("lint %s: %w", dir, context.Cause(ctx))
+		}
 		src, err := inputfile.Read(ctx, filepath.Join(dir, name), MaxFileBytes)
 		if err != nil {
 			return nil, nil, err
 		}
-		var f *hcl.File
-		var diags hcl.Diagnostics
-		if strings.HasSuffix(name, ".json") {
-			f, diags = hcljson.Parse(src, name)
-		} else {
-			f, diags = hclsyntax.ParseConfig(src, name, hcl.InitialPos)
-		}
+		f, diags := parse(src, name)
 		if diags.HasErrors() {
 			findings = append(findings, parseFindings(name, diags)...)
 			continue
@@ -205,6 +233,69 @@ func read(ctx context.Context, dir string) (*module, []Finding, error) {
 	return m, findings, nil
 }
 
+// parse parses one file as HCL or, for a .json name, as JSON, once its
+// nesting is known to be within MaxDepth.
+func parse(src []byte, name string) (*hcl.File, hcl.Diagnostics) {
+	json := strings.HasSuffix(name, ".json")
+	if line := tooDeep(src, json); line > 0 {
+		return nil, hcl.Diagnostics{{
+			Severity: hcl.DiagError,
+			Summary:  "Nested too deep",
+			Detail:   fmt.Sprintf("brackets, braces, parentheses or templates are nested more than %d deep; captf lint reads no deeper", MaxDepth),
+			Subject:  &hcl.Range{Filename: name, Start: hcl.Pos{Line: line}, End: hcl.Pos{Line: line}},
+		}}
+	}
+	if json {
+		return hcljson.Parse(src, name)
+	}
+	return hclsyntax.ParseConfig(src, name, hcl.InitialPos)
+}
+
+// tooDeep returns the line where src nests deeper than MaxDepth, or 0. HCL
+// is lexed (the lexer does not recurse), so brackets in strings and
+// comments do not count; JSON is scanned with its strings skipped.
+func tooDeep(src []byte, json bool) int {
+	depth := 0
+	if json {
+		line, inString, escaped := 1, false, false
+		for _, c := range src {
+			switch {
+			case c == '\n':
+				line++
+			case inString && escaped:
+				escaped = false
+			case inString && c == '\\':
+				escaped = true
+			case c == '"':
+				inString = !inString
+			case inString:
+			case c == '[' || c == '{':
+				if depth++; depth > MaxDepth {
+					return line
+				}
+			case c == ']' || c == '}':
+				depth = max(depth-1, 0)
+			}
+		}
+		return 0
+	}
+	tokens, _ := hclsyntax.LexConfig(src, "", hcl.InitialPos)
+	for _, t := range tokens {
+		switch t.Type {
+		case hclsyntax.TokenOBrace, hclsyntax.TokenOBrack, hclsyntax.TokenOParen,
+			hclsyntax.TokenTemplateInterp, hclsyntax.TokenTemplateControl,
+			hclsyntax.TokenOQuote, hclsyntax.TokenOHeredoc:
+			if depth++; depth > MaxDepth {
+				return t.Range.Start.Line
+			}
+		case hclsyntax.TokenCBrace, hclsyntax.TokenCBrack, hclsyntax.TokenCParen,
+			hclsyntax.TokenTemplateSeqEnd, hclsyntax.TokenCQuote, hclsyntax.TokenCHeredoc:
+			depth = max(depth-1, 0)
+		}
+	}
+	return 0
+}
+
 // declare adds a variable or output block to decls. A block of an override
 // file replaces the arguments it sets, as terraform merges it.
 func (m *module) declare(decls map[string]*declaration, b *hcl.Block, schema *hcl.BodySchema, override bool) []Finding {
@@ -228,10 +319,14 @@ func (m *module) declare(decls map[string]*declaration, b *hcl.Block, schema *hc
 	return nil
 }
 
-// parseFindings are the errors of diags, each at the place it names.
+// parseFindings are the errors of diags, each at the place it names: at
+// most MaxFindings and one more, which Check truncates.
 func parseFindings(file string, diags hcl.Diagnostics) []Finding {
 	var out []Finding
 	for _, d := range diags.Errs() {
+		if len(out) > MaxFindings {
+			break
+		}
 		f := Finding{File: file, Severity: Error, Rule: RuleParse, Message: d.Error()}
 		if d, ok := d.(*hcl.Diagnostic); ok {
 			f.Message = strings.TrimSuffix(d.Summary+": "+d.Detail, ": ")
