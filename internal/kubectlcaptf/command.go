@@ -16,6 +16,7 @@ import (
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	infrav1 "github.com/captf/captf/api/v1alpha1"
@@ -31,6 +32,9 @@ type options struct {
 	json   bool
 	// now is the clock ages are measured against.
 	now func() time.Time
+	// server says the command serves until Ctrl-C (review): its watches
+	// have no request timeout, and it stops itself when its context ends.
+	server bool
 }
 
 // NewCommand returns the root command "kubectl captf" writing to streams.
@@ -52,7 +56,8 @@ func newCommand(streams genericiooptions.IOStreams, now func() time.Time) *cobra
 		Version:       version.Get(),
 		SilenceUsage:  true,
 		SilenceErrors: true,
-		PersistentPreRunE: func(*cobra.Command, []string) error {
+		PersistentPreRunE: func(cmd *cobra.Command, _ []string) error {
+			o.server = cmd.Name() == serverCommand
 			return o.checkOutput()
 		},
 	}
@@ -63,15 +68,64 @@ func newCommand(streams genericiooptions.IOStreams, now func() time.Time) *cobra
 	o.config.AddFlags(root.PersistentFlags())
 	o.addOutputFlags(root)
 	root.AddCommand(o.plansCommand(), o.showCommand(), o.approveCommand(), o.logsCommand(), o.reviewCommand())
+	for _, c := range root.Commands() {
+		if c.RunE != nil && c.Name() != serverCommand {
+			c.RunE = untilDone(c.RunE)
+		}
+	}
 	return root
+}
+
+// untilDone runs a command and returns as soon as its context ends (Ctrl-C),
+// with the context's cause: client-go's discovery of the API server's kinds
+// takes no context, and waits on a server that never answers for as long
+// as the request timeout. The abandoned request ends with the process.
+func untilDone(run func(*cobra.Command, []string) error) func(*cobra.Command, []string) error {
+	return func(cmd *cobra.Command, args []string) error {
+		ctx := cmd.Context()
+		if ctx == nil {
+			return run(cmd, args)
+		}
+		done := make(chan error, 1)
+		go func() { done <- run(cmd, args) }()
+		select {
+		case err := <-done:
+			return err
+		case <-ctx.Done():
+			return context.Cause(ctx)
+		}
+	}
+}
+
+// serverCommand is the command that serves until Ctrl-C and shuts its
+// server down itself when its context ends.
+const serverCommand = "review"
+
+// DefaultRequestTimeout is how long a request to the API server may take
+// when --request-timeout does not say: a server that accepts and never
+// answers fails the command after it. A log stream and review's watches
+// have no timeout.
+const DefaultRequestTimeout = 30 * time.Second
+
+// restConfig is the client configuration the kubeconfig and the flags
+// give, with DefaultRequestTimeout when --request-timeout is not set.
+func (o *options) restConfig() (*rest.Config, error) {
+	cfg, err := o.config.ToRESTConfig()
+	if err != nil {
+		return nil, fmt.Errorf("kubeconfig: %w", err)
+	}
+	if cfg.Timeout == 0 && !o.server {
+		cfg.Timeout = DefaultRequestTimeout
+	}
+	return cfg, nil
 }
 
 // client returns a client for the API server of the kubeconfig and the
 // namespace the flags and the kubeconfig name.
 func (o *options) client() (client.WithWatch, string, error) {
-	cfg, err := o.config.ToRESTConfig()
+	cfg, err := o.restConfig()
 	if err != nil {
-		return nil, "", fmt.Errorf("kubeconfig: %w", err)
+		return nil, "", err
 	}
 	ns, _, err := o.config.ToRawKubeConfigLoader().Namespace()
 	if err != nil {

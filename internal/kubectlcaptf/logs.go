@@ -35,10 +35,12 @@ func (o *options) logsCommand() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			cfg, err := o.config.ToRESTConfig()
+			cfg, err := o.restConfig()
 			if err != nil {
-				return fmt.Errorf("kubeconfig: %w", err)
+				return err
 			}
+			// The log streams for as long as it takes: Ctrl-C ends it.
+			cfg.Timeout = 0
 			cs, err := kubernetes.NewForConfig(cfg)
 			if err != nil {
 				return fmt.Errorf("API client: %w", err)
