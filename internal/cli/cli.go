@@ -20,6 +20,7 @@ import (
 	"github.com/captf/captf/internal/planstore"
 	"github.com/captf/captf/internal/preview"
 	"github.com/captf/captf/internal/runner"
+	"github.com/captf/captf/internal/terminal"
 	"github.com/captf/captf/internal/tfexec"
 	"github.com/captf/captf/internal/version"
 	"github.com/captf/captf/pkg/fingerprint"
@@ -61,7 +62,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, registry 
 		err = errors.Join(err, fmt.Errorf("write stdout: %w", out.err))
 	}
 	if err != nil {
-		fmt.Fprintf(stderr, "captf: %v\n", err)
+		// An error may name a file, whose name may hold an escape.
+		fmt.Fprintf(stderr, "captf: %s\n", terminal.Escape(err.Error()))
 	}
 	return exitCode(err)
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/captf/captf/internal/modulecontract"
 	"github.com/captf/captf/internal/modulelint"
 	"github.com/captf/captf/internal/runner"
+	"github.com/captf/captf/internal/terminal"
 )
 
 // errLintFindings: lint found errors in the module. It exits with
@@ -106,10 +107,18 @@ sensitive). docs/modules.md lists every rule.
 	return cmd
 }
 
-// printLint prints one line per finding and a summary.
+// printLint prints one line per finding and a summary. A file or
+// directory name that holds a control character is printed quoted, and a
+// message's control characters escaped, so that neither acts on the
+// terminal nor forges a line.
 func printLint(w io.Writer, dir string, r *lintReport) error {
 	var b strings.Builder
+	dir = terminal.Quote(dir)
 	for _, f := range r.Findings {
+		if f.File != "" {
+			f.File = terminal.Quote(f.File)
+		}
+		f.Message = strings.ReplaceAll(terminal.Escape(f.Message), "\n", `\n`)
 		b.WriteString(f.Format(dir) + "\n")
 	}
 	summary := "no findings"

@@ -1,8 +1,10 @@
 package cli
 
 import (
+	"encoding/json"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -172,5 +174,31 @@ func TestLintBadUsage(t *testing.T) {
 				t.Errorf("captf %q (-want +got):\n%s", tc.args, diff)
 			}
 		})
+	}
+}
+
+// TestLintEscapesNames: a file or directory name holding a line break or
+// an escape sequence is printed quoted: it cannot forge a "no findings"
+// line or recolour the terminal. --json holds it as valid JSON.
+func TestLintEscapesNames(t *testing.T) {
+	name := "z\nall good (role machine): no findings\n\x1b[31mq.tf"
+	parent := t.TempDir()
+	dir := filepath.Join(parent, "m\x1b[2J")
+	if err := os.Mkdir(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	write(t, filepath.Join(dir, name), []byte("x = \n"), 0o644)
+	o := captf(t, "lint", dir, "--role", "machine").want(t, 1)
+	if strings.ContainsAny(o.stdout+o.stderr, "\x1b\r") {
+		t.Errorf("an escape sequence reached the terminal:\n%q\n%q", o.stdout, o.stderr)
+	}
+	lines := strings.Split(strings.TrimSuffix(o.stdout, "\n"), "\n")
+	if len(lines) != 2 || !strings.HasPrefix(lines[0], strconv.Quote(name)+":1: error: ") || strings.Contains(o.stdout, "no findings") && !strings.Contains(lines[0], `\nall good`) {
+		t.Errorf("the finding is not one line naming the file quoted:\n%s", o.stdout)
+	}
+	j := captf(t, "lint", dir, "--role", "machine", "--json").want(t, 1)
+	var r lintReport
+	if err := json.Unmarshal([]byte(j.stdout), &r); err != nil || len(r.Findings) != 1 || r.Findings[0].File != name {
+		t.Errorf("--json: %v, %+v", err, r.Findings)
 	}
 }
