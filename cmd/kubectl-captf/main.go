@@ -12,6 +12,7 @@ import (
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 
 	"github.com/captf/captf/internal/kubectlcaptf"
+	"github.com/captf/captf/internal/terminal"
 )
 
 func main() {
@@ -22,7 +23,8 @@ func main() {
 	err := kubectlcaptf.NewCommand(genericiooptions.IOStreams{In: os.Stdin, Out: os.Stdout, ErrOut: os.Stderr}).ExecuteContext(ctx)
 	stop()
 	if err != nil {
-		fmt.Fprintf(os.Stderr, "error: %v\n", err)
+		// An error may quote what the API server answered.
+		fmt.Fprintf(os.Stderr, "error: %s\n", terminal.Escape(err.Error()))
 		os.Exit(1)
 	}
 }

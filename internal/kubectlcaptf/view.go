@@ -10,6 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/duration"
 
 	infrav1 "github.com/captf/captf/api/v1alpha1"
+	"github.com/captf/captf/internal/terminal"
 )
 
 // Plan is one TerraformPlan as the plugin prints it with -o json|yaml (or
@@ -75,6 +76,23 @@ func orNone(s string) string {
 	return s
 }
 
+// forText is p with each string from the API server quoted when it holds a
+// control character (terminal.Quote): the text output prints it, never
+// acts on it. -o json and yaml escape it themselves.
+func forText(p Plan) Plan {
+	q := terminal.Quote
+	p.Namespace, p.Name, p.ApprovedBy = q(p.Namespace), q(p.Name), q(p.ApprovedBy)
+	p.Target.Kind, p.Target.Name = q(p.Target.Kind), q(p.Target.Name)
+	p.Phase, p.Reason = infrav1.PlanPhase(q(string(p.Phase))), infrav1.PlanReason(q(string(p.Reason)))
+	p.PlanHash, p.InputsHash = q(p.PlanHash), q(p.InputsHash)
+	resources := make([]string, len(p.Summary.Resources))
+	for i, r := range p.Summary.Resources {
+		resources[i] = q(r)
+	}
+	p.Summary.Resources = resources
+	return p
+}
+
 // writeTable prints plans as kubectl get does, with a NAMESPACE column
 // when they come from every namespace.
 func writeTable(w io.Writer, plans []Plan, allNamespaces bool, now time.Time) error {
@@ -85,6 +103,7 @@ func writeTable(w io.Writer, plans []Plan, allNamespaces bool, now time.Time) er
 	}
 	fmt.Fprintln(tw, head)
 	for _, p := range plans {
+		p = forText(p)
 		row := fmt.Sprintf("%s\t%s\t%s/%s\t%s\t%s\t%s\t%s", p.Name, orNone(string(p.Phase)),
 			p.Target.Kind, p.Target.Name, p.Reason, changes(p.Summary), orNone(p.ApprovedBy), age(p.Created, now))
 		if allNamespaces {
@@ -98,6 +117,7 @@ func writeTable(w io.Writer, plans []Plan, allNamespaces bool, now time.Time) er
 // writeDetail prints one plan for a reviewer: what it changes, why, and
 // how to approve it.
 func writeDetail(w io.Writer, p Plan, now time.Time) error {
+	p = forText(p)
 	var b strings.Builder
 	tw := tabwriter.NewWriter(&b, 0, 8, 1, ' ', 0)
 	fmt.Fprintf(tw, "Name:\t%s\n", p.Name)

@@ -1,0 +1,39 @@
+package kubectlcaptf
+
+import (
+	"bytes"
+	"strings"
+	"testing"
+)
+
+// TestTextEscapesControlCharacters: a string from the API server that
+// holds an escape sequence, a carriage return or a line break (approvedBy
+// is free text) is printed quoted by the text output: it neither acts on
+// the terminal nor forges a row or a line.
+func TestTextEscapesControlCharacters(t *testing.T) {
+	p := newPlan(examplePlans()[1])
+	p.ApprovedBy = "mallory\x1b[2J\r\nApproved by: alice"
+	p.Summary.Resources = append(p.Summary.Resources, "aws_s3_bucket.x\x1b]0;pwned\x07 (create)")
+	p.Target.Name = "pool\u009b31m"
+	var table, detail bytes.Buffer
+	if err := writeTable(&table, []Plan{p}, true, now); err != nil {
+		t.Fatal(err)
+	}
+	if err := writeDetail(&detail, p, now); err != nil {
+		t.Fatal(err)
+	}
+	for name, out := range map[string]string{"table": table.String(), "detail": detail.String()} {
+		if strings.ContainsAny(out, "\x1b\r\x07\u009b") {
+			t.Errorf("%s: a control character reached the terminal:\n%q", name, out)
+		}
+		if strings.Count("\n"+out, "\nApproved by:") > 1 {
+			t.Errorf("%s: approvedBy forged a line:\n%s", name, out)
+		}
+	}
+	if n := strings.Count(table.String(), "\n"); n != 2 {
+		t.Errorf("table of one plan has %d lines, want 2:\n%s", n, table.String())
+	}
+	if !strings.Contains(detail.String(), `"mallory\x1b[2J\r\nApproved by: alice"`) {
+		t.Errorf("detail does not show approvedBy quoted:\n%s", detail.String())
+	}
+}
