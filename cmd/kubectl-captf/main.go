@@ -25,6 +25,6 @@ func main() {
 	if err != nil {
 		// An error may quote what the API server answered.
 		fmt.Fprintf(os.Stderr, "error: %s\n", terminal.Escape(err.Error()))
-		os.Exit(1)
+		os.Exit(kubectlcaptf.ExitCode(err))
 	}
 }

@@ -129,7 +129,24 @@ applies only when a fresh plan hashes to the approved value.
 	} else {
 		root.AddCommand(newHandOff())
 	}
+	strictCompletion(root)
 	return root
+}
+
+// strictCompletion makes cobra's completion command refuse what it does
+// not know as bad usage, as captf's other groups do: a shell it has no
+// script for, or an argument after the shell.
+func strictCompletion(root *cobra.Command) {
+	root.InitDefaultCompletionCmd()
+	for _, c := range root.Commands() {
+		if c.Name() != "completion" {
+			continue
+		}
+		c.Args, c.RunE = cobra.ArbitraryArgs, group
+		for _, shell := range c.Commands() {
+			shell.Args = noArgs
+		}
+	}
 }
 
 func (o *options) register(cmd *cobra.Command) {

@@ -36,3 +36,23 @@ func TestCompletion(t *testing.T) {
 		t.Errorf("completing captf p: %q, want %q\n%s", names, want, got.stdout)
 	}
 }
+
+// TestCompletionBadUsage: a shell captf has no script for, an empty one,
+// or an argument after the shell is bad usage (exit 2) that names the
+// problem, not help and exit 0.
+func TestCompletionBadUsage(t *testing.T) {
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"completion", "tcsh"}, `unknown command "tcsh" for "captf completion"`},
+		{[]string{"completion", ""}, `unknown command "" for "captf completion"`},
+		{[]string{"completion"}, "captf completion needs a command"},
+		{[]string{"completion", "bash", "extra"}, `captf completion bash takes no arguments, got "extra"`},
+	} {
+		got := captf(t, c.args...)
+		if got.code != 2 || !strings.Contains(got.stderr, c.want) {
+			t.Errorf("captf %q: exit %d, stderr %q; want exit 2 saying %q", c.args, got.code, got.stderr, c.want)
+		}
+	}
+}

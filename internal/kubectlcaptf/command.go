@@ -6,6 +6,7 @@ package kubectlcaptf
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -68,12 +69,75 @@ func newCommand(streams genericiooptions.IOStreams, now func() time.Time) *cobra
 	o.config.AddFlags(root.PersistentFlags())
 	o.addOutputFlags(root)
 	root.AddCommand(o.plansCommand(), o.showCommand(), o.approveCommand(), o.logsCommand(), o.reviewCommand())
+	root.Args, root.RunE = cobra.ArbitraryArgs, group
+	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error {
+		return fmt.Errorf("%w: %w", ErrUsage, err)
+	})
+	root.InitDefaultCompletionCmd()
 	for _, c := range root.Commands() {
+		if c.Name() == "completion" {
+			c.Args, c.RunE = cobra.ArbitraryArgs, group
+			for _, shell := range c.Commands() {
+				shell.Args = usageArgs(shell)
+			}
+			continue
+		}
+		c.Args = usageArgs(c)
 		if c.RunE != nil && c.Name() != serverCommand {
 			c.RunE = untilDone(c.RunE)
 		}
 	}
 	return root
+}
+
+// Exit codes of kubectl captf.
+const (
+	// ExitFailure: the command failed, or was interrupted.
+	ExitFailure = 1
+	// ExitUsage: bad usage, before anything is read: an unknown command
+	// or flag, a missing or extra argument.
+	ExitUsage = 2
+)
+
+// ErrUsage marks errors of bad usage; they exit with ExitUsage.
+var ErrUsage = errors.New("bad usage")
+
+// ExitCode maps an error of the command to its exit code.
+func ExitCode(err error) int {
+	switch {
+	case err == nil:
+		return 0
+	case errors.Is(err, ErrUsage):
+		return ExitUsage
+	}
+	return ExitFailure
+}
+
+// group runs a command that only groups others: a missing or unknown
+// command is bad usage, not a request for help.
+func group(cmd *cobra.Command, args []string) error {
+	if len(args) == 0 {
+		fmt.Fprint(cmd.ErrOrStderr(), cmd.UsageString())
+		return fmt.Errorf("%w: %s needs a command", ErrUsage, cmd.CommandPath())
+	}
+	return fmt.Errorf("%w: unknown command %q for %q", ErrUsage, args[0], cmd.CommandPath())
+}
+
+// usageArgs is c's argument check with its errors marked as bad usage.
+func usageArgs(c *cobra.Command) cobra.PositionalArgs {
+	check := c.Args
+	if check == nil {
+		check = cobra.ArbitraryArgs
+	}
+	return func(cmd *cobra.Command, args []string) error {
+		if err := check(cmd, args); err != nil {
+			if len(args) > 0 && cmd.Name() != "" && cmd.Parent() != nil && cmd.Parent().Name() == "completion" {
+				return fmt.Errorf("%w: %s takes no arguments, got %q", ErrUsage, cmd.CommandPath(), args[0])
+			}
+			return fmt.Errorf("%w: %w", ErrUsage, err)
+		}
+		return nil
+	}
 }
 
 // untilDone runs a command and returns as soon as its context ends (Ctrl-C),

@@ -2,6 +2,7 @@ package kubectlcaptf
 
 import (
 	"bytes"
+	"fmt"
 	"strings"
 	"testing"
 )
@@ -35,5 +36,27 @@ func TestTextEscapesControlCharacters(t *testing.T) {
 	}
 	if !strings.Contains(detail.String(), `"mallory\x1b[2J\r\nApproved by: alice"`) {
 		t.Errorf("detail does not show approvedBy quoted:\n%s", detail.String())
+	}
+}
+
+// TestCompletionBadUsage: a shell with no script, an empty one, or an
+// argument after the shell is bad usage (ExitUsage) that names the
+// problem, not help and exit 0; so is an unknown command or flag.
+func TestCompletionBadUsage(t *testing.T) {
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"completion", "tcsh"}, `unknown command "tcsh" for "kubectl captf completion"`},
+		{[]string{"completion", ""}, `unknown command "" for "kubectl captf completion"`},
+		{[]string{"completion", "bash", "extra"}, `kubectl captf completion bash takes no arguments, got "extra"`},
+		{[]string{"bogus"}, `unknown command "bogus" for "kubectl captf"`},
+		{[]string{"plans", "--bogus"}, "unknown flag: --bogus"},
+		{[]string{"show"}, "accepts 1 arg(s), received 0"},
+	} {
+		out, err := run(t, c.args...)
+		if code := ExitCode(err); code != ExitUsage || !strings.Contains(fmt.Sprint(err), c.want) {
+			t.Errorf("kubectl captf %q: exit %d, error %v; want exit %d saying %q\n%s", c.args, code, err, ExitUsage, c.want, out)
+		}
 	}
 }
