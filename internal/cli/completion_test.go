@@ -56,3 +56,13 @@ func TestCompletionBadUsage(t *testing.T) {
 		}
 	}
 }
+
+// TestCompleteLintRole: the values of lint --role complete, and no file
+// names are offered for it.
+func TestCompleteLintRole(t *testing.T) {
+	got := captf(t, "__complete", "lint", "--role", "")
+	lines := strings.Split(strings.TrimSpace(got.stdout), "\n")
+	if strings.Join(lines, " ") != "cluster machine pool :4" {
+		t.Errorf("completing lint --role: %q, want the roles and :4 (no file completion)", lines)
+	}
+}

@@ -104,6 +104,7 @@ sensitive). docs/modules.md lists every rule.
 	f.StringVar(&role, "role", "", "the role the module plays: "+strings.Join(roles, ", ")+" (required)")
 	f.BoolVar(&asJSON, "json", false, "print the findings as JSON")
 	f.BoolVar(&strict, "strict", false, "report warnings as errors")
+	_ = cmd.RegisterFlagCompletionFunc("role", cobra.FixedCompletions(roles, cobra.ShellCompDirectiveNoFileComp))
 	return cmd
 }
 
