@@ -208,11 +208,11 @@ func (o *options) open(ctx context.Context, args []string, stdout, stderr io.Wri
 	if len(args) == 1 {
 		dir = args[0]
 	}
-	info, err := os.Stat(dir)
-	if err != nil || !info.IsDir() {
-		return nil, fmt.Errorf("%w: %s is not a directory", runner.ErrBadInput, dir)
+	if err := checkDir(dir, ""); err != nil {
+		return nil, err
 	}
 	var key []byte
+	var err error
 	if o.keyFile != "" {
 		key, err = runner.ReadKeyFile(ctx, o.keyFile, "plan key", stderr)
 	} else {
@@ -282,6 +282,30 @@ func (o *options) open(ctx context.Context, args []string, stdout, stderr io.Wri
 		store: planstore.Store{Dir: filepath.Join(dir, runner.StateDir, "plans")},
 		tmp:   tmp,
 	}, nil
+}
+
+// checkDir refuses a dir (named by flag, or an argument when flag is "")
+// that is missing or not a directory, and one it cannot use with the
+// cause: unreadable, a link loop.
+func checkDir(dir, flag string) error {
+	what := dir
+	if flag != "" {
+		what = flag + " " + dir
+	}
+	info, err := os.Stat(dir)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return fmt.Errorf("%w: %s is not a directory", runner.ErrBadInput, what)
+	case err != nil:
+		var pathErr *fs.PathError
+		if errors.As(err, &pathErr) {
+			err = pathErr.Err
+		}
+		return fmt.Errorf("%w: %s: %w", runner.ErrBadInput, what, err)
+	case !info.IsDir():
+		return fmt.Errorf("%w: %s is not a directory", runner.ErrBadInput, what)
+	}
+	return nil
 }
 
 // cliConfig keeps a TF_CLI_CONFIG_FILE that names an existing file (it may

@@ -1,8 +1,10 @@
 package cli
 
 import (
+	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -49,8 +51,14 @@ func previewBinary() (string, error) {
 		if self, err = filepath.EvalSymlinks(self); err == nil {
 			dir = filepath.Dir(self)
 			path := filepath.Join(dir, PreviewBinary)
-			if info, err := os.Stat(path); err == nil && !info.IsDir() {
+			info, err := os.Stat(path)
+			switch {
+			case err == nil && !info.IsDir():
 				return path, nil
+			case err != nil && !errors.Is(err, fs.ErrNotExist):
+				// There, but unusable (a link loop, say): say so
+				// rather than look elsewhere.
+				return "", fmt.Errorf("captf preview runs %s, beside captf: %w", PreviewBinary, err)
 			}
 		}
 	}

@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -62,8 +61,8 @@ sensitive). docs/modules.md lists every rule.
 			if _, ok := modulecontract.For(r); !ok {
 				return fmt.Errorf("%w: --role must be one of %s, got %q", runner.ErrBadInput, strings.Join(roles, ", "), role)
 			}
-			if info, err := os.Stat(dir); err != nil || !info.IsDir() {
-				return fmt.Errorf("%w: %s is not a directory", runner.ErrBadInput, dir)
+			if err := checkDir(dir, ""); err != nil {
+				return err
 			}
 			findings, err := modulelint.Check(cmd.Context(), dir, r)
 			if errors.Is(err, modulelint.ErrNoConfig) {

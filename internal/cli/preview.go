@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -136,12 +137,21 @@ func (o *previewOptions) options(ctx context.Context, stderr io.Writer) (preview
 	if err != nil {
 		return preview.Options{}, err
 	}
-	if info, err := os.Stat(root); err != nil || !info.IsDir() {
-		return preview.Options{}, fmt.Errorf("%w: --root %s is not a directory", preview.ErrInvalid, root)
+	if err := checkDir(root, "--root"); err != nil {
+		return preview.Options{}, fmt.Errorf("%w: %w", preview.ErrInvalid, err)
 	}
 	// A change set is read from a repository: what git ignores and what
 	// changed since --changed-from come from git.
-	if err := exec.CommandContext(ctx, "git", "-C", root, "rev-parse", "--show-toplevel").Run(); err != nil {
+	var gitErr bytes.Buffer
+	check := exec.CommandContext(ctx, "git", "-C", root, "rev-parse", "--show-toplevel")
+	check.Stderr = &gitErr
+	if err := check.Run(); err != nil {
+		why := strings.TrimSpace(gitErr.String())
+		if !strings.Contains(why, "not a git repository") {
+			// Another refusal than no repository: git's own words say
+			// which (a repository of another owner, say).
+			return preview.Options{}, fmt.Errorf("%w: --root %s: git refuses it: %s", preview.ErrInvalid, root, firstLines(why, 4))
+		}
 		return preview.Options{}, fmt.Errorf("%w: --root %s is not in a git work tree", preview.ErrInvalid, root)
 	}
 	file := filepath.Join(root, preview.ProjectFile)
@@ -208,6 +218,12 @@ func checkOut(out string) error {
 		}
 	}
 	return nil
+}
+
+// firstLines is the first n lines of s.
+func firstLines(s string, n int) string {
+	lines := strings.SplitN(s, "\n", n+1)
+	return strings.Join(lines[:min(n, len(lines))], "\n")
 }
 
 // Close removes the command's private directory.

@@ -54,6 +54,7 @@ func TestBinary(t *testing.T) {
 	t.Run("pasted apply command", func(t *testing.T) { pastedApplyCommand(t, captfBin, tf.Path) })
 	t.Run("stdout closed early", func(t *testing.T) { stdoutClosedEarly(t, captfBin, tf.Path) })
 	t.Run("preview hand-off", func(t *testing.T) { previewHandOff(t, captfBin) })
+	t.Run("preview link loop", func(t *testing.T) { previewLinkLoop(t, captfBin) })
 }
 
 // previewHandOff: `captf preview ARGS` is the preview binary's command,
@@ -373,5 +374,27 @@ func stdoutClosedEarly(t *testing.T, captfBin, tf string) {
 		if len(left) != 0 {
 			t.Errorf("run %d left %v", i, left)
 		}
+	}
+}
+
+// previewLinkLoop: a captf-preview beside captf that is a symbolic link
+// loop is reported as such, not as missing.
+func previewLinkLoop(t *testing.T, captfBin string) {
+	dir := t.TempDir()
+	bin := filepath.Join(dir, "captf")
+	raw, err := os.ReadFile(captfBin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	write(t, bin, raw, 0o755)
+	loop := filepath.Join(dir, PreviewBinary)
+	if err := os.Symlink(loop, loop); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(bin, "preview", "plan")
+	cmd.Env = append(os.Environ(), "PATH="+t.TempDir())
+	out, _ := cmd.CombinedOutput()
+	if code := cmd.ProcessState.ExitCode(); code != runner.ExitFailure || !strings.Contains(string(out), "too many levels of symbolic links") {
+		t.Errorf("exit %d, want %d naming the link loop:\n%s", code, runner.ExitFailure, out)
 	}
 }

@@ -95,6 +95,10 @@ func (r *Runner) Plan(ctx context.Context) (*Planned, error) {
 		p.Close()
 		return nil, err
 	}
+	if info, err := os.Stat(p.file); err != nil || !info.Mode().IsRegular() {
+		p.Close()
+		return nil, fmt.Errorf("%s plan succeeded but wrote no plan file; is %s terraform or tofu?", r.TF.Bin, r.TF.Bin)
+	}
 	var providers map[string]string
 	if r.Schemas != nil {
 		if p.Result, providers, err = r.readPlan(ctx, p.file, <-cache); err != nil {
