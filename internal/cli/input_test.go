@@ -207,3 +207,31 @@ func TestLintBounds(t *testing.T) {
 		})
 	}
 }
+
+// TestPreviewValuesLinkOutside: a tracked values file that is a link out
+// of the repository is treated as a path outside it: not read into the
+// digest, and a hole says so.
+func TestPreviewValuesLinkOutside(t *testing.T) {
+	root := fixtureRepo(t, "testdata/preview")
+	outside := filepath.Join(t.TempDir(), "values.yaml")
+	write(t, outside, []byte("replicas: 1\n"), 0o644)
+	write(t, filepath.Join(root, "captf.yaml"), []byte("components:\n  a:\n    steps:\n      - kind: shell\n        name: s\n        inputs: {run: 'true', values: v.yaml}\n"), 0o644)
+	link(t, outside, filepath.Join(root, "v.yaml"))
+	gitRun(t, root, "add", "captf.yaml", "v.yaml")
+	first := captf(t, "preview", "plan", "--json").want(t, 0)
+	if !strings.Contains(first.stdout, "unbound: values v.yaml is a link out of the repository") {
+		t.Errorf("no hole names the link out of the repository:\n%s", first.stdout)
+	}
+	write(t, outside, []byte("replicas: 2\n"), 0o644)
+	second := captf(t, "preview", "plan", "--json").want(t, 0)
+	digest := func(o outcome) string {
+		var doc struct{ Digest string }
+		if err := json.Unmarshal([]byte(o.stdout), &doc); err != nil {
+			t.Fatalf("%v\n%s", err, o.stdout)
+		}
+		return doc.Digest
+	}
+	if digest(first) != digest(second) {
+		t.Error("the digest moved with a file outside the repository: the file was read")
+	}
+}

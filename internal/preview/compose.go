@@ -156,6 +156,9 @@ func readTree(ctx context.Context, root, rel string) (files []boundFile, unbound
 	if err != nil {
 		return nil, nil, false, err
 	}
+	if why, err := linkOut(root, rel); err != nil || why != "" {
+		return nil, []string{why}, false, err
+	}
 	if !info.IsDir() {
 		f, why, err := hashFile(ctx, root, rel)
 		switch {
@@ -206,11 +209,32 @@ func readTree(ctx context.Context, root, rel string) (files []boundFile, unbound
 	return files, unbound, false, nil
 }
 
+// linkOut says, when the path rel in root resolves, through a symbolic
+// link, to a place outside root, that it is a link out of the repository:
+// such a path is not bound, as an absolute one is not.
+func linkOut(root, rel string) (string, error) {
+	realRoot, err := filepath.EvalSymlinks(root)
+	if err != nil {
+		return "", err
+	}
+	real, err := filepath.EvalSymlinks(filepath.Join(root, filepath.FromSlash(rel)))
+	if err != nil {
+		return "", err
+	}
+	if _, ok := repoPath(realRoot, real); !ok {
+		return rel + " is a link out of the repository", nil
+	}
+	return "", nil
+}
+
 // hashFile hashes the regular file at rel, or says why it is not read: it
 // is no regular file, whose bytes a digest cannot name (a named pipe
 // nobody writes, a link to /dev/zero).
 func hashFile(ctx context.Context, root, rel string) (f boundFile, why string, err error) {
 	full := filepath.Join(root, filepath.FromSlash(rel))
+	if why, err := linkOut(root, rel); err != nil || why != "" {
+		return boundFile{}, why, err
+	}
 	file, err := inputfile.Open(full)
 	if errors.Is(err, inputfile.ErrNotRegular) {
 		if info, err := os.Stat(full); err == nil {
