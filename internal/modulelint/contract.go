@@ -8,6 +8,7 @@ import (
 	"github.com/hashicorp/hcl/v2"
 	"github.com/hashicorp/hcl/v2/ext/typeexpr"
 	"github.com/zclconf/go-cty/cty"
+	"github.com/zclconf/go-cty/cty/convert"
 
 	"github.com/captf/captf/internal/modulecontract"
 )
@@ -28,8 +29,8 @@ func (m *module) checkOutputs(c modulecontract.Contract) []Finding {
 			}
 			continue
 		}
-		if a := d.attrs["sensitive"]; a != nil && isTrue(static(a.Expr)) {
-			out = append(out, at(a.Range, Error, RuleOutputSensitive,
+		if d.sensitive() {
+			out = append(out, at(d.sensitiveRange(), Error, RuleOutputSensitive,
 				"output %q is sensitive: the manager never reads a sensitive output, and reads this one for %s; keep secrets out of it and remove sensitive = true", o.Name, o.ReadFor))
 		}
 		if a := d.attrs["value"]; a != nil {
@@ -128,9 +129,20 @@ func accepts(k modulecontract.Kind, t cty.Type) bool {
 	return false
 }
 
+// sensitive says whether the declaration is sensitive as terraform reads
+// it: the value of sensitive converted to a bool, so that the string
+// "true" is true.
 func (d *declaration) sensitive() bool {
 	a := d.attrs["sensitive"]
-	return a != nil && isTrue(static(a.Expr))
+	if a == nil {
+		return false
+	}
+	v := static(a.Expr)
+	if !v.IsKnown() || v.IsNull() {
+		return false
+	}
+	b, err := convert.Convert(v, cty.Bool)
+	return err == nil && isTrue(b)
 }
 
 // sensitiveRange is where sensitive is set to something other than true,

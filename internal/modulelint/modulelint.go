@@ -224,9 +224,9 @@ func read(ctx context.Context, dir string) (*module, []Finding, error) {
 			case "removed":
 				m.removed = append(m.removed, b)
 			case "variable":
-				findings = append(findings, m.declare(m.variables, b, variableSchema, override)...)
+				findings = append(findings, m.declare("a variable", m.variables, b, variableSchema, override)...)
 			case "output":
-				findings = append(findings, m.declare(m.outputs, b, outputSchema, override)...)
+				findings = append(findings, m.declare("an output", m.outputs, b, outputSchema, override)...)
 			}
 		}
 	}
@@ -298,7 +298,7 @@ func tooDeep(src []byte, json bool) int {
 
 // declare adds a variable or output block to decls. A block of an override
 // file replaces the arguments it sets, as terraform merges it.
-func (m *module) declare(decls map[string]*declaration, b *hcl.Block, schema *hcl.BodySchema, override bool) []Finding {
+func (m *module) declare(what string, decls map[string]*declaration, b *hcl.Block, schema *hcl.BodySchema, override bool) []Finding {
 	content, _, diags := b.Body.PartialContent(schema)
 	if diags.HasErrors() {
 		return parseFindings(b.DefRange.Filename, diags)
@@ -307,8 +307,9 @@ func (m *module) declare(decls map[string]*declaration, b *hcl.Block, schema *hc
 	d, ok := decls[name]
 	switch {
 	case ok && !override:
-		// Declared twice: terraform refuses the module and says so.
-		return nil
+		// Declared twice: terraform refuses the module.
+		return []Finding{at(b.DefRange, Error, RuleParse, "Duplicate declaration: %s named %q was already declared at %s:%d; terraform refuses the module",
+			what, name, d.def.Filename, d.def.Start.Line)}
 	case !ok:
 		d = &declaration{name: name, def: b.DefRange, attrs: map[string]*hcl.Attribute{}}
 		decls[name] = d
