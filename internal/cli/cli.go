@@ -28,11 +28,14 @@ import (
 
 const exitCodesHelp = `Exit codes:
   0  planned, applied, or nothing to apply
-  1  any other failure (terraform failed, an apply failed), or interrupted
+  1  any other failure (terraform failed, an apply failed, stdout could not
+     be written), or interrupted
   2  bad usage or bad input, before anything runs: an unknown command or
-     flag, an extra argument, a plan key missing, shorter than 32 bytes,
-     longer than 4096 or a link at the default path, a var file that is a
-     directory, a malformed plan document, a malformed --expect-plan value
+     flag, an extra argument, a DIR that cannot be used, a plan key missing,
+     shorter than 32 bytes, longer than 4096 or a link at the default path,
+     a var file that is a directory, a TF_CLI_CONFIG_FILE that is not a
+     regular file of at most 1 MiB, a malformed plan document, a malformed
+     --expect-plan value
   3  the plan moved: the fresh plan does not hash to the approved one (or
      nothing was approved), or a provisioner or provider configuration it
      runs at apply moved since the plan was approved; nothing was applied`

@@ -20,9 +20,12 @@ var errLintFindings = errors.New("lint found errors")
 
 const lintExitCodes = `Exit codes:
   0  no errors (warnings alone do not fail, unless --strict)
-  1  errors (with --strict, warnings too); a file that does not parse is one
+  1  errors (with --strict, warnings too); a file that does not parse, or
+     nests deeper than 200, is one; interrupted
   2  bad usage: no --role or an unknown one, a DIR that is not a directory or
-     holds no configuration file, an extra argument, an unknown flag`
+     holds no configuration file, a configuration file that is not a regular
+     file or holds more than 2 MiB, a module of more than 4 MiB, an extra
+     argument, an unknown flag`
 
 // lintReport is what lint --json prints.
 type lintReport struct {

@@ -43,11 +43,14 @@ const (
 
 const previewExitCodes = `Exit codes:
   0  planned (plan), or everything applied (apply)
-  1  a member's plan failed, or an apply failed (its dependents were not applied)
+  1  a member's plan failed, or an apply failed (its dependents were not
+     applied); stdout could not be written; interrupted
   2  bad usage or bad input, before anything is planned: the project file (a
      terraform root outside the repository), a flag, a malformed
      --expect-digest, a --root outside a git work tree, the seed outputs
-     file, the preview key
+     file (also one that is not a regular file of at most 16 MiB), a
+     changeset.json or note.md in --out that is not a regular file, the
+     preview key
   3  the change-set digest (or a member's plan) moved, or plan and apply read
      different preview keys: nothing of it was applied
   4  apply only: members were held until their upstream applied; they were
