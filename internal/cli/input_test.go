@@ -90,6 +90,12 @@ func TestPreviewRefusesSpecialFiles(t *testing.T) {
 				t.Errorf("stderr does not say the seed file is not a regular file:\n%s", o.stderr)
 			}
 		})
+		t.Run("project file "+name, func(t *testing.T) {
+			o := captfWithin(t, 10*time.Second, "preview", "plan", "--file", target).want(t, runner.ExitBadInput)
+			if !strings.Contains(o.stderr, "project file: "+target+" is a ") {
+				t.Errorf("stderr does not say the project file is not a regular file:\n%s", o.stderr)
+			}
+		})
 		t.Run("out "+name, func(t *testing.T) {
 			out := t.TempDir()
 			link(t, target, filepath.Join(out, DocumentFile))

@@ -2,17 +2,19 @@ package preview
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"math"
-	"os"
 	"regexp"
 	"slices"
 	"strings"
 
 	yaml "go.yaml.in/yaml/v3"
+
+	"github.com/captf/captf/internal/inputfile"
 )
 
 // ProjectFile is the project file's name at the repository root.
@@ -79,10 +81,14 @@ type Environment struct {
 
 var namePattern = regexp.MustCompile(`^[A-Za-z0-9]([A-Za-z0-9._-]*[A-Za-z0-9])?$`)
 
-// LoadProject reads and checks a project file. kinds says whether a step
-// kind is known (see Registry.Known).
+// MaxProjectBytes is the largest project file LoadProject reads.
+const MaxProjectBytes = 1 << 20
+
+// LoadProject reads and checks a project file: a regular file of at most
+// MaxProjectBytes. kinds says whether a step kind is known (see
+// Registry.Known).
 func LoadProject(path string, known func(kind string) bool) (*Project, error) {
-	data, err := os.ReadFile(path)
+	data, err := inputfile.Read(context.Background(), path, MaxProjectBytes)
 	if err != nil {
 		return nil, fmt.Errorf("%w: project file: %w", ErrInvalid, err)
 	}
