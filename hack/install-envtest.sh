@@ -20,36 +20,7 @@ work="$(mktemp -d)"
 trap 'chmod -R u+w "$work" 2>/dev/null; rm -rf "$work"' EXIT
 
 if [[ ! -x "$dest/kube-apiserver" ]]; then
-  echo "building kube-apiserver $kube from the Go module proxy" >&2
-  dir="$(go mod download -json "k8s.io/kubernetes@$kube" | sed -n 's/^[[:space:]]*"Dir": "\(.*\)",$/\1/p')"
-  [[ -n "$dir" ]] || { echo "install-envtest: cannot download k8s.io/kubernetes@$kube" >&2; exit 1; }
-  cp -r "$dir" "$work/kubernetes"
-  chmod -R u+w "$work/kubernetes"
-  (
-    cd "$work/kubernetes"
-    rm -rf vendor go.work go.work.sum
-    # The staging modules are published on their own as v0.<minor>.<patch>:
-    # drop the replaces that point into ./staging and require those.
-    staged="v0.${kube#v1.}"
-    go mod edit -json >"$work/gomod.json"
-    python3 - "$work/gomod.json" "$staged" >"$work/edits" <<'PY'
-import json, sys
-mod = json.load(open(sys.argv[1]))
-staged = sys.argv[2]
-for r in mod.get("Replace") or []:
-    new = r.get("New", {})
-    if new.get("Path", "").startswith("./staging/"):
-        print(f"-dropreplace={r['Old']['Path']}")
-for q in mod.get("Require") or []:
-    if q["Path"].startswith("k8s.io/") and q["Version"] == "v0.0.0":
-        print(f"-require={q['Path']}@{staged}")
-PY
-    xargs go mod edit <"$work/edits"
-    GOFLAGS=-mod=mod CGO_ENABLED=0 go build -trimpath \
-      -ldflags "-s -w -X k8s.io/component-base/version.gitVersion=$kube -X k8s.io/component-base/version.gitMajor=1 -X k8s.io/component-base/version.gitMinor=${kube#v1.}" \
-      -o "$dest/kube-apiserver.tmp" ./cmd/kube-apiserver
-  )
-  mv "$dest/kube-apiserver.tmp" "$dest/kube-apiserver"
+  KUBE_VERSION="$kube" "$(dirname "$0")/build-kube.sh" "$dest" kube-apiserver
 fi
 
 if [[ ! -x "$dest/etcd" ]]; then

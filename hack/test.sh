@@ -6,7 +6,10 @@
 # pip), the Pub/Sub and Spanner emulators (on the machine image),
 # fake-gcs-server (built from the Go module proxy and cached), curl and jq
 # for the CI examples and Chromium for the review page's browser tests (apt
-# when missing). A missing part fails the run; no test skips.
+# when missing), and a real node's parts: kubelet, kube-controller-manager
+# and kube-scheduler (built and cached like kube-apiserver), containerd,
+# runc and the CNI loopback plugin (from Debian's packages). A missing part
+# fails the run; no test skips.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -20,6 +23,7 @@ export CAPTF_FAKE_GCS_SERVER="${CAPTF_FAKE_GCS_SERVER:-$(hack/install-fake-gcs.s
 hack/install-ci-tools.sh
 export CAPTF_CAPI_CRDS="${CAPTF_CAPI_CRDS:-$(hack/install-capi-crds.sh)}"
 export CAPTF_CHROMIUM="$(hack/install-chromium.sh)"
+export CAPTF_KUBENODE="${CAPTF_KUBENODE:-$(hack/install-kubenode.sh)}"
 echo "terraform: $CAPTF_TERRAFORM ($(TF_CLI_CONFIG_FILE=/dev/null "$CAPTF_TERRAFORM" version | head -1))"
 echo "tofu:      $CAPTF_TOFU ($(TF_CLI_CONFIG_FILE=/dev/null "$CAPTF_TOFU" version | head -1))"
 echo "envtest:   $KUBEBUILDER_ASSETS"
@@ -29,6 +33,7 @@ echo "spanner:   $CAPTF_SPANNER_EMULATOR"
 echo "fake-gcs:  $CAPTF_FAKE_GCS_SERVER"
 echo "capi:      $CAPTF_CAPI_CRDS"
 echo "chromium:  $CAPTF_CHROMIUM ($("$CAPTF_CHROMIUM" --version 2>/dev/null | head -1))"
+echo "kubenode:  $CAPTF_KUBENODE"
 
 unformatted="$(gofmt -l .)"
 if [[ -n "$unformatted" ]]; then
