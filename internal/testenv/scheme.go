@@ -27,3 +27,7 @@ func runtimeScheme() (*runtime.Scheme, error) {
 	}
 	return s, nil
 }
+
+// Scheme is the scheme of Env.Client: Kubernetes', captf's, Cluster API's
+// core kinds and CRDs.
+func Scheme() (*runtime.Scheme, error) { return runtimeScheme() }
