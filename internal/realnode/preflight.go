@@ -27,7 +27,7 @@ type assets struct {
 const EnvAssets = "CAPTF_KUBENODE"
 
 // Binaries of $CAPTF_KUBENODE the node runs.
-var nodeBinaries = []string{"kubelet", "kube-controller-manager", "kube-scheduler", "containerd", "containerd-shim-runc-v2", "runc", "loopback"}
+var nodeBinaries = []string{"kubelet", "kube-controller-manager", "kube-scheduler", "containerd", "containerd-shim-runc-v2", "ctr", "runc", "loopback"}
 
 // hostTools are what the node runs of the host: the CNI plugin of this
 // package is a shell script.

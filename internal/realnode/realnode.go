@@ -468,3 +468,16 @@ func freePort() (int, error) {
 	defer l.Close()
 	return l.Addr().(*net.TCPAddr).Port, nil
 }
+
+// ForgetImage removes the reference ref (a tag) from the node's image
+// store, as on a node that never pulled it: a container that names ref
+// next pulls it from the registry, while the image's content stays under
+// its other references (its digest). The kubelet pulls a tag that is not
+// :latest only when the node does not have it.
+func (n *Node) ForgetImage(ctx context.Context, ref string) error {
+	cmd := exec.CommandContext(ctx, filepath.Join(n.assets.node, "ctr"), "--address", n.path(containerdSocket), "--namespace", "k8s.io", "images", "rm", ref)
+	if out, err := cmd.CombinedOutput(); err != nil {
+		return fmt.Errorf("forget image %s: %w: %s", ref, err, out)
+	}
+	return nil
+}

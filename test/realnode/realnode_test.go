@@ -277,6 +277,11 @@ func (c *cluster) testManual(t *testing.T) {
 	} else if moved.String() == planDigest {
 		t.Fatal("the moved tag has the plan's digest: the check below proves nothing")
 	}
+	// As on a node that never ran the tag: one that names it pulls it anew
+	// (the kubelet pulls a tag it has only when told Always).
+	if err := c.node.ForgetImage(ctx, c.modules["demo"]); err != nil {
+		t.Fatal(err)
+	}
 
 	c.plugin(t, "approve", plan.Name, "--plan-hash", plan.Spec.PlanHash)
 	c.wait(t, "the approved plan applied", 3*time.Minute, func() bool {
