@@ -25,17 +25,21 @@ lint:
 	"$$(hack/install-golangci-lint.sh)" run ./...
 
 # captf's Kubernetes flow on this machine, with no cluster: a real
-# kube-apiserver and etcd, the manager binary and a local node that runs the
-# runner Jobs as processes, examples/kubernetes applied. It prints the
-# KUBECONFIG and the next commands; Ctrl-C stops it and removes what it
-# made. The first run builds kube-apiserver and etcd (hack/, cached). See
+# kube-apiserver and etcd, the manager binary and a node for the runner
+# Jobs, examples/kubernetes applied. The node is a real one (kubelet,
+# containerd, runc: pods from images) where the machine allows it (root,
+# Linux; hack/install-kubenode.sh), else a local stand-in that runs the
+# Jobs as processes; it says which. It prints the KUBECONFIG and the next
+# commands; Ctrl-C stops it and removes what it made. The first run builds
+# kube-apiserver, etcd and the node's binaries (hack/, cached). See
 # docs/quickstart-kubernetes.md.
 sandbox:
 	@terraform="$${CAPTF_TERRAFORM:-$$(hack/install-terraform.sh)}" && \
 	assets="$${KUBEBUILDER_ASSETS:-$$(hack/install-envtest.sh)}" && \
 	capi="$${CAPTF_CAPI_CRDS:-$$(hack/install-capi-crds.sh)}" && \
+	kubenode="$${CAPTF_KUBENODE:-$$(hack/install-kubenode.sh || true)}" && \
 	go build -o bin/captf-sandbox ./cmd/captf-sandbox && \
-	KUBEBUILDER_ASSETS="$$assets" exec bin/captf-sandbox --terraform "$$terraform" --capi-crds "$$capi"
+	KUBEBUILDER_ASSETS="$$assets" CAPTF_KUBENODE="$$kubenode" exec bin/captf-sandbox --terraform "$$terraform" --capi-crds "$$capi"
 
 # Throughput ratio to crypto/sha256, peak memory, and captf plan against
 # terraform plan; see hack/bench.sh and hack/bench-plan.sh.

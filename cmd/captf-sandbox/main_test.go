@@ -28,12 +28,18 @@ import (
 	"github.com/captf/captf/internal/tftest"
 )
 
-// TestSandbox runs the sandbox binary as make sandbox does, follows the
-// commands it prints through one approval (kubectl captf's own code), stops
-// it with the SIGINT of a Ctrl-C, and finds nothing of it left: no file
-// in its temporary folder, no process. Its TMPDIR is a folder of the
-// test's own, so whatever it or envtest makes there is seen.
+// TestSandbox runs the sandbox binary as make sandbox does, on each node,
+// follows the commands it prints through one approval (kubectl captf's own
+// code), stops it with the SIGINT of a Ctrl-C, and finds nothing of it
+// left: no file in its temporary folder, no process. Its TMPDIR is a
+// folder of the test's own, so whatever it or envtest makes there is seen.
 func TestSandbox(t *testing.T) {
+	t.Run("stand-in", func(t *testing.T) { testSandbox(t, "stand-in", sandbox.NodeStandIn) })
+	// As root with hack/install-kubenode.sh's binaries, as make test runs.
+	t.Run("real node", func(t *testing.T) { testSandbox(t, "real", sandbox.NodeReal) })
+}
+
+func testSandbox(t *testing.T, node, says string) {
 	// The test's own clients log nothing worth reading.
 	ctrllog.SetLogger(logr.Discard())
 	assets := testenv.Assets(t)
@@ -54,7 +60,7 @@ func TestSandbox(t *testing.T) {
 	}
 	defer stderr.Close()
 	tmp := t.TempDir()
-	cmd := exec.Command(bin, "--root", root, "--terraform", tf.Path, "--capi-crds", capi)
+	cmd := exec.Command(bin, "--root", root, "--terraform", tf.Path, "--capi-crds", capi, "--node", node)
 	cmd.Env = append(os.Environ(), "TMPDIR="+tmp, "KUBEBUILDER_ASSETS="+assets)
 	cmd.Stderr = stderr
 	stdout, err := cmd.StdoutPipe()
@@ -113,7 +119,7 @@ func TestSandbox(t *testing.T) {
 	if !ok || !strings.HasPrefix(path, tmp+string(filepath.Separator)) {
 		t.Fatalf("the first line printed is %q, want KUBECONFIG= and a file under the sandbox's TMPDIR %s", first, tmp)
 	}
-	for _, want := range []string{"kubectl captf plans --pending", "kubectl captf logs ", "kubectl captf approve "} {
+	for _, want := range []string{says, "kubectl captf plans --pending", "kubectl captf logs ", "kubectl captf approve "} {
 		if !strings.Contains(printed, want) {
 			t.Errorf("the sandbox does not print %q:\n%s", want, printed)
 		}

@@ -72,8 +72,8 @@ func exists(path string) bool {
 }
 
 // lockFile is the machine-wide lock of the node's host-global parts (the
-// kubepods cgroups).
-var lockFile = filepath.Join(os.TempDir(), "captf-realnode.lock")
+// kubepods cgroups): a fixed path, whatever a process's TMPDIR.
+const lockFile = "/tmp/captf-realnode.lock"
 
 // lockHost takes the machine's node lock, waiting up to 20 minutes for a
 // node of another process to go.

@@ -26,6 +26,8 @@ package realnode
 
 import (
 	"context"
+	"crypto/x509"
+	"crypto/x509/pkix"
 	"errors"
 	"fmt"
 	"io"
@@ -36,6 +38,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -480,4 +483,16 @@ func (n *Node) ForgetImage(ctx context.Context, ref string) error {
 		return fmt.Errorf("forget image %s: %w: %s", ref, err, out)
 	}
 	return nil
+}
+
+// WriteKubeconfig writes to path a kubeconfig for user with groups, who
+// authenticates with a client certificate of their own (give the user
+// RBAC, or the group system:masters). It is valid while the node runs.
+func (n *Node) WriteKubeconfig(path, user string, groups ...string) error {
+	base := strings.NewReplacer(":", "-", "/", "-").Replace(user)
+	cert, key := "user-"+base+".crt", "user-"+base+".key"
+	if err := n.pki.issue(cert, key, pkix.Name{CommonName: user, Organization: groups}, nil, nil, x509.ExtKeyUsageClientAuth); err != nil {
+		return err
+	}
+	return os.WriteFile(path, n.pki.kubeconfig(fmt.Sprintf("https://127.0.0.1:%d", n.APIPort), cert, key), 0o600)
 }

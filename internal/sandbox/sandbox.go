@@ -1,17 +1,22 @@
 // Package sandbox runs captf's Kubernetes flow on one machine, with no
-// cluster: the real etcd and kube-apiserver the tests use (internal/testenv)
-// with captf's CRDs, Cluster API's CRDs and the TerraformPlan webhook, the
-// manager binary (cmd/manager) serving that webhook, and a local node
-// (internal/testnode) that runs the runner Jobs' containers as processes:
-// the real captf-runner and terraform, the example's module folder standing
-// in for its image. Start applies examples/kubernetes; Stop ends every
-// process and removes every file it made.
+// cluster: a real etcd and kube-apiserver with captf's CRDs, Cluster API's
+// CRDs and the TerraformPlan webhook, the manager binary (cmd/manager)
+// serving that webhook, and a node for the runner Jobs. Start applies
+// examples/kubernetes; Stop ends every process and removes every file it
+// made.
 //
-// What it is not: a kubelet (no image is pulled, no container isolates a
-// process, see internal/testnode), a Deployment (the manager runs as a
-// local process with an administrator's certificate), or a place for
-// anything that matters: the API server's data lives in a temporary folder
-// and is gone at Stop.
+// The node is one of two. With Config.RealNode, a real one-node cluster
+// (internal/realnode: kubelet, containerd, runc, as root on Linux) runs
+// the Jobs as pods, from the runner image and a module image built by the
+// release's image code and pushed to a registry of the sandbox's own.
+// Otherwise the stand-in (internal/testnode) runs the Jobs' containers as
+// local processes: the real captf-runner and terraform, the example's
+// module folder standing in for its image; no image is pulled and no
+// container isolates a process.
+//
+// What it is not: a Deployment (the manager runs as a local process with
+// a certificate of its own), or a place for anything that matters: the
+// API server's data lives in a temporary folder and is gone at Stop.
 package sandbox
 
 import (
@@ -30,9 +35,11 @@ import (
 	"time"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
 	infrav1 "github.com/captf/captf/api/v1alpha1"
 	"github.com/captf/captf/internal/controller/engine"
+	"github.com/captf/captf/internal/realnode"
 	"github.com/captf/captf/internal/testenv"
 	"github.com/captf/captf/internal/testnode"
 )
@@ -72,6 +79,10 @@ type Config struct {
 	// Log receives what the node reports (a container that failed, with
 	// the end of its log); nil discards it.
 	Log io.Writer
+	// RealNode runs the Jobs as pods of a real node (internal/realnode),
+	// which needs root, Linux and hack/install-kubenode.sh's binaries;
+	// else the stand-in runs them as processes.
+	RealNode bool
 }
 
 // Sandbox is a running sandbox.
@@ -89,6 +100,8 @@ type Sandbox struct {
 	Bin string
 	// Objects are what Start applied from the example.
 	Objects []*unstructured.Unstructured
+	// Node says which node runs the Jobs.
+	Node string
 
 	// stops undo Start's steps, last first.
 	stops []func() error
@@ -102,6 +115,11 @@ type Sandbox struct {
 func Start(ctx context.Context, cfg Config) (*Sandbox, error) {
 	if err := check(cfg); err != nil {
 		return nil, err
+	}
+	if cfg.RealNode {
+		if _, err := realnode.Preflight(); err != nil {
+			return nil, err
+		}
 	}
 	dir, err := os.MkdirTemp("", "captf-sandbox-")
 	if err != nil {
@@ -152,6 +170,11 @@ func (s *Sandbox) start(ctx context.Context, cfg Config) error {
 			fmt.Fprintf(cfg.Log, "sandbox: "+format+"\n", args...)
 		}
 	}
+	if cfg.RealNode {
+		s.Node = NodeReal
+		return s.startReal(ctx, cfg, logf)
+	}
+	s.Node = NodeStandIn
 	manager := filepath.Join(s.Dir, "manager", "manager")
 	runnerDir := filepath.Join(s.Dir, "runner")
 	runner := filepath.Join(runnerDir, filepath.Base(engine.RunnerImagePath))
@@ -207,7 +230,7 @@ func (s *Sandbox) start(ctx context.Context, cfg Config) error {
 	stopNode := node.Run(pods, logf, logf)
 	s.stops = append(s.stops, func() error { stopNode(); return nil })
 
-	stopManager, err := s.startManager(ctx, manager, managerKubeconfig, env)
+	stopManager, err := s.startManager(ctx, manager, managerKubeconfig, RunnerImage, env.Webhook)
 	if stopManager != nil {
 		s.stops = append(s.stops, stopManager)
 	}
@@ -299,7 +322,7 @@ func (s *Sandbox) images(cfg Config, objs []*unstructured.Unstructured, runnerDi
 // does, with the webhook where the API server calls it, and returns once
 // it is ready. stop sends it SIGINT and waits for it (SIGKILL after 30
 // seconds).
-func (s *Sandbox) startManager(ctx context.Context, bin, kubeconfig string, env *testenv.Env) (stop func() error, err error) {
+func (s *Sandbox) startManager(ctx context.Context, bin, kubeconfig, runnerImage string, webhook *envtest.WebhookInstallOptions) (stop func() error, err error) {
 	probes, err := freePort()
 	if err != nil {
 		return nil, err
@@ -309,12 +332,12 @@ func (s *Sandbox) startManager(ctx context.Context, bin, kubeconfig string, env 
 		return nil, err
 	}
 	cmd := exec.Command(bin,
-		"--runner-image="+RunnerImage,
+		"--runner-image="+runnerImage,
 		"--metrics-bind-address=0",
 		fmt.Sprintf("--health-probe-bind-address=127.0.0.1:%d", probes),
 		"--enable-webhooks", "--manager-username="+ManagerUsername,
-		fmt.Sprintf("--webhook-port=%d", env.Webhook.LocalServingPort),
-		"--webhook-cert-dir="+env.Webhook.LocalServingCertDir,
+		fmt.Sprintf("--webhook-port=%d", webhook.LocalServingPort),
+		"--webhook-cert-dir="+webhook.LocalServingCertDir,
 		// A failed run is retried soon: the sandbox is for trying
 		// things.
 		"--retry-base=5s",
@@ -392,8 +415,8 @@ func (s *Sandbox) Guide() string {
 		}
 	}
 	return fmt.Sprintf(`captf sandbox: a real kube-apiserver and etcd with captf's CRDs and webhook,
-the manager (its log: %[1]s) and a local node that
-runs the runner Jobs as processes. %[2]s is applied:
+the manager (its log: %[1]s) and %[7]s.
+%[2]s is applied:
 TerraformCluster %[3]q under applyPolicy Manual, whose first apply runs now.
 
 In another terminal, with any kubectl (docs/quickstart-kubernetes.md says how to get one):
@@ -409,7 +432,7 @@ In another terminal, with any kubectl (docs/quickstart-kubernetes.md says how to
   kubectl get terraformplans -w
 
 Ctrl-C here stops all of it and removes what it made (%[6]s).
-`, s.ManagerLog, Example+"/cluster.yaml", name, s.Kubeconfig, s.Bin, s.Dir)
+`, s.ManagerLog, Example+"/cluster.yaml", name, s.Kubeconfig, s.Bin, s.Dir, s.Node)
 }
 
 func freePort() (int, error) {
