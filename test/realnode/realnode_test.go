@@ -234,12 +234,10 @@ func (c *cluster) testManual(t *testing.T) {
 			return false
 		}
 		plan = plans.Items[0]
-		return true
+		// The TerraformPlan is created before status.plan is written.
+		return cl.Get(ctx, key, tc) == nil && tc.Status.Plan != nil && tc.Status.Plan.PlanHash == plan.Spec.PlanHash
 	})
-	if err := cl.Get(ctx, key, tc); err != nil {
-		t.Fatal(err)
-	}
-	if tc.Status.Plan == nil || tc.Status.Plan.ImageDigest == "" {
+	if tc.Status.Plan.ImageDigest == "" {
 		t.Fatalf("the waiting plan records no image digest: %+v", tc.Status.Plan)
 	}
 	planDigest := tc.Status.Plan.ImageDigest
@@ -284,12 +282,11 @@ func (c *cluster) testManual(t *testing.T) {
 	}
 
 	c.plugin(t, "approve", plan.Name, "--plan-hash", plan.Spec.PlanHash)
+	planJob := tc.Status.Plan.Job
 	c.wait(t, "the approved plan applied", 3*time.Minute, func() bool {
-		return cl.Get(ctx, client.ObjectKeyFromObject(&plan), &plan) == nil && plan.Status.Phase == infrav1.PlanApplied
+		return cl.Get(ctx, client.ObjectKeyFromObject(&plan), &plan) == nil && plan.Status.Phase == infrav1.PlanApplied &&
+			cl.Get(ctx, key, tc) == nil && tc.Status.LastRun != nil && tc.Status.LastRun.Operation == infrav1.OperationApply && tc.Status.LastRun.Job != planJob
 	})
-	if err := cl.Get(ctx, key, tc); err != nil {
-		t.Fatal(err)
-	}
 	if cond := meta.FindStatusCondition(tc.Status.Conditions, "Ready"); cond == nil || cond.Status != metav1.ConditionTrue {
 		t.Errorf("Ready after the approved apply: %+v", cond)
 	}
