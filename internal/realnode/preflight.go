@@ -77,16 +77,19 @@ const lockFile = "/tmp/captf-realnode.lock"
 
 // lockHost takes the machine's node lock, waiting up to 20 minutes for a
 // node of another process to go.
-func lockHost() (*os.File, error) {
+func lockHost(logf func(string, ...any)) (*os.File, error) {
 	f, err := os.OpenFile(lockFile, os.O_CREATE|os.O_RDWR, 0o600)
 	if err != nil {
 		return nil, fmt.Errorf("realnode: lock: %w", err)
 	}
 	deadline := time.Now().Add(20 * time.Minute)
-	for {
+	for waited := false; ; waited = true {
 		err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB)
 		if err == nil {
 			return f, nil
+		}
+		if !waited {
+			logf("realnode: another node runs on this machine (%s): waiting for it to go", lockFile)
 		}
 		if !errors.Is(err, syscall.EWOULDBLOCK) || time.Now().After(deadline) {
 			f.Close()

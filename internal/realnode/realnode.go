@@ -146,7 +146,7 @@ func Run(opts Options) (n *Node, stop func() error, err error) {
 		return nil, nil, err
 	}
 	n = &Node{assets: a, logf: opts.Logf}
-	if n.lock, err = lockHost(); err != nil {
+	if n.lock, err = lockHost(n.logf); err != nil {
 		return nil, nil, err
 	}
 	stop = func() error { return n.stop() }
