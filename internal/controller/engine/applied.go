@@ -2,6 +2,7 @@ package engine
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 
 	corev1 "k8s.io/api/core/v1"
@@ -214,4 +215,68 @@ func (r *Reconciler) inputs(ctx context.Context, obj Object, key []byte) (*rende
 			errInputs, hash, InputsName(r.kind().Short(), obj.GetName()), r.kind().Name(), infrav1.AnnotationDestroyWithCurrentInputs)
 	}
 	return run.root, nil, nil
+}
+
+// render resolves the variables of obj and renders its root module, each
+// variable the kind marks KeepApplied at the value the last successful
+// apply ran (appliedValues); or says what obj waits for before its kind's
+// own variables can be had.
+func (r *Reconciler) render(ctx context.Context, obj Object, key []byte) (*render.Root, *Wait, error) {
+	own, wait, err := r.kind().Inputs(ctx, r.Client, obj)
+	if err != nil || wait != nil {
+		return nil, wait, err
+	}
+	if err := r.appliedValues(ctx, obj, own); err != nil {
+		return nil, nil, err
+	}
+	root, err := r.renderWith(ctx, obj, key, own)
+	return root, nil, err
+}
+
+// appliedValues puts in each variable marked KeepApplied the value the
+// last successful apply ran, when the durable inputs say what that was
+// (appliedInputs); otherwise (a first apply, lost inputs) the value stays
+// as the kind gave it. The value is hashed as any other: under Manual
+// none reaches the module unapproved.
+func (r *Reconciler) appliedValues(ctx context.Context, obj Object, vars map[string]render.Variable) error {
+	var kept []string
+	for n, v := range vars {
+		if v.KeepApplied {
+			kept = append(kept, n)
+		}
+	}
+	if len(kept) == 0 {
+		return nil
+	}
+	state, err := r.readState(ctx, r.Client, obj)
+	if err != nil {
+		return err
+	}
+	applied, err := r.appliedInputs(ctx, r.Client, obj, state.InputsHash())
+	if err != nil || applied == nil {
+		return err
+	}
+	for _, n := range kept {
+		was, err := variable(applied.root.Vars, n)
+		if err != nil {
+			return err
+		}
+		if was != nil {
+			v := vars[n]
+			v.Value = was
+			vars[n] = v
+		}
+	}
+	return nil
+}
+
+// variable is the value of name in a rendered terraform.tfvars.json (whose
+// values are canonical JSON, so equal values are equal bytes); nil when
+// it has none.
+func variable(vars []byte, name string) (json.RawMessage, error) {
+	var all map[string]json.RawMessage
+	if err := json.Unmarshal(vars, &all); err != nil {
+		return nil, fmt.Errorf("rendered variables: %w", err)
+	}
+	return all[name], nil
 }

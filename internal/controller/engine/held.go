@@ -56,17 +56,6 @@ func (r *Reconciler) heldChange(ctx context.Context, obj Object, root *render.Ro
 	return &held{value: was, applied: applied}, nil
 }
 
-// variable is the value of name in a rendered terraform.tfvars.json (whose
-// values are canonical JSON, so equal values are equal bytes); nil when
-// it has none.
-func variable(vars []byte, name string) (json.RawMessage, error) {
-	var all map[string]json.RawMessage
-	if err := json.Unmarshal(vars, &all); err != nil {
-		return nil, fmt.Errorf("rendered variables: %w", err)
-	}
-	return all[name], nil
-}
-
 // reconcileHeld takes the reconcile of an object with a due apply while
 // an ExportsChange plan of its current inputs waits or was approved, and
 // says so (handled). Otherwise it drops an ExportsChange plan that is
@@ -132,6 +121,9 @@ func (r *Reconciler) renderHeld(ctx context.Context, obj Object, key []byte, val
 	}
 	if wait != nil {
 		return nil, fmt.Errorf("%w: %s", errInputs, wait.Message)
+	}
+	if err := r.appliedValues(ctx, obj, own); err != nil {
+		return nil, err
 	}
 	v := own[r.kind().Held()]
 	v.Value = value

@@ -18,17 +18,6 @@ import (
 // that is not there. The object says why in a condition.
 var errInputs = errors.New("inputs")
 
-// render resolves the variables of obj and renders its root module; or
-// says what obj waits for before its kind's own variables can be had.
-func (r *Reconciler) render(ctx context.Context, obj Object, key []byte) (*render.Root, *Wait, error) {
-	own, wait, err := r.kind().Inputs(ctx, r.Client, obj)
-	if err != nil || wait != nil {
-		return nil, wait, err
-	}
-	root, err := r.renderWith(ctx, obj, key, own)
-	return root, nil, err
-}
-
 // renderWith renders obj's root module from its variables and sources and
 // the kind's own variables, own, which no variable of the spec may set.
 func (r *Reconciler) renderWith(ctx context.Context, obj Object, key []byte, own map[string]render.Variable) (*render.Root, error) {
@@ -71,9 +60,6 @@ func (r *Reconciler) renderWith(ctx context.Context, obj Object, key []byte, own
 			return nil, fmt.Errorf("%w: variable %s is set by the manager for a %s; the spec may not set it", errInputs, name, r.kind().Name())
 		}
 		vars[name] = v
-	}
-	if err := r.appliedValues(ctx, obj, vars); err != nil {
-		return nil, err
 	}
 	root, err := render.Render(key, render.Request{
 		StateSuffix: StateSuffix(r.kind().Short(), obj.GetName()), Namespace: obj.GetNamespace(),
@@ -123,41 +109,4 @@ func asJSON(b []byte) json.RawMessage {
 	}
 	s, _ := json.Marshal(string(b))
 	return s
-}
-
-// appliedValues puts in each variable marked KeepApplied the value the
-// last successful apply ran, when the durable inputs say what that was
-// (appliedInputs); otherwise (a first apply, lost inputs) the value stays
-// as the kind gave it. The value is hashed as any other: under Manual
-// none reaches the module unapproved.
-func (r *Reconciler) appliedValues(ctx context.Context, obj Object, vars map[string]render.Variable) error {
-	var kept []string
-	for n, v := range vars {
-		if v.KeepApplied {
-			kept = append(kept, n)
-		}
-	}
-	if len(kept) == 0 {
-		return nil
-	}
-	state, err := r.readState(ctx, r.Client, obj)
-	if err != nil {
-		return err
-	}
-	applied, err := r.appliedInputs(ctx, r.Client, obj, state.InputsHash())
-	if err != nil || applied == nil {
-		return err
-	}
-	for _, n := range kept {
-		was, err := variable(applied.root.Vars, n)
-		if err != nil {
-			return err
-		}
-		if was != nil {
-			v := vars[n]
-			v.Value = was
-			vars[n] = v
-		}
-	}
-	return nil
 }
