@@ -444,10 +444,6 @@ func TestPoolExportsChange(t *testing.T) {
 	u := h.cluster("zoned", false)
 	h.env.WorkloadKubeconfig(t, "default", "zoned")
 	tc := h.exportsCluster(u, "zone-a")
-	bootstrap := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "zoned-pool-bootstrap", Namespace: "default"}, Data: map[string][]byte{"value": []byte(bootstrapCanary)}}
-	if err := h.c.Create(ctx, bootstrap); err != nil {
-		t.Fatal(err)
-	}
 	p := &infrav1.TerraformMachinePool{
 		ObjectMeta: metav1.ObjectMeta{Name: "zoned-pool", Namespace: "default"},
 		Spec: infrav1.TerraformMachinePoolSpec{RunnerSpec: infrav1.RunnerSpec{
@@ -459,6 +455,9 @@ func TestPoolExportsChange(t *testing.T) {
 		t.Fatal(err)
 	}
 	mp := h.capiMachinePool("zoned-pool", "zoned", "zoned-pool-bootstrap", 2)
+	if err := h.c.Create(ctx, bootstrapFor(mp, "zoned-pool-bootstrap", bootstrapCanary)); err != nil {
+		t.Fatal(err)
+	}
 	h.waitPool(p, "provisioned with 2 members", func(p *infrav1.TerraformMachinePool) bool {
 		return p.Status.Ready && len(p.Spec.ProviderIDList) == 2
 	})
