@@ -347,14 +347,9 @@ func (j *Job) stage() error {
 			return fmt.Errorf("link the module: %w", err)
 		}
 	}
-	for _, f := range InputFiles {
-		b, err := os.ReadFile(filepath.Join(j.Inputs, f))
-		if err != nil {
-			return fmt.Errorf("%w: inputs: %w", ErrBadInput, err)
-		}
-		if err := os.WriteFile(filepath.Join(j.Workdir, f), b, 0o600); err != nil {
-			return fmt.Errorf("stage inputs: %w", err)
-		}
+	files, err := readInputs(j.Inputs)
+	if err != nil {
+		return err
 	}
-	return nil
+	return writeInputs(j.Workdir, files)
 }
