@@ -99,8 +99,12 @@ type TerraformMachineTemplateSpec struct {
 // MachineSet or a KubeadmControlPlane stamps out for each Machine.
 type TerraformMachineTemplateResource struct {
 	// +optional
-	ObjectMeta TemplateMeta         `json:"metadata,omitempty"`
-	Spec       TerraformMachineSpec `json:"spec"`
+	ObjectMeta TemplateMeta `json:"metadata,omitempty"`
+	// Spec is each machine's spec. It names no providerID: the manager
+	// sets a machine's from that machine's own state, and Cluster API
+	// binds a Node to the ID a Machine's infrastructure names.
+	// +kubebuilder:validation:XValidation:rule="!has(self.providerID)",message="providerID is not allowed in a template: the manager sets each machine's from its own state"
+	Spec TerraformMachineSpec `json:"spec"`
 }
 
 // TerraformMachineTemplate is a template for TerraformMachines. A change

@@ -105,8 +105,13 @@ type TerraformMachinePoolTemplateSpec struct {
 // for each MachinePool.
 type TerraformMachinePoolTemplateResource struct {
 	// +optional
-	ObjectMeta TemplateMeta             `json:"metadata,omitempty"`
-	Spec       TerraformMachinePoolSpec `json:"spec"`
+	ObjectMeta TemplateMeta `json:"metadata,omitempty"`
+	// Spec is each pool's spec. It names no providerID nor
+	// providerIDList: the manager sets a pool's from that pool's own
+	// state, and Cluster API binds a Node to an ID of a MachinePool's
+	// infrastructure list.
+	// +kubebuilder:validation:XValidation:rule="!has(self.providerID) && !has(self.providerIDList)",message="providerID and providerIDList are not allowed in a template: the manager sets each pool's from its own state"
+	Spec TerraformMachinePoolSpec `json:"spec"`
 }
 
 // TerraformMachinePoolTemplate is a template for TerraformMachinePools,

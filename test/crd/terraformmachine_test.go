@@ -98,4 +98,20 @@ func TestTerraformMachineImmutable(t *testing.T) {
 	if err := env.Client.Update(ctx, tmpl); err != nil {
 		t.Errorf("a template's image: %v", err)
 	}
+
+	// A template names no provider ID: every machine stamped out of it
+	// would carry it to its Machine.
+	const refusedID = "providerID is not allowed in a template"
+	tmpl.Spec.Template.Spec.ProviderID = "captftest:///victim"
+	if err := env.Client.Update(ctx, tmpl); err == nil || !strings.Contains(err.Error(), refusedID) {
+		t.Errorf("a template's providerID set: err = %v, want %q", err, refusedID)
+	}
+	withID := &infrav1.TerraformMachineTemplate{
+		ObjectMeta: metav1.ObjectMeta{Name: "victims", Namespace: "default"},
+		Spec:       infrav1.TerraformMachineTemplateSpec{Template: infrav1.TerraformMachineTemplateResource{Spec: machine("x").Spec}},
+	}
+	withID.Spec.Template.Spec.ProviderID = "captftest:///victim"
+	if err := env.Client.Create(ctx, withID); err == nil || !strings.Contains(err.Error(), refusedID) {
+		t.Errorf("a template created with a providerID: err = %v, want %q", err, refusedID)
+	}
 }

@@ -18,7 +18,8 @@ import (
 // TestTerraformMachinePoolSchema: a pool changes in place (image,
 // variables), unlike a machine; its own provider ID is set once; its
 // members' list holds up to 10,000 IDs, no more, none empty; the
-// membership interval is bounded. A template takes any change.
+// membership interval is bounded. A template takes any change but
+// the fields the manager publishes, which it refuses.
 func TestTerraformMachinePoolSchema(t *testing.T) {
 	env := testenv.Start(t, "../..")
 	ctx := context.Background()
@@ -83,8 +84,30 @@ func TestTerraformMachinePoolSchema(t *testing.T) {
 	if err := env.Client.Create(ctx, tmpl); err != nil {
 		t.Fatalf("create template: %v", err)
 	}
-	tmpl.Spec.Template.Spec.ProviderID = "aws:///eu-west-1/asg-other"
+	tmpl.Spec.Template.Spec.Image = "registry.example/modules/pool:3.0"
 	if err := env.Client.Update(ctx, tmpl); err != nil {
 		t.Errorf("a template's change: %v", err)
+	}
+
+	// A template names neither published field: every pool stamped out
+	// of it would carry them to its MachinePool.
+	const refusedIDs = "providerID and providerIDList are not allowed in a template"
+	for name, set := range map[string]func(*infrav1.TerraformMachinePoolSpec){
+		"providerID":     func(s *infrav1.TerraformMachinePoolSpec) { s.ProviderID = "aws:///eu-west-1/asg-other" },
+		"providerIDList": func(s *infrav1.TerraformMachinePoolSpec) { s.ProviderIDList = []string{"aws:///eu-west-1a/i-victim"} },
+	} {
+		changed := tmpl.DeepCopy()
+		set(&changed.Spec.Template.Spec)
+		if err := env.Client.Update(ctx, changed); err == nil || !strings.Contains(err.Error(), refusedIDs) {
+			t.Errorf("a template's %s set: err = %v, want %q", name, err, refusedIDs)
+		}
+		created := &infrav1.TerraformMachinePoolTemplate{
+			ObjectMeta: metav1.ObjectMeta{Name: "victims-" + strings.ToLower(name), Namespace: "default"},
+			Spec:       infrav1.TerraformMachinePoolTemplateSpec{Template: infrav1.TerraformMachinePoolTemplateResource{Spec: p.Spec}},
+		}
+		set(&created.Spec.Template.Spec)
+		if err := env.Client.Create(ctx, created); err == nil || !strings.Contains(err.Error(), refusedIDs) {
+			t.Errorf("a template created with %s: err = %v, want %q", name, err, refusedIDs)
+		}
 	}
 }
