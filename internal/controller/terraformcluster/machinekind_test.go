@@ -377,9 +377,10 @@ func (h *driftHarness) waitMachine(m *clusterv1.Machine, what string, cond func(
 }
 
 // TestMoveMachines: clusterctl move of a cluster with a provisioned
-// machine. On the target the machine is provisioned from its moved state
-// and durable inputs, with no apply, and a delete there destroys it from
-// them. (Cluster API's controllers do not run here; the test sets the
+// machine. clusterctl creates it on the target with its provider ID, as
+// the provider-ID webhook allows a user to when the owner Machine holds
+// it; the machine is provisioned there from its moved state and durable
+// inputs, with no apply, and a delete there destroys it from them. (Cluster API's controllers do not run here; the test sets the
 // owner references and labels they would.)
 func TestMoveMachines(t *testing.T) {
 	p := tftest.Provider(t)
@@ -429,6 +430,14 @@ func TestMoveMachines(t *testing.T) {
 		return c != nil && c.Status == metav1.ConditionTrue && tm.Spec.ProviderID != "" && tm.Status.ActiveJob == nil
 	}
 	waitFor(src.harness, tm, "the machine provisioned", provisioned)
+	// Cluster API's Machine controller copies the provider ID to the
+	// Machine. On the target, clusterctl creates the machine with it as a
+	// user, which the provider-ID webhook allows because the Machine,
+	// created first, holds the same ID.
+	m.Spec.ProviderID = tm.Spec.ProviderID
+	if err := src.c.Update(ctx, m); err != nil {
+		t.Fatal(err)
+	}
 	file := filepath.Join(files, "mv", "mv-node-0.txt")
 	before, err := os.ReadFile(file)
 	if err != nil {
