@@ -220,9 +220,11 @@ func TerraformClustersOf(ctx context.Context, c client.Reader, namespace, cluste
 	return out, nil
 }
 
-// ClusterJob is a Wait while an apply or destroy Job of a TerraformCluster
-// of obj's cluster (its cluster-name label) has not finished: Jobs of
-// related state never run at once. jobs are the Jobs of obj's cluster
+// ClusterJob is a Wait while the outcome of an apply or destroy Job of a
+// TerraformCluster of obj's cluster (its cluster-name label) is not
+// recorded (the Job runs, or ended a moment ago): Jobs of related state
+// never run at once, and a machine renders no exports of a cluster apply
+// whose outcome its TerraformCluster has not recorded. jobs are the Jobs of obj's cluster
 // (their captf.io/cluster label), every one of them (the engine reads
 // them so that one created a moment ago counts): a TerraformCluster of
 // the cluster labels its Jobs the same. Its Jobs are also taken by their
@@ -251,7 +253,7 @@ func ClusterJob(ctx context.Context, c client.Reader, obj client.Object, jobs []
 			}
 		}
 		if j := running(of); j != nil {
-			return &engine.Wait{Reason: infrav1.ReasonClusterJobRuns, Message: fmt.Sprintf("The %s Job %s of TerraformCluster %s runs; a Job of this object starts when it ended.", j.Labels[engine.LabelOperation], j.Name, tc.Name)}, nil
+			return &engine.Wait{Reason: infrav1.ReasonClusterJobRuns, Message: fmt.Sprintf("The %s Job %s of TerraformCluster %s %s; a Job of this object starts when its outcome is recorded.", j.Labels[engine.LabelOperation], j.Name, tc.Name, runs(j))}, nil
 		}
 	}
 	return nil, nil

@@ -9,8 +9,9 @@ import (
 	"github.com/captf/captf/internal/controller/engine"
 )
 
-// MachineJob is a Wait while an apply or destroy Job of a TerraformMachine
-// or a TerraformMachinePool of a cluster has not finished: a cluster's
+// MachineJob is a Wait while the outcome of an apply or destroy Job of a
+// TerraformMachine or a TerraformMachinePool of a cluster is not recorded
+// (the Job runs, or ended a moment ago): a cluster's
 // apply or destroy waits for its machines' and pools', as theirs wait for
 // its (ClusterJob). jobs are the cluster's Jobs (their captf.io/cluster
 // label), every one of them: one created a moment ago counts.
@@ -26,21 +27,33 @@ func MachineJob(jobs []batchv1.Job) *engine.Wait {
 		return nil
 	}
 	return &engine.Wait{Reason: infrav1.ReasonMachineJobRuns, Message: fmt.Sprintf(
-		"The %s Job %s of %s %s runs; a Job of this object starts when it ended.", j.Labels[engine.LabelOperation], j.Name, j.Labels[infrav1.LabelOwnerKind], j.Labels[infrav1.LabelOwnerName])}
+		"The %s Job %s of %s %s %s; a Job of this object starts when its outcome is recorded.", j.Labels[engine.LabelOperation], j.Name, j.Labels[infrav1.LabelOwnerKind], j.Labels[infrav1.LabelOwnerName], runs(j))}
 }
 
 // running is the first of jobs that changes infrastructure — an apply or a
-// destroy — and has not finished, nil when none.
+// destroy — whose outcome is not recorded yet (captf.io/processed): a Job
+// that finished a moment ago still counts, for until its owner has
+// recorded what it did (the exports it changed, the state it left),
+// related state read now is the old one. nil when none.
 func running(jobs []batchv1.Job) *batchv1.Job {
 	for i := range jobs {
 		j := &jobs[i]
 		op := infrav1.Operation(j.Labels[engine.LabelOperation])
-		if finished, _ := engine.JobFinished(j); finished || j.DeletionTimestamp != nil || (op != infrav1.OperationApply && op != infrav1.OperationDestroy) {
+		if engine.Processed(j) || j.DeletionTimestamp != nil || (op != infrav1.OperationApply && op != infrav1.OperationDestroy) {
 			continue
 		}
 		return j
 	}
 	return nil
+}
+
+// runs says how j stands: it runs, or it ended and its outcome is not
+// recorded yet.
+func runs(j *batchv1.Job) string {
+	if finished, _ := engine.JobFinished(j); finished {
+		return "ended, and its outcome is not recorded yet"
+	}
+	return "runs"
 }
 
 // ChangeEnded reports whether an apply or destroy Job that old's status

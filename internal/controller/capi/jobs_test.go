@@ -19,7 +19,8 @@ import (
 )
 
 // TestMachineJob: a cluster's Job waits while an apply or destroy Job of
-// one of its machines or pools has not finished, among the Jobs read from
+// one of its machines or pools has not finished or its outcome is not
+// recorded (captf.io/processed), among the Jobs read from
 // the API server by their captf.io/cluster label; a drift check of a
 // machine, a finished apply and a machine of another cluster do not hold
 // it.
@@ -62,8 +63,12 @@ func TestMachineJob(t *testing.T) {
 		t.Errorf("a running machine apply: wait %q", msg)
 	}
 	succeed(t, env.Client, apply)
+	if msg := waits(); !strings.Contains(msg, "apply Job fleet-md-0-apply-1 of TerraformMachine fleet-md-0-apply-1 ended, and its outcome is not recorded yet") {
+		t.Errorf("a finished machine apply whose outcome is not recorded: wait %q", msg)
+	}
+	processed(t, env.Client, apply)
 	if msg := waits(); msg != "" {
-		t.Errorf("a finished machine apply holds the cluster: %s", msg)
+		t.Errorf("a machine apply whose outcome is recorded holds the cluster: %s", msg)
 	}
 	destroy := job("fleet-md-1-destroy-1", "fleet", infrav1.OperationDestroy)
 	if msg := waits(); !strings.Contains(msg, "destroy Job fleet-md-1-destroy-1") {
@@ -110,12 +115,13 @@ func TestChangeEnded(t *testing.T) {
 }
 
 // TestClusterJob: a machine's or a pool's Job waits while an apply or
-// destroy Job of a TerraformCluster of its cluster has not finished: one
+// destroy Job of a TerraformCluster of its cluster has not finished or
+// its outcome is not recorded (captf.io/processed): one
 // among the cluster's Jobs the engine read (their captf.io/cluster label),
 // whether or not the cache shows it yet, and one the cache shows by its
 // owner that was made under an earlier cluster label. The cache here is
 // the API server seen through a filter that hides the Jobs it has not
-// caught up with; a finished apply, a drift check and another cluster's
+// caught up with; a recorded apply, a drift check and another cluster's
 // Job do not hold it.
 func TestClusterJob(t *testing.T) {
 	env := testenv.Start(t, "../../..")
@@ -181,8 +187,12 @@ func TestClusterJob(t *testing.T) {
 		t.Errorf("a running cluster apply the cache does not show yet: wait %q", msg)
 	}
 	succeed(t, env.Client, apply)
+	if msg := waits(); !strings.Contains(msg, "apply Job fleet-apply-1 of TerraformCluster fleet ended, and its outcome is not recorded yet") {
+		t.Errorf("a finished cluster apply whose outcome is not recorded (the exports it changed): wait %q", msg)
+	}
+	processed(t, env.Client, apply)
 	if msg := waits(); msg != "" {
-		t.Errorf("a finished cluster apply holds the machine: %s", msg)
+		t.Errorf("a cluster apply whose outcome is recorded holds the machine: %s", msg)
 	}
 	// Made while the TerraformCluster was labelled for another cluster.
 	job("fleet-destroy-1", "fleet", "before", infrav1.OperationDestroy)
@@ -222,6 +232,16 @@ func succeed(t *testing.T, c client.Client, job *batchv1.Job) {
 		{Type: batchv1.JobComplete, Status: corev1.ConditionTrue, LastTransitionTime: now, LastProbeTime: now},
 	}
 	if err := c.Status().Update(context.Background(), job); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// processed marks job's outcome recorded, as the engine does.
+func processed(t *testing.T, c client.Client, job *batchv1.Job) {
+	t.Helper()
+	patch := client.MergeFrom(job.DeepCopy())
+	job.Annotations = map[string]string{infrav1.AnnotationProcessed: "true"}
+	if err := c.Patch(context.Background(), job, patch); err != nil {
 		t.Fatal(err)
 	}
 }
