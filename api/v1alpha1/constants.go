@@ -341,6 +341,36 @@ const (
 	MaxProviderIDs = 10000
 )
 
+// Why a TerraformMachine or a TerraformMachinePool whose apply succeeded
+// is not reported provisioned: what it publishes for Cluster API (a
+// provider ID, a pool's members) is not what its own state's outputs
+// hold. Each is the reason of Ready=False and ApplyJobSucceeded=False;
+// status.initialization.provisioned stays unset, so Cluster API reads no
+// provider ID of it.
+const (
+	// ReasonProviderIDMissing: the machine's state has no provider_id
+	// output (a machine module must declare it, and give it a value).
+	ReasonProviderIDMissing = "ProviderIDMissing"
+	// ReasonProviderIDInvalid: the state's provider_id output is
+	// sensitive, not a string of 1 to 512 characters, or the state could
+	// not be read; the message never shows its value.
+	ReasonProviderIDInvalid = "ProviderIDInvalid"
+	// ReasonProviderIDMismatch: spec.providerID holds another ID than the
+	// provider_id output of the object's own state (it came with the
+	// object's creation, not from its apply).
+	ReasonProviderIDMismatch = "ProviderIDMismatch"
+	// ReasonMembersMismatch: a pool's spec.providerIDList is not the
+	// provider_ids output of its own state.
+	ReasonMembersMismatch = "MembersMismatch"
+)
+
+// ReasonDestroyInputsUnavailable (Ready False, and a Warning event): the
+// object is deleted under AnnotationDestroyWithCurrentInputs, and what it
+// renders from other objects cannot be had now (a machine's Machine or
+// bootstrap data, gone with the Machine's deletion); the message names
+// what. Nothing is destroyed and the object is kept.
+const ReasonDestroyInputsUnavailable = "DestroyInputsUnavailable"
+
 // ReasonMachinesRemain (Ready False): a deleted TerraformCluster waits for
 // the TerraformMachines and TerraformMachinePools of its cluster to be gone before anything is
 // destroyed or released, since they may run on what it would destroy.

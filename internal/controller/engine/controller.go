@@ -274,6 +274,12 @@ func (r *Reconciler) reconcileDue(ctx context.Context, s *scope, key []byte, roo
 	if upToDate && !owed(obj) {
 		// Nothing is due: a waiting plan is moot; a drift check may be.
 		obj.GetRunnerStatus().Plan = nil
+		if wait, err := r.unpublished(ctx, obj, state); err != nil || wait != nil {
+			if wait != nil {
+				setUnpublished(obj, wait)
+			}
+			return ctrl.Result{}, err
+		}
 		setProvisioned(obj)
 		// An identity the object may no longer use says so now, not when
 		// its next Job is due: the watches of identities, their Secrets

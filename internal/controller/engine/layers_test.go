@@ -25,7 +25,7 @@ var layers = [][]string{
 	{"state.go", "backup.go", "lock.go", "applied.go"},
 	// Decisions: outcomes and their steps, plans and approvals, the guard,
 	// drift, restore, pause, and the start of the Job a decision asks for.
-	{"start.go", "outcome.go", "steps.go", "plans.go", "approval.go", "guard.go", "drift.go", "refresh.go", "held.go", "restore.go", "paused.go", "settle.go", "migrate.go"},
+	{"start.go", "outcome.go", "steps.go", "plans.go", "approval.go", "guard.go", "drift.go", "refresh.go", "held.go", "restore.go", "paused.go", "settle.go", "migrate.go", "published.go"},
 	// The reconcile: the normal and delete paths, moves.
 	{"controller.go", "delete.go", "move.go"},
 }

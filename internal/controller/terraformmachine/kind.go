@@ -53,8 +53,9 @@ func Served(mapper meta.RESTMapper) error { return capi.Served(mapper, "Machine"
 // machine is the TerraformMachine kind.
 type machine struct{ engine.Basics }
 
-// Applied: the addresses and the failure domain reach the status, and the
-// provider ID spec.providerID, once.
+// Applied: the addresses and the failure domain reach the status. The
+// provider ID is read from the state (FromState), never from the Job's
+// report: the runner runs the module's code.
 func (machine) Applied(view engine.Object, msg *runner.Message) []engine.Step {
 	tm := view.(*infrav1.TerraformMachine)
 	tm.Status.Addresses = nil
@@ -62,10 +63,7 @@ func (machine) Applied(view engine.Object, msg *runner.Message) []engine.Step {
 		tm.Status.Addresses = append(tm.Status.Addresses, infrav1.MachineAddress{Type: a.Type, Address: a.Address})
 	}
 	tm.Status.FailureDomain = msg.FailureDomain
-	if msg.ProviderID == "" {
-		return nil
-	}
-	return []engine.Step{capi.PublishProviderID{ID: msg.ProviderID, Field: providerID}}
+	return nil
 }
 
 // providerID is a TerraformMachine's spec.providerID.
@@ -82,10 +80,27 @@ func (machine) Signs(obj engine.Object) []string {
 	return nil
 }
 
-// FromState: a machine publishes nothing from its state's outputs beyond
-// what its apply reported.
-func (machine) FromState(engine.Object, func(string) (tfstate.Output, error)) []engine.Step {
-	return nil
+// FromState publishes the provider_id output of the machine's state in
+// spec.providerID, once. Whether the machine may be reported provisioned
+// with it is Published's.
+func (machine) FromState(obj engine.Object, output func(string) (tfstate.Output, error)) []engine.Step {
+	id, wait := capi.StateProviderID(output, true)
+	if wait != nil || *providerID(obj) != "" {
+		return nil
+	}
+	return []engine.Step{capi.PublishProviderID{ID: id, Field: providerID}}
+}
+
+// Published: a machine is reported provisioned only when its state has a
+// provider_id output and spec.providerID holds it: a machine created with
+// another ID (only clusterctl move may create one with an ID, see
+// internal/webhook/providerid) never hands it to its Machine.
+func (machine) Published(obj engine.Object, output func(string) (tfstate.Output, error)) *engine.Wait {
+	id, wait := capi.StateProviderID(output, true)
+	if wait != nil {
+		return wait
+	}
+	return capi.SameProviderID(*providerID(obj), id)
 }
 
 // DeletionWaits: nothing of Cluster API runs on a machine's

@@ -66,14 +66,10 @@ const maxProviderID = 512
 // pool is the TerraformMachinePool kind.
 type pool struct{ engine.Basics }
 
-// Applied: the pool's own provider ID reaches spec.providerID, once. Its
-// members are read from the state (FromState).
-func (pool) Applied(_ engine.Object, msg *runner.Message) []engine.Step {
-	if msg.ProviderID == "" {
-		return nil
-	}
-	return []engine.Step{capi.PublishProviderID{ID: msg.ProviderID, Field: providerID}}
-}
+// Applied: nothing from the Job's report. The pool's own provider ID and
+// its members are read from the state (FromState): the runner runs the
+// module's code.
+func (pool) Applied(engine.Object, *runner.Message) []engine.Step { return nil }
 
 // defaultMembershipInterval is the time between two membership refreshes
 // of a pool whose spec.membership sets none.
@@ -126,14 +122,42 @@ func (pool) FromState(obj engine.Object, output func(name string) (tfstate.Outpu
 	}
 	meta.SetStatusCondition(&p.Status.Conditions, metav1.Condition{Type: infrav1.ConditionMembersPublished,
 		Status: status, Reason: reason, Message: msg, ObservedGeneration: p.Generation})
+	var steps []engine.Step
+	if id, wait := capi.StateProviderID(output, false); wait == nil && id != "" && p.Spec.ProviderID == "" {
+		steps = append(steps, capi.PublishProviderID{ID: id, Field: providerID})
+	}
 	if status != metav1.ConditionTrue {
-		return nil
+		return steps
 	}
 	p.Status.Replicas = int32(len(ids))
 	if slices.Equal(p.Spec.ProviderIDList, ids) {
-		return nil
+		return steps
 	}
-	return []engine.Step{publishMembers{IDs: ids}}
+	return append(steps, publishMembers{IDs: ids})
+}
+
+// Published: a pool is reported provisioned — and Cluster API reads its
+// members only then — once spec.providerIDList holds its own state's
+// provider_ids output and spec.providerID its provider_id output, if
+// any: IDs a pool was created with never reach its MachinePool.
+func (pool) Published(obj engine.Object, output func(string) (tfstate.Output, error)) *engine.Wait {
+	p := obj.(*infrav1.TerraformMachinePool)
+	id, wait := capi.StateProviderID(output, false)
+	if wait != nil {
+		return wait
+	}
+	if wait := capi.SameProviderID(p.Spec.ProviderID, id); wait != nil {
+		return wait
+	}
+	ids, reason, msg := readMembers(output)
+	if reason != infrav1.ReasonMembersPublished {
+		return &engine.Wait{Reason: reason, Message: msg + " The apply counts as failed; the pool is not reported provisioned, so Cluster API reads no members of it."}
+	}
+	if !slices.Equal(p.Spec.ProviderIDList, ids) {
+		return &engine.Wait{Reason: infrav1.ReasonMembersMismatch, Message: fmt.Sprintf(
+			"spec.providerIDList is not the %s output of the pool's own state. The pool is not reported provisioned, so Cluster API reads no members of it.", modulecontract.OutputProviderIDs)}
+	}
+	return nil
 }
 
 // readMembers reads the provider_ids output: the IDs sorted, or why there

@@ -15,6 +15,7 @@ import (
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 
 	infrav1 "github.com/captf/captf/api/v1alpha1"
+	"github.com/captf/captf/internal/controller/engine"
 	"github.com/captf/captf/internal/modulecontract"
 	"github.com/captf/captf/internal/predicatetest"
 	"github.com/captf/captf/internal/tfstate"
@@ -66,10 +67,14 @@ func TestFromState(t *testing.T) {
 			p := &infrav1.TerraformMachinePool{}
 			p.Spec.ProviderIDList, p.Status.Replicas = []string{"old-0", "old-1"}, 2
 			steps := Kind.FromState(p, func(name string) (tfstate.Output, error) {
-				if name != modulecontract.OutputProviderIDs {
-					t.Errorf("read output %q", name)
+				switch name {
+				case modulecontract.OutputProviderIDs:
+					return tt.out, tt.err
+				case modulecontract.OutputProviderID:
+					return tfstate.Output{}, nil
 				}
-				return tt.out, tt.err
+				t.Errorf("read output %q", name)
+				return tfstate.Output{}, nil
 			})
 			c := meta.FindStatusCondition(p.Status.Conditions, infrav1.ConditionMembersPublished)
 			if c == nil || c.Reason != tt.reason || (c.Status == metav1.ConditionTrue) != (tt.reason == infrav1.ReasonMembersPublished) {
@@ -94,6 +99,59 @@ func TestFromState(t *testing.T) {
 			}
 			if p.Status.Replicas != replicas {
 				t.Errorf("status.replicas %d, want %d", p.Status.Replicas, replicas)
+			}
+		})
+	}
+}
+
+// TestPublished: a pool is reported provisioned only when its published
+// IDs are its own state's outputs: a list or an ID it was created with
+// that the state does not hold keeps it unprovisioned, with a reason
+// that says so and no value.
+func TestPublished(t *testing.T) {
+	publisher, ok := Kind.(engine.Publisher)
+	if !ok {
+		t.Fatal("the pool kind is no engine.Publisher: a pool is reported provisioned whatever IDs it publishes")
+	}
+	const victim = "CANARY-VICTIM-NODE"
+	state := func(id, ids string) func(string) (tfstate.Output, error) {
+		return func(name string) (tfstate.Output, error) {
+			v := map[string]string{modulecontract.OutputProviderID: id, modulecontract.OutputProviderIDs: ids}[name]
+			if v == "" {
+				return tfstate.Output{}, nil
+			}
+			return tfstate.Output{Found: true, Value: json.RawMessage(v)}, nil
+		}
+	}
+	tests := []struct {
+		name   string
+		id     string
+		list   []string
+		state  func(string) (tfstate.Output, error)
+		reason string // "" when it may be reported provisioned
+	}{
+		{name: "the state's own", id: "asg-1", list: []string{"p://a", "p://b"}, state: state(`"asg-1"`, `["p://b","p://a"]`)},
+		{name: "no members, none published", state: state("", `[]`)},
+		{name: "a list it was created with, and no provider_ids output", list: []string{victim}, state: state("", ""), reason: infrav1.ReasonMembersMissing},
+		{name: "a list other than the state's", list: []string{victim}, state: state("", `["p://a"]`), reason: infrav1.ReasonMembersMismatch},
+		{name: "an ID it was created with, and no provider_id output", id: victim, state: state("", `[]`), reason: infrav1.ReasonProviderIDMismatch},
+		{name: "an ID other than the state's", id: victim, state: state(`"asg-1"`, `[]`), reason: infrav1.ReasonProviderIDMismatch},
+		{name: "a sensitive provider_id", state: func(name string) (tfstate.Output, error) {
+			return tfstate.Output{Found: true, Sensitive: name == modulecontract.OutputProviderID, Value: json.RawMessage(`["` + victim + `"]`)}, nil
+		}, reason: infrav1.ReasonProviderIDInvalid},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			p := &infrav1.TerraformMachinePool{}
+			p.Spec.ProviderID, p.Spec.ProviderIDList = tt.id, tt.list
+			wait := publisher.Published(p, tt.state)
+			switch {
+			case tt.reason == "" && wait != nil:
+				t.Errorf("not published: %+v", wait)
+			case tt.reason != "" && (wait == nil || wait.Reason != tt.reason):
+				t.Errorf("wait %+v, want reason %s", wait, tt.reason)
+			case wait != nil && strings.Contains(wait.Message, victim):
+				t.Errorf("the message shows an ID: %s", wait.Message)
 			}
 		})
 	}

@@ -28,6 +28,29 @@ variable "captf_control_plane" {
   type = bool
 }
 
+# omit_provider_id leaves the provider_id output null, which the state
+# does not hold: a module that publishes no provider ID.
+variable "omit_provider_id" {
+  type    = bool
+  default = false
+}
+
+# fail_apply makes every plan, so every apply, fail.
+variable "fail_apply" {
+  type    = bool
+  default = false
+}
+
+resource "terraform_data" "fail" {
+  count = var.fail_apply ? 1 : 0
+  lifecycle {
+    precondition {
+      condition     = false
+      error_message = "fail_apply is set."
+    }
+  }
+}
+
 variable "captf_bootstrap_data" {
   type      = string
   sensitive = true
@@ -47,7 +70,7 @@ resource "captftest_file" "health" {
 }
 
 output "provider_id" {
-  value = "captftest:///${var.dir}/${var.captf_machine_name}"
+  value = var.omit_provider_id ? null : "captftest:///${var.dir}/${var.captf_machine_name}"
 }
 
 output "addresses" {
