@@ -380,6 +380,11 @@ func failed(obj Object, run *infrav1.RunStatus) {
 		typ = infrav1.ConditionReady
 	}
 	setCondition(obj, typ, false, reason, msg)
+	if typ != infrav1.ConditionReady && !provisioned(obj) && obj.GetDeletionTimestamp() == nil {
+		// The first apply failed: Ready says so (Cluster API shows its
+		// reason as a Machine's InfrastructureReady), not that it runs.
+		setCondition(obj, infrav1.ConditionReady, false, reason, msg)
+	}
 }
 
 // outcomeOf gathers what a finished Job says from the Job and its pods.
