@@ -146,8 +146,14 @@ func (r *Reconciler) reconcileDelete(ctx context.Context, s *scope) (ctrl.Result
 	}
 	root, wait, err := r.render(ctx, obj, key)
 	if wait != nil {
-		setCondition(obj, infrav1.ConditionReady, false, wait.Reason, wait.Message)
-		return ctrl.Result{RequeueAfter: r.recheck()}, nil
+		// What the kind renders from other objects (a machine's Machine
+		// and bootstrap data) may have gone with the deletion, and may
+		// never come back: say so, rather than wait as if for a first
+		// apply.
+		msg := fmt.Sprintf("Deleted under %s=true, and the inputs it renders now cannot be had: %s (%s). Nothing is destroyed and the object is kept. Restore inputs that hash to the state's in the durable inputs Secret %s, or make what is missing available again.",
+			infrav1.AnnotationDestroyWithCurrentInputs, wait.Message, wait.Reason, InputsName(r.kind().Short(), obj.GetName()))
+		setCondition(obj, infrav1.ConditionReady, false, infrav1.ReasonDestroyInputsUnavailable, msg)
+		return ctrl.Result{RequeueAfter: r.recheck()}, r.announce(ctx, obj, announce{Key: "destroy-inputs-unavailable", Type: corev1.EventTypeWarning, Reason: infrav1.ReasonDestroyInputsUnavailable, Action: "Delete", Note: msg})
 	}
 	if err == nil {
 		err = checkImage(obj.GetRunnerSpec().Image)
