@@ -326,14 +326,12 @@ func (r *Reconciler) activate(ctx context.Context, obj Object, job *batchv1.Job)
 		return err
 	}
 	obj.GetRunnerStatus().ActiveJob = &infrav1.ActiveJob{Name: job.Name, Operation: op}
-	if ready := condition(obj, infrav1.ConditionReady); (op == infrav1.OperationApply || op == infrav1.OperationPlan) && (ready == nil || ready.Status == metav1.ConditionFalse) && !provisioned(obj) {
-		// A new object, or one that waited (its kind's inputs, a related
-		// Job) or failed: Ready says the first apply goes on.
-		msg := "The first apply runs."
-		if op == infrav1.OperationPlan {
-			msg = "The first plan runs; the first apply follows its approval."
-		}
-		setCondition(obj, infrav1.ConditionReady, false, infrav1.ReasonProvisioning, msg)
+	if ready := condition(obj, infrav1.ConditionReady); op != infrav1.OperationDestroy && !provisioned(obj) &&
+		((ready != nil && ready.Status == metav1.ConditionFalse) || (ready == nil && op == infrav1.OperationApply)) {
+		// What the object waited for (its kind's inputs, a related Job)
+		// is there, its first apply failed, or it is new: Ready says the
+		// first apply goes on.
+		setCondition(obj, infrav1.ConditionReady, false, infrav1.ReasonProvisioning, "The first apply runs.")
 	}
 	switch {
 	case op == infrav1.OperationPlan:

@@ -45,7 +45,7 @@ resource "terraform_data" "fail" {
   count = var.fail_apply ? 1 : 0
   lifecycle {
     precondition {
-      condition     = false
+      condition     = !var.fail_apply
       error_message = "fail_apply is set."
     }
   }
