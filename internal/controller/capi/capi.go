@@ -252,7 +252,7 @@ func ClusterJob(ctx context.Context, c client.Reader, obj client.Object, jobs []
 				of = append(of, j)
 			}
 		}
-		if j := running(of); j != nil {
+		if j := running(of, func(j *batchv1.Job) bool { return recorded(tc, j) }); j != nil {
 			return &engine.Wait{Reason: infrav1.ReasonClusterJobRuns, Message: fmt.Sprintf("The %s Job %s of TerraformCluster %s %s; a Job of this object starts when its outcome is recorded.", j.Labels[engine.LabelOperation], j.Name, tc.Name, runs(j))}, nil
 		}
 	}

@@ -9,9 +9,8 @@ import (
 	"github.com/captf/captf/internal/controller/engine"
 )
 
-// MachineJob is a Wait while the outcome of an apply or destroy Job of a
-// TerraformMachine or a TerraformMachinePool of a cluster is not recorded
-// (the Job runs, or ended a moment ago): a cluster's
+// MachineJob is a Wait while an apply or destroy Job of a TerraformMachine
+// or a TerraformMachinePool of a cluster has not finished: a cluster's
 // apply or destroy waits for its machines' and pools', as theirs wait for
 // its (ClusterJob). jobs are the cluster's Jobs (their captf.io/cluster
 // label), every one of them: one created a moment ago counts.
@@ -22,29 +21,39 @@ func MachineJob(jobs []batchv1.Job) *engine.Wait {
 			machines = append(machines, j)
 		}
 	}
-	j := running(machines)
+	j := running(machines, func(j *batchv1.Job) bool { finished, _ := engine.JobFinished(j); return finished })
 	if j == nil {
 		return nil
 	}
 	return &engine.Wait{Reason: infrav1.ReasonMachineJobRuns, Message: fmt.Sprintf(
-		"The %s Job %s of %s %s %s; a Job of this object starts when its outcome is recorded.", j.Labels[engine.LabelOperation], j.Name, j.Labels[infrav1.LabelOwnerKind], j.Labels[infrav1.LabelOwnerName], runs(j))}
+		"The %s Job %s of %s %s runs; a Job of this object starts when it ended.", j.Labels[engine.LabelOperation], j.Name, j.Labels[infrav1.LabelOwnerKind], j.Labels[infrav1.LabelOwnerName])}
 }
 
 // running is the first of jobs that changes infrastructure — an apply or a
-// destroy — whose outcome is not recorded yet (captf.io/processed): a Job
-// that finished a moment ago still counts, for until its owner has
-// recorded what it did (the exports it changed, the state it left),
-// related state read now is the old one. nil when none.
-func running(jobs []batchv1.Job) *batchv1.Job {
+// destroy — and is not done, nil when none.
+func running(jobs []batchv1.Job, done func(*batchv1.Job) bool) *batchv1.Job {
 	for i := range jobs {
 		j := &jobs[i]
 		op := infrav1.Operation(j.Labels[engine.LabelOperation])
-		if engine.Processed(j) || j.DeletionTimestamp != nil || (op != infrav1.OperationApply && op != infrav1.OperationDestroy) {
+		if done(j) || j.DeletionTimestamp != nil || (op != infrav1.OperationApply && op != infrav1.OperationDestroy) {
 			continue
 		}
 		return j
 	}
 	return nil
+}
+
+// recorded says whether the outcome of the Job j of tc is recorded: tc's
+// status names it as its last run (the write that also publishes what
+// the run changed, its exports), or j is marked captf.io/processed. Until
+// then a machine would read the exports of before the Job. The status
+// write is what brings the machine back (ChangeEnded).
+func recorded(tc *infrav1.TerraformCluster, j *batchv1.Job) bool {
+	if engine.Processed(j) {
+		return true
+	}
+	run := tc.Status.LastRun
+	return run != nil && run.Job == j.Name
 }
 
 // runs says how j stands: it runs, or it ended and its outcome is not

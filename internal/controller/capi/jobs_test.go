@@ -19,8 +19,7 @@ import (
 )
 
 // TestMachineJob: a cluster's Job waits while an apply or destroy Job of
-// one of its machines or pools has not finished or its outcome is not
-// recorded (captf.io/processed), among the Jobs read from
+// one of its machines or pools has not finished, among the Jobs read from
 // the API server by their captf.io/cluster label; a drift check of a
 // machine, a finished apply and a machine of another cluster do not hold
 // it.
@@ -63,12 +62,8 @@ func TestMachineJob(t *testing.T) {
 		t.Errorf("a running machine apply: wait %q", msg)
 	}
 	succeed(t, env.Client, apply)
-	if msg := waits(); !strings.Contains(msg, "apply Job fleet-md-0-apply-1 of TerraformMachine fleet-md-0-apply-1 ended, and its outcome is not recorded yet") {
-		t.Errorf("a finished machine apply whose outcome is not recorded: wait %q", msg)
-	}
-	processed(t, env.Client, apply)
 	if msg := waits(); msg != "" {
-		t.Errorf("a machine apply whose outcome is recorded holds the cluster: %s", msg)
+		t.Errorf("a finished machine apply holds the cluster: %s", msg)
 	}
 	destroy := job("fleet-md-1-destroy-1", "fleet", infrav1.OperationDestroy)
 	if msg := waits(); !strings.Contains(msg, "destroy Job fleet-md-1-destroy-1") {
@@ -121,8 +116,9 @@ func TestChangeEnded(t *testing.T) {
 // whether or not the cache shows it yet, and one the cache shows by its
 // owner that was made under an earlier cluster label. The cache here is
 // the API server seen through a filter that hides the Jobs it has not
-// caught up with; a recorded apply, a drift check and another cluster's
-// Job do not hold it.
+// caught up with; an apply whose outcome is recorded (the Job marked
+// processed, or the TerraformCluster's status.lastRun naming it), a
+// drift check and another cluster's Job do not hold it.
 func TestClusterJob(t *testing.T) {
 	env := testenv.Start(t, "../../..")
 	ctx := context.Background()
@@ -192,7 +188,25 @@ func TestClusterJob(t *testing.T) {
 	}
 	processed(t, env.Client, apply)
 	if msg := waits(); msg != "" {
-		t.Errorf("a cluster apply whose outcome is recorded holds the machine: %s", msg)
+		t.Errorf("a cluster apply marked processed holds the machine: %s", msg)
+	}
+	// Recorded in the TerraformCluster's status (the write that publishes
+	// its exports and wakes the machines), not yet marked processed.
+	second := job("fleet-apply-2", "fleet", "fleet", infrav1.OperationApply)
+	succeed(t, env.Client, second)
+	if msg := waits(); !strings.Contains(msg, "apply Job fleet-apply-2 of TerraformCluster fleet ended, and its outcome is not recorded yet") {
+		t.Errorf("a second finished cluster apply whose outcome is not recorded: wait %q", msg)
+	}
+	var fleet infrav1.TerraformCluster
+	if err := env.Client.Get(ctx, client.ObjectKey{Namespace: "default", Name: "fleet"}, &fleet); err != nil {
+		t.Fatal(err)
+	}
+	fleet.Status.LastRun = &infrav1.RunStatus{Job: second.Name, Operation: infrav1.OperationApply, Succeeded: true}
+	if err := env.Client.Status().Update(ctx, &fleet); err != nil {
+		t.Fatal(err)
+	}
+	if msg := waits(); msg != "" {
+		t.Errorf("a cluster apply its TerraformCluster's status records holds the machine: %s", msg)
 	}
 	// Made while the TerraformCluster was labelled for another cluster.
 	job("fleet-destroy-1", "fleet", "before", infrav1.OperationDestroy)
