@@ -1,5 +1,5 @@
 # captf: make build, make test, make lint, make sandbox, make bench, make chaos.
-.PHONY: all build generate test lint sandbox bench scale chaos fuzz testplans release-manifests images release clean
+.PHONY: all build generate test lint sandbox bench scale chaos fuzz testplans release-manifests images plugin release clean
 
 all: build
 
@@ -91,12 +91,22 @@ export SOURCE_DATE_EPOCH
 images:
 	go run ./cmd/captf-release images --version $(VERSION) --platforms $(PLATFORMS) --out $(IMAGES_DIR)
 
+# kubectl-captf's krew plugin in $(RELEASE_DIR)/plugin: a tar.gz per
+# platform of $(PLUGIN_PLATFORMS) (the binary and the LICENSE) and
+# captf.yaml, krew's manifest naming each archive under $(RELEASE_URL) with
+# its sha256. Users install it with kubectl krew install --manifest-url
+# (docs/kubectl-captf.md#install).
+PLUGIN_PLATFORMS ?= linux/amd64,linux/arm64,darwin/amd64,darwin/arm64,windows/amd64
+RELEASE_URL ?= https://github.com/captf/captf/releases/download/$(VERSION)
+plugin:
+	go run ./cmd/captf-release plugin --version $(VERSION) --url-base $(RELEASE_URL) --platforms $(PLUGIN_PLATFORMS) --out $(RELEASE_DIR)/plugin
+
 # A whole release: the images pushed to $(REGISTRY) as
 # $(REGISTRY)/captf-manager:$(VERSION) and $(REGISTRY)/captf-runner:$(VERSION)
 # (over the registry API, with the credentials of docker login or crane
 # auth login), each with its SBOM as a referrer, and the release files in
-# $(RELEASE_DIR). Signing is by hand, with cosign: docs/dev/release.md#signing.
-release: images release-manifests
+# $(RELEASE_DIR), the plugin in $(RELEASE_DIR)/plugin. Signing is by hand, with cosign: docs/dev/release.md#signing.
+release: images release-manifests plugin
 	go run ./cmd/captf-release push --version $(VERSION) --registry $(REGISTRY) --in $(IMAGES_DIR)
 
 clean:

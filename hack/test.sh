@@ -8,7 +8,8 @@
 # for the CI examples and Chromium for the review page's browser tests (apt
 # when missing), and a real node's parts: kubelet, kube-controller-manager
 # and kube-scheduler (built and cached like kube-apiserver), containerd,
-# runc and the CNI loopback plugin (from Debian's packages). A missing part
+# runc and the CNI loopback plugin (from Debian's packages), and krew (built
+# from the Go module proxy and cached) for the plugin's install. A missing part
 # fails the run; no test skips.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -24,6 +25,7 @@ hack/install-ci-tools.sh
 export CAPTF_CAPI_CRDS="${CAPTF_CAPI_CRDS:-$(hack/install-capi-crds.sh)}"
 export CAPTF_CHROMIUM="$(hack/install-chromium.sh)"
 export CAPTF_KUBENODE="${CAPTF_KUBENODE:-$(hack/install-kubenode.sh)}"
+export CAPTF_KREW="${CAPTF_KREW:-$(hack/install-krew.sh)}"
 echo "terraform: $CAPTF_TERRAFORM ($(TF_CLI_CONFIG_FILE=/dev/null "$CAPTF_TERRAFORM" version | head -1))"
 echo "tofu:      $CAPTF_TOFU ($(TF_CLI_CONFIG_FILE=/dev/null "$CAPTF_TOFU" version | head -1))"
 echo "envtest:   $KUBEBUILDER_ASSETS"
@@ -34,6 +36,7 @@ echo "fake-gcs:  $CAPTF_FAKE_GCS_SERVER"
 echo "capi:      $CAPTF_CAPI_CRDS"
 echo "chromium:  $CAPTF_CHROMIUM ($("$CAPTF_CHROMIUM" --version 2>/dev/null | head -1))"
 echo "kubenode:  $CAPTF_KUBENODE"
+echo "krew:      $CAPTF_KREW"
 
 unformatted="$(gofmt -l .)"
 if [[ -n "$unformatted" ]]; then

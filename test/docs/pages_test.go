@@ -161,3 +161,30 @@ func TestTablesRender(t *testing.T) {
 		}
 	}
 }
+
+// pluginInstall matches a command that installs the kubectl plugin.
+var pluginInstall = regexp.MustCompile(`krew install|go (install|build) \S*kubectl-captf|go (install|build) .*cmd/kubectl-captf`)
+
+// TestPluginInstalledOnOnePage fails naming each user page, but the
+// plugin's own, that spells a command installing kubectl-captf: the way
+// to install it is told once, in kubectl-captf.md#install, and the other
+// pages link there.
+func TestPluginInstalledOnOnePage(t *testing.T) {
+	const home = "docs/kubectl-captf.md"
+	if !pluginInstall.MatchString(read(t, home)) {
+		t.Fatalf("%s says no way to install the plugin", home)
+	}
+	if !headingAnchors(read(t, home))["install"] {
+		t.Fatalf("%s has no Install section for the other pages to link to", home)
+	}
+	for _, p := range pages(t) {
+		if !userPage(p) || p == home {
+			continue
+		}
+		for i, line := range strings.Split(read(t, p), "\n") {
+			if m := pluginInstall.FindString(line); m != "" {
+				t.Errorf("%s:%d: installs the plugin (%q): link to kubectl-captf.md#install instead", p, i+1, m)
+			}
+		}
+	}
+}

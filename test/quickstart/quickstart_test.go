@@ -135,6 +135,7 @@ func TestQuickstart(t *testing.T) {
 	if out := plugin(t, kubeconfig, "plans", "--pending"); !strings.Contains(out, plan.Name) || !strings.Contains(out, "+1 ~0 -/+0 -0") {
 		t.Errorf("kubectl captf plans --pending:\n%s", out)
 	}
+	pluginPageShows(t, kubeconfig, plan.Name)
 	documented(t, text, "kubectl captf logs ")
 	log := plugin(t, kubeconfig, "logs", plan.Name)
 	for _, want := range []string{`terraform_data.worker[2] will be created`, "Plan: 1 to add, 0 to change, 0 to destroy.", "(sensitive value)"} {
@@ -147,7 +148,12 @@ func TestQuickstart(t *testing.T) {
 	}
 
 	documented(t, text, "kubectl captf approve ")
-	plugin(t, kubeconfig, "approve", plan.Name, "--plan-hash", plan.Spec.PlanHash)
+	approved := strings.TrimSpace(plugin(t, kubeconfig, "approve", plan.Name, "--plan-hash", plan.Spec.PlanHash))
+	for _, line := range []string{approved, strings.Join(consoleOutput(t, "kubectl captf approve"), "\n")} {
+		if !approvedLine.MatchString(line) {
+			t.Errorf("approve printed, or docs/kubectl-captf.md shows, %q: not the shape %s", line, approvedLine)
+		}
+	}
 	wait(t, "the approved plan applied", func() bool {
 		return env.Client.Get(ctx, client.ObjectKeyFromObject(&plan), &plan) == nil && plan.Status.Phase == infrav1.PlanApplied
 	})
