@@ -161,7 +161,16 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		setCondition(obj, infrav1.ConditionApplyJobSucceeded, false, reason, msg)
 		res, err = ctrl.Result{RequeueAfter: r.recheck()}, nil
 	}
-	if err == nil {
+	retry := false
+	if apierrors.IsConflict(err) {
+		// Another writer changed the object since it was read (Cluster
+		// API adds its owner reference and labels to a machine it has
+		// just made): not a fault, and tried again at once on what it
+		// wrote, without a reconciler error in the log.
+		ctrl.LoggerFrom(ctx).V(1).Info("Conflict, retrying", "error", err.Error())
+		res, err, retry = ctrl.Result{RequeueAfter: conflictRetry}, nil, true
+	}
+	if err == nil && !retry {
 		obj.GetRunnerStatus().ObservedGeneration = obj.GetGeneration()
 	}
 	if perr := r.patchStatus(ctx, s); perr != nil {
