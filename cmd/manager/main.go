@@ -122,10 +122,13 @@ func run(args []string, stdout io.Writer) error {
 	// manager still renews it in time.
 	leaderCfg := rest.CopyConfig(cfg)
 	limit(cfg, *qps, *burst)
+	// The cache indexes what every kind declares, a kind whose CRD is
+	// not served skipped.
+	all := []engine.Kind{terraformcluster.Kind, terraformmachine.Kind, terraformmachinepool.Kind}
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
 		Scheme:                  scheme,
 		Cache:                   engine.CacheOptions(),
-		NewCache:                engine.NewCache,
+		NewCache:                engine.NewCache(all...),
 		Client:                  engine.ClientOptions(),
 		Metrics:                 metricsOptions(*metrics, *metricsSecure, *metricsCertDir),
 		HealthProbeBindAddress:  *probes,

@@ -426,7 +426,7 @@ func directClient(t testing.TB, env *testenv.Env) client.WithWatch {
 // startCache starts the manager's cache (CacheOptions, NewCache) on env
 // until the test ends, stopping it before the API server stops.
 func startCache(t testing.TB, env *testenv.Env) cache.Cache {
-	return startCacheWith(t, env, NewCache)
+	return startCacheWith(t, env, NewCache(theTestKind, indexedTestKind))
 }
 
 // startCacheWith is startCache with the cache newCache makes.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"reflect"
+	"slices"
 	"time"
 
 	batchv1 "k8s.io/api/batch/v1"
@@ -30,6 +31,13 @@ type Kind interface {
 	Short() string
 	// New is an empty object of the kind.
 	New() Object
+	// NewList is an empty list of the kind's objects.
+	NewList() client.ObjectList
+	// IndexedLabels are the labels the kind's objects are listed by, one
+	// value at a time (a machine's cluster name: a cluster's watches and
+	// deletion list its machines by it). The manager's cache indexes them
+	// (NewCache), so such a list reads those objects only.
+	IndexedLabels() []string
 	// ListReading lists the objects of the kind in namespace whose
 	// variable sources the field index IndexReads has under key. The
 	// objects are the cache's own: read only.
@@ -113,6 +121,7 @@ type Basics struct {
 	name, short string
 	object      Object
 	list        client.ObjectList
+	indexedBy   []string
 }
 
 // NewBasics is the Basics of the kind name with short name short, whose
@@ -126,12 +135,21 @@ func NewBasics(name, short string, object Object, list client.ObjectList) Basics
 	return Basics{name: name, short: short, object: object, list: list}
 }
 
-func (b Basics) Name() string  { return b.name }
-func (b Basics) Short() string { return b.short }
-func (b Basics) New() Object   { return b.object.DeepCopyObject().(Object) }
+// IndexedBy is b with the objects of the kind listed by the labels keys
+// (Kind.IndexedLabels).
+func (b Basics) IndexedBy(keys ...string) Basics {
+	b.indexedBy = slices.Clone(keys)
+	return b
+}
+
+func (b Basics) Name() string               { return b.name }
+func (b Basics) Short() string              { return b.short }
+func (b Basics) New() Object                { return b.object.DeepCopyObject().(Object) }
+func (b Basics) NewList() client.ObjectList { return b.list.DeepCopyObject().(client.ObjectList) }
+func (b Basics) IndexedLabels() []string    { return slices.Clone(b.indexedBy) }
 
 func (b Basics) ListReading(ctx context.Context, c client.Reader, namespace, key string) ([]Object, error) {
-	return ListReading(ctx, c, b.list.DeepCopyObject().(client.ObjectList), namespace, key)
+	return ListReading(ctx, c, b.NewList(), namespace, key)
 }
 
 // CopyStatus sets dst's Status field to a deep copy of src's.

@@ -2,6 +2,7 @@ package engine
 
 import (
 	"context"
+	"slices"
 	"testing"
 	"time"
 
@@ -33,6 +34,10 @@ const refreshedAt = "test.captf.io/refreshed-at"
 
 // theTestKind is testKind with its basics.
 var theTestKind = testKind{Basics: NewBasics("TerraformCluster", "tfc", &infrav1.TerraformCluster{}, &infrav1.TerraformClusterList{})}
+
+// indexedTestKind is a kind of TerraformMachines listed by their cluster's
+// name, as the machine kind declares.
+var indexedTestKind = testKind{Basics: NewBasics("TerraformMachine", "tfm", &infrav1.TerraformMachine{}, &infrav1.TerraformMachineList{}).IndexedBy(infrav1.LabelClusterName)}
 
 func (testKind) Applied(_ Object, msg *runner.Message) []Step {
 	if msg.Endpoint == nil {
@@ -106,5 +111,14 @@ func TestBasics(t *testing.T) {
 	}
 	if b.Name() != "TerraformMachine" || b.Short() != "tfm" {
 		t.Errorf("names %q, %q", b.Name(), b.Short())
+	}
+	if _, ok := b.NewList().(*infrav1.TerraformMachineList); !ok {
+		t.Errorf("NewList is a %T", b.NewList())
+	}
+	if got := b.IndexedLabels(); len(got) != 0 {
+		t.Errorf("labels indexed %v, none declared", got)
+	}
+	if got := b.IndexedBy("a", "b").IndexedLabels(); !slices.Equal(got, []string{"a", "b"}) {
+		t.Errorf("labels indexed %v, want those declared", got)
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"reflect"
+	"slices"
 
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -27,61 +28,79 @@ import (
 // list that asks for one value of such a label reads the objects that
 // carry it.
 
-// labelIndexes are the indexed labels of each cached type, by the type of
-// its list: a Job's owner (jobsOf) and cluster (clusterJobs), a pod's Job
-// (its pods), a state's suffix (the state and its parts), the owner of the
-// manager's own Secrets, and the cluster of a machine or a pool (the
-// watches that map a cluster to its machines and pools).
-var labelIndexes = []struct {
+// labelIndex is an indexed label key of the objects of one type, listed
+// in lists of another.
+type labelIndex struct {
 	obj    client.Object
 	list   client.ObjectList
 	labels []string
-}{
+}
+
+// ownIndexes are the labels the engine lists the objects it makes by: a
+// Job's owner (jobsOf) and cluster (clusterJobs), a pod's Job (its pods),
+// a state's suffix (the state and its parts), and the owner of the
+// manager's own Secrets.
+var ownIndexes = []labelIndex{
 	{&batchv1.Job{}, &batchv1.JobList{}, []string{infrav1.LabelOwnerName, infrav1.LabelCluster}},
 	{&corev1.Pod{}, &corev1.PodList{}, []string{JobNameLabel}},
 	{&corev1.Secret{}, &corev1.SecretList{}, []string{tfstate.LabelSuffix, infrav1.LabelOwnerName}},
-	{&infrav1.TerraformMachine{}, &infrav1.TerraformMachineList{}, []string{infrav1.LabelClusterName}},
-	{&infrav1.TerraformMachinePool{}, &infrav1.TerraformMachinePoolList{}, []string{infrav1.LabelClusterName}},
 }
 
-// labelIndex is the name of the cache's index of the label key.
-func labelIndex(key string) string { return "captf.io/label:" + key }
-
-// NewCache is the manager's cache (made with CacheOptions) with the
-// labelIndexes: a list of one of those types that selects one value of an
-// indexed label reads the objects of that value only.
-func NewCache(cfg *rest.Config, opts cache.Options) (cache.Cache, error) {
-	c, err := cache.New(cfg, opts)
-	if err != nil {
-		return nil, err
-	}
-	indexed := map[indexKind]bool{}
-	for _, ix := range labelIndexes {
-		for _, key := range ix.labels {
-			extract := func(obj client.Object) []string {
-				if v, ok := obj.GetLabels()[key]; ok {
-					return []string{v}
-				}
-				return nil
-			}
-			err := c.IndexField(context.Background(), ix.obj, labelIndex(key), extract)
-			if meta.IsNoMatchError(err) {
-				// A kind the API server does not serve (its CRD is not
-				// installed) is not listed either.
-				continue
-			}
-			if err != nil {
-				return nil, fmt.Errorf("index %T by label %s: %w", ix.obj, key, err)
-			}
-			indexed[indexKind{reflect.TypeOf(ix.list), key}] = true
+// labelIndexes are ownIndexes and the labels each of kinds declares its
+// objects are listed by (Kind.IndexedLabels).
+func labelIndexes(kinds []Kind) []labelIndex {
+	indexes := slices.Clone(ownIndexes)
+	for _, k := range kinds {
+		if labels := k.IndexedLabels(); len(labels) > 0 {
+			indexes = append(indexes, labelIndex{k.New(), k.NewList(), labels})
 		}
 	}
-	return &labelIndexed{Cache: c, indexed: indexed}, nil
+	return indexes
+}
+
+// indexName is the name of the cache's index of the label key.
+func indexName(key string) string { return "captf.io/label:" + key }
+
+// NewCache makes the manager's cache (made with CacheOptions) with the
+// labelIndexes of kinds: a list of one of their types that selects one
+// value of an indexed label reads the objects of that value only.
+func NewCache(kinds ...Kind) cache.NewCacheFunc {
+	indexes := labelIndexes(kinds)
+	return func(cfg *rest.Config, opts cache.Options) (cache.Cache, error) {
+		c, err := cache.New(cfg, opts)
+		if err != nil {
+			return nil, err
+		}
+		indexed := map[indexKind]bool{}
+		for _, ix := range indexes {
+			for _, key := range ix.labels {
+				extract := func(obj client.Object) []string {
+					if v, ok := obj.GetLabels()[key]; ok {
+						return []string{v}
+					}
+					return nil
+				}
+				err := c.IndexField(context.Background(), ix.obj, indexName(key), extract)
+				if meta.IsNoMatchError(err) {
+					// A kind the API server does not serve (its CRD is not
+					// installed) is not listed either.
+					continue
+				}
+				if err != nil {
+					return nil, fmt.Errorf("index %T by label %s: %w", ix.obj, key, err)
+				}
+				indexed[indexKind{reflect.TypeOf(ix.list), key}] = true
+			}
+		}
+		return &labelIndexed{Cache: c, indexes: indexes, indexed: indexed}, nil
+	}
 }
 
 // labelIndexed is a cache whose lists by an indexed label use its index.
 type labelIndexed struct {
 	cache.Cache
+	// indexes are the labels indexed, by type.
+	indexes []labelIndex
 	// indexed are the indexes there are.
 	indexed map[indexKind]bool
 }
@@ -95,22 +114,22 @@ type indexKind struct {
 func (c *labelIndexed) List(ctx context.Context, list client.ObjectList, opts ...client.ListOption) error {
 	o := (&client.ListOptions{}).ApplyOptions(opts)
 	if o.FieldSelector == nil && o.LabelSelector != nil {
-		if key, value, ok := indexedLabel(list, o.LabelSelector); ok && c.indexed[indexKind{reflect.TypeOf(list), key}] {
+		if key, value, ok := indexedLabel(c.indexes, list, o.LabelSelector); ok && c.indexed[indexKind{reflect.TypeOf(list), key}] {
 			// The label selector still applies to what the index gives.
-			opts = append(opts, client.MatchingFields{labelIndex(key): value})
+			opts = append(opts, client.MatchingFields{indexName(key): value})
 		}
 	}
 	return c.Cache.List(ctx, list, opts...)
 }
 
-// indexedLabel is the first label of sel that is indexed for list's type
+// indexedLabel is the first label of sel that indexes has for list's type
 // and that sel asks for one value of.
-func indexedLabel(list client.ObjectList, sel labels.Selector) (key, value string, ok bool) {
+func indexedLabel(indexes []labelIndex, list client.ObjectList, sel labels.Selector) (key, value string, ok bool) {
 	reqs, selectable := sel.Requirements()
 	if !selectable {
 		return "", "", false
 	}
-	for _, ix := range labelIndexes {
+	for _, ix := range indexes {
 		if reflect.TypeOf(ix.list) != reflect.TypeOf(list) {
 			continue
 		}

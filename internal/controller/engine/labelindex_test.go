@@ -22,8 +22,8 @@ import (
 )
 
 // TestIndexedLabel: a list that asks for one value of an indexed label of
-// its type goes through that label's index; any other list scans the
-// namespace as before.
+// its type (the engine's own, or one a kind declares) goes through that
+// label's index; any other list scans the namespace as before.
 func TestIndexedLabel(t *testing.T) {
 	in := func(key string, values ...string) labels.Selector {
 		r, err := labels.NewRequirement(key, selection.In, values)
@@ -32,6 +32,7 @@ func TestIndexedLabel(t *testing.T) {
 		}
 		return labels.NewSelector().Add(*r)
 	}
+	indexes := labelIndexes([]Kind{theTestKind, indexedTestKind})
 	owner := OwnerLabels(theTestKind, &infrav1.TerraformCluster{ObjectMeta: metav1.ObjectMeta{Name: "a"}})
 	for _, c := range []struct {
 		name      string
@@ -44,7 +45,9 @@ func TestIndexedLabel(t *testing.T) {
 		{"the object's own Secrets", &corev1.SecretList{}, labels.SelectorFromSet(owner), infrav1.LabelOwnerName, "a"},
 		{"the object's Jobs", &batchv1.JobList{}, labels.SelectorFromSet(owner), infrav1.LabelOwnerName, "a"},
 		{"a Job's pods", &corev1.PodList{}, labels.SelectorFromSet(labels.Set{JobNameLabel: "a-apply-12345"}), JobNameLabel, "a-apply-12345"},
-		{"the machines of a cluster", &infrav1.TerraformMachineList{}, labels.SelectorFromSet(labels.Set{infrav1.LabelClusterName: "c"}), infrav1.LabelClusterName, "c"},
+		{"the machines of a cluster, as their kind declares", &infrav1.TerraformMachineList{}, labels.SelectorFromSet(labels.Set{infrav1.LabelClusterName: "c"}), infrav1.LabelClusterName, "c"},
+		{"a kind that declares no index", &infrav1.TerraformClusterList{}, labels.SelectorFromSet(labels.Set{infrav1.LabelClusterName: "c"}), "", ""},
+		{"a kind not given", &infrav1.TerraformMachinePoolList{}, labels.SelectorFromSet(labels.Set{infrav1.LabelClusterName: "c"}), "", ""},
 		{"one value of In", &corev1.PodList{}, in(JobNameLabel, "j"), JobNameLabel, "j"},
 		{"two values", &corev1.SecretList{}, in(tfstate.LabelSuffix, "tfc-a", "tfc-b"), "", ""},
 		{"a cluster's Jobs", &batchv1.JobList{}, labels.SelectorFromSet(labels.Set{infrav1.LabelManaged: "true", infrav1.LabelCluster: "a"}), infrav1.LabelCluster, "a"},
@@ -52,7 +55,7 @@ func TestIndexedLabel(t *testing.T) {
 		{"a type without indexes", &corev1.ConfigMapList{}, labels.SelectorFromSet(labels.Set{infrav1.LabelOwnerName: "a"}), "", ""},
 		{"everything", &corev1.SecretList{}, labels.Everything(), "", ""},
 	} {
-		key, value, ok := indexedLabel(c.list, c.sel)
+		key, value, ok := indexedLabel(indexes, c.list, c.sel)
 		if key != c.key || value != c.want || ok != (c.key != "") {
 			t.Errorf("%s: index %q value %q (%t), want %q value %q", c.name, key, value, ok, c.key, c.want)
 		}
@@ -142,7 +145,7 @@ func BenchmarkCachedStateList(b *testing.B) {
 	for _, c := range []struct {
 		name     string
 		newCache cache.NewCacheFunc
-	}{{"indexed", NewCache}, {"scan", cache.New}} {
+	}{{"indexed", NewCache()}, {"scan", cache.New}} {
 		cch := startCacheWith(b, env, c.newCache)
 		deadline := time.Now().Add(time.Minute)
 		for {

@@ -142,7 +142,7 @@ func startEnv(t *testing.T, env *testenv.Env, cfg *rest.Config, more ...func(*te
 	}
 	node.Start(t)
 
-	mgr, err := ctrl.NewManager(cfg, ctrl.Options{Scheme: env.Client.Scheme(), Cache: engine.CacheOptions(), NewCache: engine.NewCache, Client: engine.ClientOptions(), Metrics: metricsserver.Options{BindAddress: "0"}})
+	mgr, err := ctrl.NewManager(cfg, ctrl.Options{Scheme: env.Client.Scheme(), Cache: engine.CacheOptions(), NewCache: engine.NewCache(Kind, terraformmachine.Kind, terraformmachinepool.Kind), Client: engine.ClientOptions(), Metrics: metricsserver.Options{BindAddress: "0"}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -3,6 +3,7 @@ package terraformcluster
 import (
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 
@@ -14,6 +15,8 @@ import (
 
 	infrav1 "github.com/captf/captf/api/v1alpha1"
 	"github.com/captf/captf/internal/controller/engine"
+	"github.com/captf/captf/internal/controller/terraformmachine"
+	"github.com/captf/captf/internal/controller/terraformmachinepool"
 	"github.com/captf/captf/internal/runner"
 	"github.com/captf/captf/internal/tfstate"
 )
@@ -102,5 +105,19 @@ func TestFromState(t *testing.T) {
 				t.Errorf("the message shows a value: %s", c.Message)
 			}
 		})
+	}
+}
+
+// TestMachinesAndPoolsIndexed: a cluster lists its machines and pools by
+// their cluster-name label (its watches, its deletion), so their kinds
+// declare that label for the manager's cache to index.
+func TestMachinesAndPoolsIndexed(t *testing.T) {
+	for _, k := range []engine.Kind{terraformmachine.Kind, terraformmachinepool.Kind} {
+		if got := k.IndexedLabels(); !slices.Contains(got, infrav1.LabelClusterName) {
+			t.Errorf("%s: labels indexed %v, want %s among them", k.Name(), got, infrav1.LabelClusterName)
+		}
+	}
+	if got := Kind.IndexedLabels(); len(got) != 0 {
+		t.Errorf("TerraformCluster: labels indexed %v; nothing lists clusters by label", got)
 	}
 }

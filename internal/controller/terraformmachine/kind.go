@@ -42,7 +42,9 @@ import (
 
 // Kind is the TerraformMachine kind: an engine.Reconciler with it
 // reconciles TerraformMachines.
-var Kind engine.Kind = machine{engine.NewBasics("TerraformMachine", "tfm", &infrav1.TerraformMachine{}, &infrav1.TerraformMachineList{})}
+var Kind engine.Kind = machine{engine.NewBasics("TerraformMachine", "tfm", &infrav1.TerraformMachine{}, &infrav1.TerraformMachineList{}).
+	// A cluster lists its machines by its name (its watches, its deletion).
+	IndexedBy(infrav1.LabelClusterName)}
 
 // Served says whether mapper serves Cluster API's Machine (v1beta2), as
 // the kind needs: a machine waits for its owner Machine, and a watch of

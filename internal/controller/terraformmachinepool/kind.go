@@ -52,7 +52,9 @@ import (
 
 // Kind is the TerraformMachinePool kind: an engine.Reconciler with it
 // reconciles TerraformMachinePools.
-var Kind engine.Kind = pool{engine.NewBasics("TerraformMachinePool", "tfmp", &infrav1.TerraformMachinePool{}, &infrav1.TerraformMachinePoolList{})}
+var Kind engine.Kind = pool{engine.NewBasics("TerraformMachinePool", "tfmp", &infrav1.TerraformMachinePool{}, &infrav1.TerraformMachinePoolList{}).
+	// A cluster lists its pools by its name (its watches, its deletion).
+	IndexedBy(infrav1.LabelClusterName)}
 
 // Served says whether mapper serves Cluster API's MachinePool (v1beta2),
 // as the kind needs: a pool waits for its owner MachinePool, and a watch
