@@ -41,9 +41,15 @@ type AllowedNamespaces struct {
 // TerraformClusterIdentity is a set of cloud credentials a platform team
 // shares with the TerraformClusters of chosen namespaces.
 //
+// The label clusterctl.cluster.x-k8s.io/move-hierarchy on the CRD makes
+// clusterctl move copy every identity, with the Secret it names (which the
+// manager makes the identity's dependent), and keep both on the source,
+// as it does for Cluster API AWS's identities.
+//
 // +kubebuilder:object:root=true
 // +kubebuilder:resource:scope=Cluster,shortName=tfci,categories=captf;cluster-api
 // +kubebuilder:metadata:labels="clusterctl.cluster.x-k8s.io="
+// +kubebuilder:metadata:labels="clusterctl.cluster.x-k8s.io/move-hierarchy=true"
 // +kubebuilder:printcolumn:name="Secret",type=string,JSONPath=`.spec.secretRef.name`
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
 type TerraformClusterIdentity struct {

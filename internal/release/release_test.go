@@ -86,7 +86,7 @@ func TestComponentsKeepContractLabels(t *testing.T) {
 		"terraformmachinetemplates.infrastructure.cluster.x-k8s.io":     contract,
 		"terraformmachinepools.infrastructure.cluster.x-k8s.io":         contract,
 		"terraformmachinepooltemplates.infrastructure.cluster.x-k8s.io": contract,
-		"terraformclusteridentities.infrastructure.cluster.x-k8s.io":    {clusterctlv1.ClusterctlLabel: ""},
+		"terraformclusteridentities.infrastructure.cluster.x-k8s.io":    {clusterctlv1.ClusterctlLabel: "", clusterctlv1.ClusterctlMoveHierarchyLabel: "true"},
 		"terraformplans.infrastructure.cluster.x-k8s.io":                {clusterctlv1.ClusterctlLabel: ""},
 	}
 	if diff := cmp.Diff(want, got); diff != "" {

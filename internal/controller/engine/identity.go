@@ -52,13 +52,16 @@ func (r *Reconciler) credentials(ctx context.Context, obj Object, ref *infrav1.I
 	if ref == nil {
 		return nil, nil
 	}
-	key, err := r.identitySecret(ctx, r.Reader, obj, ref)
+	key, id, err := r.identitySecret(ctx, r.Reader, obj, ref)
 	if err != nil {
 		return nil, err
 	}
 	var s corev1.Secret
 	if err := r.Reader.Get(ctx, key, &s); err != nil {
 		return nil, secretError(err, key, ref)
+	}
+	if err := r.ownForMove(ctx, &s, id); err != nil {
+		return nil, err
 	}
 	return s.Data, nil
 }
@@ -72,37 +75,75 @@ func (r *Reconciler) checkIdentity(ctx context.Context, obj Object) error {
 	if ref == nil {
 		return nil
 	}
-	key, err := r.identitySecret(ctx, r.Client, obj, ref)
+	key, id, err := r.identitySecret(ctx, r.Client, obj, ref)
 	if err != nil {
 		return err
 	}
-	// Its existence only, from the cache: no request, no data kept.
-	if err := r.metadataReader().Get(ctx, key, &corev1.Secret{}); err != nil {
+	// Its existence and owners only, from the cache: no request, no data
+	// kept.
+	var s corev1.Secret
+	if err := r.metadataReader().Get(ctx, key, &s); err != nil {
 		return secretError(err, key, ref)
 	}
-	return nil
+	return r.ownForMove(ctx, &s, id)
 }
 
 // identitySecret checks, reading through reader, that obj may use the
-// identity ref, and returns the key of the Secret of its credentials.
-func (r *Reconciler) identitySecret(ctx context.Context, reader client.Reader, obj Object, ref *infrav1.IdentityReference) (client.ObjectKey, error) {
+// identity ref, and returns the key of the Secret of its credentials and
+// the TerraformClusterIdentity that names it (nil for a Secret of obj's
+// namespace).
+func (r *Reconciler) identitySecret(ctx context.Context, reader client.Reader, obj Object, ref *infrav1.IdentityReference) (client.ObjectKey, *infrav1.TerraformClusterIdentity, error) {
 	if ref.Kind != infrav1.IdentityKindTerraformClusterIdentity {
-		return client.ObjectKey{Namespace: obj.GetNamespace(), Name: ref.Name}, nil
+		return client.ObjectKey{Namespace: obj.GetNamespace(), Name: ref.Name}, nil, nil
 	}
 	var id infrav1.TerraformClusterIdentity
 	if err := reader.Get(ctx, client.ObjectKey{Name: ref.Name}, &id); apierrors.IsNotFound(err) {
-		return client.ObjectKey{}, &errIdentity{ReasonIdentityNotFound, fmt.Sprintf("TerraformClusterIdentity %s does not exist; no Job runs until it does.", ref.Name)}
+		return client.ObjectKey{}, nil, &errIdentity{ReasonIdentityNotFound, fmt.Sprintf("TerraformClusterIdentity %s does not exist; no Job runs until it does.", ref.Name)}
 	} else if err != nil {
-		return client.ObjectKey{}, fmt.Errorf("identity %s: %w", ref.Name, err)
+		return client.ObjectKey{}, nil, fmt.Errorf("identity %s: %w", ref.Name, err)
 	}
 	allowed, err := allows(ctx, reader, id.Spec.AllowedNamespaces, obj.GetNamespace())
 	if err != nil {
-		return client.ObjectKey{}, err
+		return client.ObjectKey{}, nil, err
 	}
 	if !allowed {
-		return client.ObjectKey{}, &errIdentity{ReasonIdentityNotAllowed, fmt.Sprintf("TerraformClusterIdentity %s does not allow namespace %s (spec.allowedNamespaces); no Job runs.", ref.Name, obj.GetNamespace())}
+		return client.ObjectKey{}, nil, &errIdentity{ReasonIdentityNotAllowed, fmt.Sprintf("TerraformClusterIdentity %s does not allow namespace %s (spec.allowedNamespaces); no Job runs.", ref.Name, obj.GetNamespace())}
 	}
-	return client.ObjectKey{Namespace: id.Spec.SecretRef.Namespace, Name: id.Spec.SecretRef.Name}, nil
+	return client.ObjectKey{Namespace: id.Spec.SecretRef.Namespace, Name: id.Spec.SecretRef.Name}, &id, nil
+}
+
+// ownForMove makes the TerraformClusterIdentity id an owner of s, the
+// Secret it names, when it is not yet: clusterctl move copies an identity
+// (its CRD carries clusterctl.cluster.x-k8s.io/move-hierarchy) with the
+// objects its owner references lead to, and keeps both on the source, as
+// for Cluster API AWS's identities. The reference is not a controller's
+// and does not block the owner's deletion; deleting the identity lets
+// garbage collection delete the Secret, unless another identity owns it
+// too. A Secret of the object's own namespace (id nil) moves with the
+// namespace and is left as it is.
+func (r *Reconciler) ownForMove(ctx context.Context, s *corev1.Secret, id *infrav1.TerraformClusterIdentity) error {
+	if id == nil || slices.ContainsFunc(s.OwnerReferences, func(o metav1.OwnerReference) bool { return o.UID == id.UID }) {
+		return nil
+	}
+	// Only the owner references and the resource version go in the patch
+	// (an optimistic lock: a concurrent change of the owners is not lost),
+	// never the data, which a Secret read from the cache lacks.
+	meta := &metav1.PartialObjectMetadata{ObjectMeta: metav1.ObjectMeta{
+		Name: s.Name, Namespace: s.Namespace, ResourceVersion: s.ResourceVersion, OwnerReferences: s.OwnerReferences,
+	}}
+	meta.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("Secret"))
+	before := meta.DeepCopy()
+	meta.OwnerReferences = append(slices.Clone(meta.OwnerReferences), metav1.OwnerReference{
+		APIVersion: infrav1.GroupVersion.String(), Kind: infrav1.IdentityKindTerraformClusterIdentity, Name: id.Name, UID: id.UID,
+	})
+	if err := r.Client.Patch(ctx, meta, client.MergeFromWithOptions(before, client.MergeFromWithOptimisticLock{})); err != nil {
+		if apierrors.IsConflict(err) || apierrors.IsNotFound(err) {
+			// The next reconcile reads the Secret as it is now.
+			return nil
+		}
+		return fmt.Errorf("make identity %s an owner of Secret %s/%s: %w", id.Name, s.Namespace, s.Name, err)
+	}
+	return nil
 }
 
 // secretError is the error of reading the credentials Secret key of ref.

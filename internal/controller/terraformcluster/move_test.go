@@ -8,14 +8,18 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/types"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	clusterctl "sigs.k8s.io/cluster-api/cmd/clusterctl/client"
 	clusterctlconfig "sigs.k8s.io/cluster-api/cmd/clusterctl/config"
@@ -539,4 +543,110 @@ func TestMoveStalePlan(t *testing.T) {
 	if after := dst.stateIDs(moved); after["terraform_data.node"] != ids["terraform_data.node"] {
 		t.Errorf("resource ids changed across the move: before %v, after %v", ids, after)
 	}
+}
+
+// TestMoveIdentity: clusterctl move carries the TerraformClusterIdentity
+// a moved object uses and the Secret it names, kept in the provider's
+// namespace (captf-system), where clusterctl looks for Secrets besides the
+// namespace it moves. On the target the moved object passes the identity
+// check, plans and applies with the credentials; the source keeps the
+// identity and its Secret, as clusterctl keeps every cluster-scoped object
+// and what it owns, and nothing of the moved object.
+func TestMoveIdentity(t *testing.T) {
+	src := startMoveEnv(t)
+	dst := startMoveEnv(t)
+	ctx := context.Background()
+	const cred = "CANARY-CREDENTIAL-7c2e"
+	secretKey := client.ObjectKey{Namespace: "captf-system", Name: "cloud"}
+	if err := src.c.Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: secretKey.Name, Namespace: secretKey.Namespace},
+		Data: map[string][]byte{"CLOUD_KEY": []byte(cred)}}); err != nil {
+		t.Fatal(err)
+	}
+	id := &infrav1.TerraformClusterIdentity{ObjectMeta: metav1.ObjectMeta{Name: "team-a"},
+		Spec: infrav1.TerraformClusterIdentitySpec{SecretRef: infrav1.SecretReference{Name: secretKey.Name, Namespace: secretKey.Namespace},
+			AllowedNamespaces: &infrav1.AllowedNamespaces{List: []string{"default"}}}}
+	if err := src.c.Create(ctx, id); err != nil {
+		t.Fatal(err)
+	}
+	cluster := src.provisioned("with-identity")
+	tc := src.create("with-identity", infrav1.ApplyManual, "small", func(tc *infrav1.TerraformCluster) {
+		tc.Labels = map[string]string{infrav1.LabelClusterName: "with-identity"}
+		tc.OwnerReferences = []metav1.OwnerReference{{APIVersion: "cluster.x-k8s.io/v1beta2", Kind: "Cluster", Name: cluster.GetName(), UID: cluster.GetUID()}}
+		tc.Spec.IdentityRef = &infrav1.IdentityReference{Kind: infrav1.IdentityKindTerraformClusterIdentity, Name: id.Name}
+	})
+	src.blockedWhileRunning(tc, "first apply", ready)
+	if job := src.lastJob(tc); src.given(&job)["CLOUD_KEY"] != cred {
+		t.Fatal("the first apply on the source was not given the identity's credentials")
+	}
+	ids := src.stateIDs(tc)
+	// The identity is made an owner of its Secret, which clusterctl
+	// follows.
+	ownedBy := func(c client.Client, uid types.UID) func() bool {
+		return func() bool {
+			var s corev1.Secret
+			return c.Get(ctx, secretKey, &s) == nil && slices.ContainsFunc(s.OwnerReferences, func(o metav1.OwnerReference) bool {
+				return o.UID == uid && o.Kind == infrav1.IdentityKindTerraformClusterIdentity && o.Name == id.Name
+			})
+		}
+	}
+	src.waitFor("the identity owns its Secret on the source", ownedBy(src.c, id.UID))
+
+	move(t, src, dst)
+
+	// The identity and its Secret reached the target, the Secret owned by
+	// the target's identity.
+	var movedID infrav1.TerraformClusterIdentity
+	if err := dst.c.Get(ctx, client.ObjectKey{Name: id.Name}, &movedID); err != nil {
+		t.Fatalf("the identity did not reach the target: %v", err)
+	}
+	if !equality.Semantic.DeepEqual(movedID.Spec, id.Spec) {
+		t.Errorf("the identity's spec on the target is %+v, want %+v", movedID.Spec, id.Spec)
+	}
+	var movedSecret corev1.Secret
+	if err := dst.c.Get(ctx, secretKey, &movedSecret); err != nil {
+		t.Fatalf("the identity's Secret did not reach the target: %v", err)
+	}
+	if string(movedSecret.Data["CLOUD_KEY"]) != cred {
+		t.Error("the identity's Secret on the target holds other data")
+	}
+	if !ownedBy(dst.c, movedID.UID)() {
+		t.Errorf("the identity's Secret on the target is owned by %v, want the target's identity %s", movedSecret.OwnerReferences, movedID.UID)
+	}
+
+	// The source keeps the identity and its Secret (other clusters there
+	// may use them), and nothing of the moved object.
+	if err := src.c.Get(ctx, client.ObjectKey{Name: id.Name}, &infrav1.TerraformClusterIdentity{}); err != nil {
+		t.Errorf("the identity is gone from the source: %v", err)
+	}
+	if err := src.c.Get(ctx, secretKey, &corev1.Secret{}); err != nil {
+		t.Errorf("the identity's Secret is gone from the source: %v", err)
+	}
+	if err := src.c.Get(ctx, client.ObjectKeyFromObject(tc), &infrav1.TerraformCluster{}); !apierrors.IsNotFound(err) {
+		t.Errorf("the TerraformCluster on the source: %v, want it gone", err)
+	}
+	src.gone(&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: engine.StateSecretName("tfc", tc.Name)}}, "the state Secret on the source")
+	src.gone(&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: engine.InputsName("tfc", tc.Name)}}, "the durable inputs on the source")
+
+	// On the target the moved object passes the identity check; a change
+	// plans and applies there with the identity's credentials, against the
+	// moved state.
+	moved := &infrav1.TerraformCluster{ObjectMeta: metav1.ObjectMeta{Name: tc.Name, Namespace: "default"}}
+	dst.wait(moved, "the moved object ready on the target", ready)
+	dst.setSize(moved, "large")
+	p := dst.waitingPlan(moved, infrav1.ReasonPlanAwaitingApproval)
+	if job := dst.lastJob(moved); dst.given(&job)["CLOUD_KEY"] != cred {
+		t.Error("the plan Job on the target was not given the identity's credentials")
+	}
+	dst.approve(moved, p.PlanHash)
+	dst.blockedWhileRunning(moved, "the change applied on the target", func(tc *infrav1.TerraformCluster) bool {
+		return ready(tc) && tc.Status.Plan == nil
+	})
+	job := dst.lastJob(moved)
+	if dst.given(&job)["CLOUD_KEY"] != cred || dst.jobOperation(job.Name) != infrav1.OperationApply {
+		t.Errorf("the last Job on the target (%s) is not an apply given the identity's credentials", dst.jobOperation(job.Name))
+	}
+	if after := dst.stateIDs(moved); after["terraform_data.node"] != ids["terraform_data.node"] {
+		t.Errorf("resource ids changed across the move: before %v, after %v", ids, after)
+	}
+	dst.noCredential(moved, cred)
 }
