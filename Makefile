@@ -56,13 +56,14 @@ scale:
 chaos:
 	hack/chaos.sh
 
-# Fuzz the fingerprint, then captf lint's reader, for FUZZTIME (default 60s)
+# Fuzz the fingerprint, captf lint's reader and the log's redaction, for FUZZTIME (default 60s)
 # each. Seeds are small, and a new input is minimized for at most
 # FUZZMINIMIZETIME, so the time goes to fuzzing; failing inputs land in the
 # package's testdata/fuzz and then run with every go test.
 fuzz:
 	go test ./pkg/fingerprint -run '^$$' -fuzz '^FuzzCompute$$' -fuzztime $${FUZZTIME:-60s} -fuzzminimizetime $${FUZZMINIMIZETIME:-10s}
 	go test ./internal/modulelint -run '^$$' -fuzz '^FuzzCheck$$' -fuzztime $${FUZZTIME:-60s} -fuzzminimizetime $${FUZZMINIMIZETIME:-10s}
+	go test ./internal/redact -run '^$$' -fuzz '^FuzzWriter$$' -fuzztime $${FUZZTIME:-60s} -fuzzminimizetime $${FUZZMINIMIZETIME:-10s}
 
 # Regenerate the real plans in pkg/fingerprint/testdata/plans.
 testplans:

@@ -22,8 +22,8 @@ func (o *options) logsCommand() *cobra.Command {
 		Use:   "logs PLAN",
 		Short: "Print terraform's output for a TerraformPlan: the log of the Job that made the plan",
 		Long: "kubectl captf logs prints the log of the runner Job that made the plan: terraform's own\n" +
-			"rendering of it, with the values terraform shows (sensitive ones hidden as terraform hides\n" +
-			"them). Read it before you approve. The log lives as long as the Job's pod.",
+			"rendering of it, with the values terraform shows (the runner hides every value the plan\n" +
+			"marks sensitive). Read it before you approve. The log lives as long as the Job's pod.",
 		Example:           "  kubectl captf logs demo-3f9a1c07be -n default",
 		Args:              cobra.ExactArgs(1),
 		ValidArgsFunction: o.completePlans,

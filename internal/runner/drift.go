@@ -118,11 +118,13 @@ func (r *Runner) countedPlan(ctx context.Context, extra ...string) (*counted, er
 		return nil, fmt.Errorf("plan: %w", err)
 	}
 	c := &counted{dir: dir, file: filepath.Join(dir, "plan.tfplan")}
+	held := r.holdPlan()
+	defer held.release()
 	if err := r.TF.Plan(ctx, c.file, extra...); err != nil {
 		c.Close()
 		return nil, err
 	}
-	err = r.TF.Show(ctx, c.file, func(plan io.Reader) error {
+	err = r.TF.Show(ctx, c.file, held.reading(func(plan io.Reader) error {
 		var p tfjson.Plan
 		if err := json.NewDecoder(plan).Decode(&p); err != nil {
 			return fmt.Errorf("read the plan: %w", err)
@@ -131,7 +133,7 @@ func (r *Runner) countedPlan(ctx context.Context, extra ...string) (*counted, er
 		c.others = stateOnlyChanges(&p)
 		c.destructive = destructiveAddresses(&p)
 		return nil
-	})
+	}))
 	if err != nil {
 		c.Close()
 		return nil, fmt.Errorf("count the plan's changes: %w", err)

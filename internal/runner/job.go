@@ -11,6 +11,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/captf/captf/internal/redact"
 	"github.com/captf/captf/internal/render"
 	"github.com/captf/captf/internal/tfexec"
 	"github.com/captf/captf/pkg/fingerprint"
@@ -62,15 +63,20 @@ type Job struct {
 	// MessagePath receives the Message (the container's termination
 	// message file).
 	MessagePath string
-	Stdout      io.Writer // the Job's log: terraform's own rendering
-	Stderr      io.Writer
+	// Stdout and Stderr are the Job's log: terraform's own rendering,
+	// with the values of the inputs' sensitive variables, and those a
+	// plan marks sensitive, hidden (internal/redact).
+	Stdout io.Writer
+	Stderr io.Writer
 }
 
 // Run runs the Job, writes its Message and returns the exit code. A plan
 // or approved-apply Job whose key is missing or short fails before any
 // step runs.
 func (j *Job) Run(ctx context.Context) int {
-	msg, err := j.run(ctx)
+	log := redact.NewLog(j.Stdout, j.Stderr)
+	defer log.Flush()
+	msg, err := j.run(ctx, log)
 	msg.Operation = j.Operation
 	switch {
 	case err == nil:
@@ -86,16 +92,16 @@ func (j *Job) Run(ctx context.Context) int {
 		msg.Outcome, msg.Error = OutcomeFailed, err.Error()
 	}
 	if err != nil {
-		fmt.Fprintf(j.Stderr, "captf-runner: %v\n", err)
+		fmt.Fprintf(log.Stderr, "captf-runner: %v\n", err)
 	}
 	if werr := os.WriteFile(j.MessagePath, msg.Encode(), 0o644); werr != nil {
-		fmt.Fprintf(j.Stderr, "captf-runner: write the report: %v\n", werr)
+		fmt.Fprintf(log.Stderr, "captf-runner: write the report: %v\n", werr)
 		return ExitFailure
 	}
 	return ExitCode(err)
 }
 
-func (j *Job) run(ctx context.Context) (Message, error) {
+func (j *Job) run(ctx context.Context, log *redact.Log) (Message, error) {
 	var msg Message
 	gated := j.Operation == "plan" || (j.Operation == "apply" && j.ExpectPlan != "")
 	if !slices.Contains([]string{"plan", "apply", "destroy", "drift", "refresh", "restore"}, j.Operation) {
@@ -142,10 +148,17 @@ func (j *Job) run(ctx context.Context) (Message, error) {
 	if err := j.stage(); err != nil {
 		return msg, err
 	}
+	staged, err := readInputs(j.Workdir)
+	if err != nil {
+		return msg, err
+	}
+	if err := hideInputs(log, staged); err != nil {
+		return msg, err
+	}
 	if err := j.checkDigest(key); err != nil {
 		return msg, err
 	}
-	tf := &tfexec.Terraform{Bin: bin, Dir: j.Workdir, Stdout: j.Stdout, Stderr: j.Stderr}
+	tf := &tfexec.Terraform{Bin: bin, Dir: j.Workdir, Stdout: log.Stdout, Stderr: log.Stderr}
 	if j.Operation == "restore" {
 		// Not gated either: no plan key is mounted, and the root module is
 		// the backend alone, with no module and no endpoint to forward.
@@ -165,7 +178,8 @@ func (j *Job) run(ctx context.Context) (Message, error) {
 	r := &Runner{
 		TF:       tf,
 		Hasher:   hasher,
-		Progress: j.Stderr,
+		Progress: log.Stderr,
+		Log:      log,
 	}
 	switch {
 	case j.Operation == "plan":

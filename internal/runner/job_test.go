@@ -147,6 +147,11 @@ func TestJob(t *testing.T) {
 			if !strings.Contains(log, canaryPlain+"-2") {
 				t.Error("the Job log lacks terraform's rendering of the plan")
 			}
+			// terraform prints the token in clear in the old output of
+			// the resource; the Job's log does not.
+			if i := strings.Index(log, canarySecret); i >= 0 {
+				t.Errorf("the Job log shows the sensitive variable's value: %s", log[max(0, i-200):i+30])
+			}
 			// The world moves before the apply: nothing is applied.
 			f.vars(canaryPlain + "-3")
 			code, moved, _ := f.run("apply", plan.Plan.PlanHash)

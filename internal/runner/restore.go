@@ -46,7 +46,7 @@ func (j *Job) restore(ctx context.Context, tf *tfexec.Terraform) (*Restored, err
 	if err != nil {
 		return nil, fmt.Errorf("%w: backup: %w", ErrBadInput, err)
 	}
-	r := &Runner{TF: tf, Progress: j.Stderr, NoValidate: true}
+	r := &Runner{TF: tf, Progress: tf.Stderr, NoValidate: true}
 	if err := r.prepare(ctx); err != nil {
 		return nil, err
 	}

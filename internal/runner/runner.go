@@ -15,6 +15,7 @@ import (
 	"strings"
 
 	"github.com/captf/captf/internal/planconfig"
+	"github.com/captf/captf/internal/redact"
 	"github.com/captf/captf/internal/tfexec"
 	"github.com/captf/captf/pkg/fingerprint"
 )
@@ -50,6 +51,12 @@ type Runner struct {
 	// approved one and before it is applied; an error (wrapping
 	// ErrRuntimeChanged) applies nothing.
 	CheckRuntime func(approved string, fresh *Planned) error
+	// Log, when set, is the log TF writes to (TF.Stdout and TF.Stderr are
+	// its Writers): each plan's output is held there until the values the
+	// plan marks sensitive are read from the plan's JSON, then written
+	// with them hidden, as is all that follows. A plan is then read with
+	// show -json, not with Schemas.
+	Log *redact.Log
 }
 
 // Planned is a fingerprinted plan and its saved plan file. Close removes the
@@ -77,8 +84,10 @@ func (r *Runner) Plan(ctx context.Context) (*Planned, error) {
 		return nil, fmt.Errorf("plan: %w", err)
 	}
 	p := &Planned{dir: dir, file: filepath.Join(dir, "plan.tfplan")}
+	held := r.holdPlan()
+	defer held.release()
 	var cache chan *cached
-	if r.Schemas != nil {
+	if r.Schemas != nil && r.Log == nil {
 		// Read the schema cache while terraform plans.
 		cache = make(chan *cached, 1)
 		go func() { cache <- r.Schemas.read(r.TF) }()
@@ -100,17 +109,17 @@ func (r *Runner) Plan(ctx context.Context) (*Planned, error) {
 		return nil, fmt.Errorf("%s plan succeeded but wrote no plan file; is %s terraform or tofu?", r.TF.Bin, r.TF.Bin)
 	}
 	var providers map[string]string
-	if r.Schemas != nil {
+	if cache != nil {
 		if p.Result, providers, err = r.readPlan(ctx, p.file, <-cache); err != nil {
 			p.Result, providers = nil, nil
 		}
 	}
 	if p.Result == nil {
-		err = r.TF.Show(ctx, p.file, func(plan io.Reader) error {
+		err = r.TF.Show(ctx, p.file, held.reading(func(plan io.Reader) error {
 			var err error
 			p.Result, err = r.Hasher.Compute(plan)
 			return err
-		})
+		}))
 		if err != nil {
 			p.Close()
 			return nil, fmt.Errorf("fingerprint: %w", err)

@@ -46,6 +46,10 @@ func (j *Job) applyUnapproved(ctx context.Context, r *Runner) (*Changes, error) 
 	if err != nil {
 		return nil, fmt.Errorf("%w: the last applied inputs: %w", ErrNeedsApproval, err)
 	}
+	// It plans them too.
+	if err := hideInputs(r.Log, applied); err != nil {
+		return nil, err
+	}
 	staged, err := readInputs(j.Workdir)
 	if err != nil {
 		return nil, err

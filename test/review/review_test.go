@@ -177,6 +177,19 @@ func review(t *testing.T, kubeconfig string, args ...string) string {
 	return ""
 }
 
+// captf runs kubectl captf in this process, as kubeconfig's user, and
+// returns what it printed.
+func captf(t *testing.T, kubeconfig string, args ...string) string {
+	t.Helper()
+	var out bytes.Buffer
+	cmd := kubectlcaptf.NewCommand(genericiooptions.IOStreams{In: strings.NewReader(""), Out: &out, ErrOut: &out})
+	cmd.SetArgs(append(args, "--kubeconfig", kubeconfig))
+	if err := cmd.Execute(); err != nil {
+		t.Fatalf("kubectl captf %s: %v\n%s", strings.Join(args, " "), err, out.String())
+	}
+	return out.String()
+}
+
 func TestReviewPage(t *testing.T) {
 	ctx := context.Background()
 	tab := browser(t)
@@ -328,6 +341,16 @@ func TestReviewPage(t *testing.T) {
 		}
 	}
 	screenshot(t, tab, filepath.Join(shots, "review-plan.png"))
+
+	// terraform's log of the plan: the worker it deletes shows its old
+	// output, where terraform prints the token in clear; the log hides it.
+	planLog := captf(t, admin, "logs", plan.Name, "-n", "default")
+	if !strings.Contains(planLog, "Plan: ") {
+		t.Errorf("kubectl captf logs printed no plan:\n%s", planLog)
+	}
+	if i := strings.Index(planLog, canary); i >= 0 {
+		t.Errorf("kubectl captf logs shows the sensitive variable's value: %s", planLog[max(0, i-300):i+40])
+	}
 
 	// An approval that an admission policy refuses: the page shows the
 	// policy's message, and nothing is approved.

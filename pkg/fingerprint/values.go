@@ -1,0 +1,190 @@
+package fingerprint
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+)
+
+// PlanValues is what a plan's log needs of the plan's values. Unlike the
+// rest of this package it holds values: the sensitive ones, so that a log
+// can hide them. Keep it in memory only.
+type PlanValues struct {
+	// Sensitive holds the JSON of each value the plan marks sensitive:
+	// the values of the root's sensitive variables, the parts of each
+	// resource change's before and after (and of each drift) that
+	// before_sensitive and after_sensitive mark, and the old and new
+	// values of sensitive outputs. A value may be a whole object or list.
+	Sensitive []json.RawMessage
+}
+
+// ReadValues reads a plan document (terraform show -json) from r, one
+// resource change at a time, and returns what PlanValues holds. It reads
+// the sections terraform's human rendering of the plan prints values
+// from (variables, resource changes and drift, output changes) and skips
+// the others (planned_values and prior_state repeat those values).
+func ReadValues(r io.Reader) (*PlanValues, error) {
+	d := json.NewDecoder(r)
+	v := &PlanValues{}
+	if err := delim(d, '{'); err != nil {
+		return nil, fmt.Errorf("%w: plan document: %w", ErrMalformedPlan, err)
+	}
+	var variables map[string]struct {
+		Value json.RawMessage `json:"value"`
+	}
+	var config struct {
+		RootModule struct {
+			Variables map[string]struct {
+				Sensitive bool `json:"sensitive"`
+			} `json:"variables"`
+		} `json:"root_module"`
+	}
+	for d.More() {
+		name, err := d.Token()
+		if err != nil {
+			return nil, fmt.Errorf("%w: %w", ErrMalformedPlan, err)
+		}
+		switch name {
+		case "variables":
+			err = d.Decode(&variables)
+		case "configuration":
+			err = d.Decode(&config)
+		case "resource_changes", "resource_drift":
+			err = elements(d, '[', func() error {
+				var rc struct {
+					Change valueChange `json:"change"`
+				}
+				if err := d.Decode(&rc); err != nil {
+					return err
+				}
+				v.change(rc.Change)
+				return nil
+			})
+		case "output_changes":
+			err = elements(d, '{', func() error {
+				if _, err := d.Token(); err != nil {
+					return err
+				}
+				var c valueChange
+				if err := d.Decode(&c); err != nil {
+					return err
+				}
+				v.change(c)
+				return nil
+			})
+		default:
+			err = skip(d)
+		}
+		if err != nil {
+			return nil, fmt.Errorf("%w: %s: %w", ErrMalformedPlan, name, err)
+		}
+	}
+	if err := delim(d, '}'); err != nil {
+		return nil, fmt.Errorf("%w: plan document: %w", ErrMalformedPlan, err)
+	}
+	for name, decl := range config.RootModule.Variables {
+		if decl.Sensitive && len(variables[name].Value) > 0 {
+			v.Sensitive = append(v.Sensitive, variables[name].Value)
+		}
+	}
+	return v, nil
+}
+
+// valueChange is the part of a resource or output change that holds
+// values and their sensitivity.
+type valueChange struct {
+	Before          json.RawMessage `json:"before"`
+	After           json.RawMessage `json:"after"`
+	BeforeSensitive json.RawMessage `json:"before_sensitive"`
+	AfterSensitive  json.RawMessage `json:"after_sensitive"`
+}
+
+func (v *PlanValues) change(c valueChange) {
+	v.marked(c.Before, c.BeforeSensitive)
+	v.marked(c.After, c.AfterSensitive)
+}
+
+// marked adds the parts of value that mask marks sensitive: all of it
+// where the mask is true, the entries the mask names where it is an
+// object or a list.
+func (v *PlanValues) marked(value, mask json.RawMessage) {
+	value, mask = bytes.TrimSpace(value), bytes.TrimSpace(mask)
+	if len(value) == 0 || bytes.Equal(value, []byte("null")) || len(mask) == 0 {
+		return
+	}
+	switch mask[0] {
+	case 't':
+		v.Sensitive = append(v.Sensitive, value)
+	case '{':
+		var masks, values map[string]json.RawMessage
+		if json.Unmarshal(mask, &masks) != nil || json.Unmarshal(value, &values) != nil {
+			return
+		}
+		for k, m := range masks {
+			v.marked(values[k], m)
+		}
+	case '[':
+		var masks, values []json.RawMessage
+		if json.Unmarshal(mask, &masks) != nil || json.Unmarshal(value, &values) != nil {
+			return
+		}
+		for i, m := range masks {
+			if i < len(values) {
+				v.marked(values[i], m)
+			}
+		}
+	}
+}
+
+// delim reads the delimiter want.
+func delim(d *json.Decoder, want json.Delim) error {
+	t, err := d.Token()
+	if err != nil {
+		return err
+	}
+	if t != want {
+		return fmt.Errorf("%v where %v was expected", t, want)
+	}
+	return nil
+}
+
+// elements reads a list (open '[') or an object (open '{') and calls each
+// for every element; for an object, each reads the key too. A null is an
+// empty list or object.
+func elements(d *json.Decoder, open json.Delim, each func() error) error {
+	t, err := d.Token()
+	if err != nil || t == nil {
+		return err
+	}
+	if t != open {
+		return fmt.Errorf("%v where %v was expected", t, open)
+	}
+	for d.More() {
+		if err := each(); err != nil {
+			return err
+		}
+	}
+	_, err = d.Token()
+	return err
+}
+
+// skip reads one value, token by token, holding none of it.
+func skip(d *json.Decoder) error {
+	depth := 0
+	for {
+		t, err := d.Token()
+		if err != nil {
+			return err
+		}
+		switch t {
+		case json.Delim('{'), json.Delim('['):
+			depth++
+		case json.Delim('}'), json.Delim(']'):
+			depth--
+		}
+		if depth == 0 {
+			return nil
+		}
+	}
+}
