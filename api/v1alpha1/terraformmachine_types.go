@@ -107,10 +107,12 @@ type TerraformMachineTemplateResource struct {
 	Spec TerraformMachineSpec `json:"spec"`
 }
 
-// TerraformMachineTemplate is a template for TerraformMachines. A change
-// of what defines a machine is a new template (Cluster API rolls the
-// machines out to it), so the template itself holds no immutability rule:
-// ClusterClass's server-side-apply dry-runs stay clean.
+// TerraformMachineTemplate is a template for TerraformMachines. Its spec
+// cannot change once it is created: a change is a new template that the
+// MachineDeployment (or ClusterClass) is pointed at, and Cluster API rolls
+// the machines out to it. The manager's webhook refuses a change of spec;
+// it lets Cluster API's topology dry runs through, which a CEL rule could
+// not.
 //
 // +kubebuilder:object:root=true
 // +kubebuilder:resource:shortName=tfmt,categories=captf;cluster-api

@@ -115,8 +115,10 @@ type TerraformMachinePoolTemplateResource struct {
 }
 
 // TerraformMachinePoolTemplate is a template for TerraformMachinePools,
-// for ClusterClass. It holds no rule on changes, so ClusterClass's
-// server-side-apply dry-runs stay clean.
+// for ClusterClass. Its spec cannot change once it is created: a change
+// is a new template. The manager's webhook refuses a change of spec; it
+// lets Cluster API's topology dry runs through, which a CEL rule could
+// not.
 //
 // +kubebuilder:object:root=true
 // +kubebuilder:resource:shortName=tfmpt,categories=captf;cluster-api

@@ -1,6 +1,7 @@
 // Command manager runs captf's controllers: it reconciles TerraformClusters
 // into runner Jobs, with leader election, metrics and health probes. With
-// --enable-webhooks it also serves the TerraformPlan admission webhook.
+// --enable-webhooks it also serves the admission webhooks (TerraformPlan,
+// the provider IDs, the templates' immutable spec).
 package main
 
 import (
@@ -31,6 +32,7 @@ import (
 	"github.com/captf/captf/internal/controller/terraformmachinepool"
 	"github.com/captf/captf/internal/version"
 	"github.com/captf/captf/internal/webhook/providerid"
+	"github.com/captf/captf/internal/webhook/templates"
 	planwebhook "github.com/captf/captf/internal/webhook/terraformplan"
 )
 
@@ -52,7 +54,7 @@ func run(args []string, stdout io.Writer) error {
 	leaderNS := fs.String("leader-election-namespace", "", "where the leader Lease lives (default: the pod's namespace)")
 	runnerImage := fs.String("runner-image", "", "the image that holds "+engine.RunnerImagePath+" (required)")
 	retry := fs.Duration("retry-base", 30*time.Second, "the first wait after a failed run; it doubles per failure in a row")
-	webhooks := fs.Bool("enable-webhooks", false, "serve the TerraformPlan admission webhook (config/default turns it on)")
+	webhooks := fs.Bool("enable-webhooks", false, "serve the admission webhooks: TerraformPlan, provider IDs, templates (config/default turns it on)")
 	webhookPort := fs.Int("webhook-port", 9443, "where the webhook server listens")
 	webhookCertDir := fs.String("webhook-cert-dir", "/tmp/k8s-webhook-server/serving-certs", "the folder holding the webhook server's tls.crt and tls.key")
 	managerUsername := fs.String("manager-username", "", "the username of this manager's own requests, system:serviceaccount:<namespace>:<name>; "+
@@ -179,6 +181,9 @@ func run(args []string, stdout io.Writer) error {
 			return err
 		}
 		if err := providerid.SetupWithManager(mgr, *managerUsername); err != nil {
+			return err
+		}
+		if err := templates.SetupWithManager(mgr); err != nil {
 			return err
 		}
 		if err := mgr.AddReadyzCheck("webhook", mgr.GetWebhookServer().StartedChecker()); err != nil {

@@ -126,7 +126,9 @@ func checkWebhookWiring(t *testing.T, objs []*unstructured.Unstructured) {
 		}
 	}
 	slices.Sort(names)
-	if want := []string{"validation.terraformmachine.infrastructure.cluster.x-k8s.io", "validation.terraformmachinepool.infrastructure.cluster.x-k8s.io", "validation.terraformplan.infrastructure.cluster.x-k8s.io"}; !slices.Equal(names, want) {
+	if want := []string{"validation.terraformmachine.infrastructure.cluster.x-k8s.io", "validation.terraformmachinepool.infrastructure.cluster.x-k8s.io",
+		"validation.terraformmachinepooltemplate.infrastructure.cluster.x-k8s.io", "validation.terraformmachinetemplate.infrastructure.cluster.x-k8s.io",
+		"validation.terraformplan.infrastructure.cluster.x-k8s.io"}; !slices.Equal(names, want) {
 		t.Fatalf("webhooks %v, want %v", names, want)
 	}
 	cert := find("Certificate")

@@ -82,4 +82,16 @@ func TestManagerServesWebhook(t *testing.T) {
 	if err := approve("alice", "alice"); err != nil {
 		t.Errorf("alice approves as alice: %v", err)
 	}
+
+	// The templates' webhook: a template's spec cannot change.
+	mt := &infrav1.TerraformMachineTemplate{ObjectMeta: metav1.ObjectMeta{Name: "workers-1", Namespace: "default"},
+		Spec: infrav1.TerraformMachineTemplateSpec{Template: infrav1.TerraformMachineTemplateResource{
+			Spec: infrav1.TerraformMachineSpec{RunnerSpec: infrav1.RunnerSpec{Image: "registry.example.com/m:1"}}}}}
+	if err := env.Client.Create(ctx, mt); err != nil {
+		t.Fatal(err)
+	}
+	err = env.Client.Patch(ctx, mt.DeepCopy(), client.RawPatch("application/merge-patch+json", []byte(`{"spec":{"template":{"spec":{"image":"registry.example.com/m:2"}}}}`)))
+	if !apierrors.IsInvalid(err) || !strings.Contains(err.Error(), "spec cannot change") {
+		t.Errorf("a change of a TerraformMachineTemplate's spec: err = %v, want the webhook's refusal", err)
+	}
 }

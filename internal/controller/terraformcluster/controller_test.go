@@ -37,6 +37,7 @@ import (
 	"github.com/captf/captf/internal/testnode"
 	"github.com/captf/captf/internal/tftest"
 	"github.com/captf/captf/internal/webhook/providerid"
+	"github.com/captf/captf/internal/webhook/templates"
 	planwebhook "github.com/captf/captf/internal/webhook/terraformplan"
 )
 
@@ -93,7 +94,10 @@ func serveWebhooks(t *testing.T, env *testenv.Env) {
 		if err := (&planwebhook.Validator{ManagerUsername: managerUser}).SetupWithManager(mgr); err != nil {
 			return err
 		}
-		return providerid.SetupWithManager(mgr, managerUser)
+		if err := providerid.SetupWithManager(mgr, managerUser); err != nil {
+			return err
+		}
+		return templates.SetupWithManager(mgr)
 	})
 }
 

@@ -16,6 +16,7 @@ import (
 
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -82,6 +83,12 @@ func startDrift(t *testing.T) *driftHarness {
 
 // startDriftOn is startDrift on env; more add to the node.
 func startDriftOn(t *testing.T, env *testenv.Env, more ...func(*testnode.Node)) *driftHarness {
+	return startDriftAs(t, env, nil, more...)
+}
+
+// startDriftAs is startDriftOn with the manager running as cfg (nil: the
+// administrator), as it must where the webhooks are served.
+func startDriftAs(t *testing.T, env *testenv.Env, cfg *rest.Config, more ...func(*testnode.Node)) *driftHarness {
 	managerLog.mu.Lock()
 	managerLog.buf.Reset()
 	managerLog.on = true
@@ -101,7 +108,7 @@ func startDriftOn(t *testing.T, env *testenv.Env, more ...func(*testnode.Node)) 
 	module, _ := filepath.Abs("testdata/drift")
 	rootModule, _ := filepath.Abs("testdata/provider-root")
 	runtimes := map[string]tftest.Binary{driftImage: tftest.Terraform(t), driftImageTofu: tftest.Tofu(t)}
-	h := startEnv(t, env, nil, append([]func(*testnode.Node){func(n *testnode.Node) {
+	h := startEnv(t, env, cfg, append([]func(*testnode.Node){func(n *testnode.Node) {
 		for image, bin := range runtimes {
 			dir := t.TempDir()
 			if err := os.Symlink(bin.Path, filepath.Join(dir, bin.Name)); err != nil {

@@ -16,6 +16,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -43,10 +44,16 @@ const (
 // CRDs and controllers, whose node also runs the machine, pool and
 // exports modules.
 func startMachines(t *testing.T) *driftHarness {
+	return startMachinesAs(t, testenv.StartWithClusterAPI(t, "../../.."), nil)
+}
+
+// startMachinesAs is startMachines on env, with the manager running as
+// cfg (nil: the administrator).
+func startMachinesAs(t *testing.T, env *testenv.Env, cfg *rest.Config) *driftHarness {
 	machine, _ := filepath.Abs("testdata/machine")
 	pool, _ := filepath.Abs("testdata/pool")
 	exports, _ := filepath.Abs("testdata/exports")
-	h := startDriftOn(t, testenv.StartWithClusterAPI(t, "../../.."), func(n *testnode.Node) {
+	h := startDriftAs(t, env, cfg, func(n *testnode.Node) {
 		n.Images[machineImage] = []testnode.Image{{Path: infrav1.PathModule, Dir: machine}, n.Images[driftImage][1]}
 		n.Images[poolImage] = []testnode.Image{{Path: infrav1.PathModule, Dir: pool}, n.Images[driftImage][1]}
 		n.Images[exportsImage] = []testnode.Image{{Path: infrav1.PathModule, Dir: exports}, n.Images[moduleImage][1]}
