@@ -299,8 +299,8 @@ func applyComponents(ctx context.Context, t *testing.T, env *testenv.Env, objs [
 	}
 	vwc := get("admissionregistration.k8s.io/v1", "ValidatingWebhookConfiguration", "", "captf-validating-webhook-configuration")
 	hooks, _, _ := unstructured.NestedSlice(vwc.Object, "webhooks")
-	if len(hooks) != 3 {
-		t.Fatalf("webhooks = %d, want 3 (TerraformPlan, TerraformMachine, TerraformMachinePool)", len(hooks))
+	if len(hooks) != 5 {
+		t.Fatalf("webhooks = %d, want 5 (TerraformPlan, TerraformMachine, TerraformMachinePool, TerraformMachineTemplate, TerraformMachinePoolTemplate)", len(hooks))
 	}
 	for _, h := range hooks {
 		if ns, _, _ := unstructured.NestedString(h.(map[string]any), "clientConfig", "service", "namespace"); ns != targetNamespace {
