@@ -2,6 +2,7 @@ package kubectlcaptf
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"slices"
@@ -17,14 +18,15 @@ import (
 )
 
 func (o *options) logsCommand() *cobra.Command {
-	var follow bool
+	var req logRequest
 	cmd := &cobra.Command{
 		Use:   "logs PLAN",
-		Short: "Print terraform's output for a TerraformPlan: the log of the Job that made the plan",
+		Short: "Print terraform's output for a TerraformPlan: the log of the Job that made the plan, or of the one that applied it",
 		Long: "kubectl captf logs prints the log of the runner Job that made the plan: terraform's own\n" +
 			"rendering of it, with the values terraform shows (the runner hides every value the plan\n" +
-			"marks sensitive). Read it before you approve. The log lives as long as the Job's pod.",
-		Example:           "  kubectl captf logs demo-3f9a1c07be -n default",
+			"marks sensitive). Read it before you approve. With --apply it prints the log of the Job that\n" +
+			"applied the plan. A log lives as long as the Job's pod.",
+		Example:           "  kubectl captf logs demo-3f9a1c07be -n default\n  kubectl captf logs demo-3f9a1c07be -n default --apply",
 		Args:              cobra.ExactArgs(1),
 		ValidArgsFunction: o.completePlans,
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -45,48 +47,129 @@ func (o *options) logsCommand() *cobra.Command {
 			if err != nil {
 				return fmt.Errorf("API client: %w", err)
 			}
-			return planLog(cmd.Context(), c, cs, ns, args[0], follow, o.streams.Out)
+			return planLog(cmd.Context(), c, cs, ns, args[0], req, o.streams.Out)
 		},
 	}
-	cmd.Flags().BoolVarP(&follow, "follow", "f", false, "keep printing while the plan Job runs")
+	cmd.Flags().BoolVarP(&req.follow, "follow", "f", false, "keep printing while the Job runs")
+	cmd.Flags().BoolVar(&req.apply, "apply", false, "the log of the Job that applied the plan, not of the one that made it")
 	return cmd
 }
 
-// planLog copies the log of the runner container of the plan Job of the
-// TerraformPlan ns/name to out.
-func planLog(ctx context.Context, c client.Client, cs kubernetes.Interface, ns, name string, follow bool, out io.Writer) error {
+// logRequest says which log of a TerraformPlan to read, and how much.
+type logRequest struct {
+	// apply: the apply Job's log, not the plan Job's.
+	apply, follow bool
+	// limitBytes, when not 0, reads at most that many bytes from the start.
+	limitBytes int64
+}
+
+// errNoApplyJob says a TerraformPlan has no apply Job to read a log of.
+var errNoApplyJob = errors.New("no apply Job")
+
+// planLog copies the log of the runner container of the plan Job (or
+// with req.apply the apply Job) of the TerraformPlan ns/name to out.
+func planLog(ctx context.Context, c client.Client, cs kubernetes.Interface, ns, name string, req logRequest, out io.Writer) error {
 	p, err := getPlan(ctx, c, ns, name)
 	if err != nil {
 		return err
 	}
-	jobName := p.Annotations[infrav1.AnnotationPlanJob]
-	if jobName == "" {
-		return fmt.Errorf("TerraformPlan %s/%s names no plan Job (annotation %s)", ns, name, infrav1.AnnotationPlanJob)
+	return jobLog(ctx, c, cs, p, req, out)
+}
+
+// jobLog is planLog of the TerraformPlan p.
+func jobLog(ctx context.Context, c client.Client, cs kubernetes.Interface, p *infrav1.TerraformPlan, req logRequest, out io.Writer) error {
+	ns, name := p.Namespace, p.Name
+	var pod *corev1.Pod
+	var err error
+	if req.apply {
+		pod, err = applyPod(ctx, c, p)
+	} else {
+		pod, err = planPod(ctx, c, p)
 	}
-	var job batchv1.Job
-	if err := c.Get(ctx, client.ObjectKey{Namespace: ns, Name: jobName}, &job); apierrors.IsNotFound(err) {
-		return fmt.Errorf("the plan Job %s of TerraformPlan %s/%s is gone, and its log with it: the manager keeps the last Jobs of each object (spec.jobs history limits)", jobName, ns, name)
-	} else if err != nil {
-		return fmt.Errorf("plan Job %s/%s: %w", ns, jobName, err)
-	}
-	var pods corev1.PodList
-	if err := c.List(ctx, &pods, client.InNamespace(ns), client.MatchingLabels{"batch.kubernetes.io/job-name": jobName}); err != nil {
-		return fmt.Errorf("pods of Job %s/%s: %w", ns, jobName, err)
-	}
-	if len(pods.Items) == 0 {
-		return fmt.Errorf("the plan Job %s/%s has no pod (yet, or any more)", ns, jobName)
-	}
-	// The newest pod: a Job that retried has several.
-	pod := slices.MaxFunc(pods.Items, func(a, b corev1.Pod) int {
-		return a.CreationTimestamp.Compare(b.CreationTimestamp.Time)
-	})
-	stream, err := cs.CoreV1().Pods(ns).GetLogs(pod.Name, &corev1.PodLogOptions{Container: infrav1.RunnerContainer, Follow: follow}).Stream(ctx)
 	if err != nil {
-		return fmt.Errorf("log of pod %s/%s: %w", ns, pod.Name, err)
+		return err
+	}
+	opts := &corev1.PodLogOptions{Container: infrav1.RunnerContainer, Follow: req.follow}
+	if req.limitBytes > 0 {
+		opts.LimitBytes = &req.limitBytes
+	}
+	stream, err := cs.CoreV1().Pods(ns).GetLogs(pod.Name, opts).Stream(ctx)
+	if err != nil {
+		return fmt.Errorf("log of pod %s/%s of TerraformPlan %s: %w", ns, pod.Name, name, err)
 	}
 	defer stream.Close()
 	if _, err := io.Copy(out, stream); err != nil {
 		return fmt.Errorf("log of pod %s/%s: %w", ns, pod.Name, err)
 	}
 	return nil
+}
+
+// planPod is the newest pod of the plan Job that made p.
+func planPod(ctx context.Context, c client.Client, p *infrav1.TerraformPlan) (*corev1.Pod, error) {
+	ns, name := p.Namespace, p.Name
+	jobName := p.Annotations[infrav1.AnnotationPlanJob]
+	if jobName == "" {
+		return nil, fmt.Errorf("TerraformPlan %s/%s names no plan Job (annotation %s)", ns, name, infrav1.AnnotationPlanJob)
+	}
+	var job batchv1.Job
+	if err := c.Get(ctx, client.ObjectKey{Namespace: ns, Name: jobName}, &job); apierrors.IsNotFound(err) {
+		return nil, fmt.Errorf("the plan Job %s of TerraformPlan %s/%s is gone, and its log with it: the manager keeps the last Jobs of each object (spec.jobs history limits)", jobName, ns, name)
+	} else if err != nil {
+		return nil, fmt.Errorf("plan Job %s/%s: %w", ns, jobName, err)
+	}
+	var pods corev1.PodList
+	if err := c.List(ctx, &pods, client.InNamespace(ns), client.MatchingLabels{"batch.kubernetes.io/job-name": jobName}); err != nil {
+		return nil, fmt.Errorf("pods of Job %s/%s: %w", ns, jobName, err)
+	}
+	if len(pods.Items) == 0 {
+		return nil, fmt.Errorf("the plan Job %s/%s has no pod (yet, or any more)", ns, jobName)
+	}
+	return newest(pods.Items), nil
+}
+
+// applyPod is the newest pod of the apply Job of p: a Job the manager
+// made after p whose annotation captf.io/plan names p. It is found from
+// the manager's pods and a get of their Jobs, which is what the approver
+// role grants (no list of Jobs).
+func applyPod(ctx context.Context, c client.Client, p *infrav1.TerraformPlan) (*corev1.Pod, error) {
+	ns, name := p.Namespace, p.Name
+	if !p.Spec.Approved {
+		return nil, fmt.Errorf("%w: TerraformPlan %s/%s is not approved, so nothing applies it", errNoApplyJob, ns, name)
+	}
+	var pods corev1.PodList
+	if err := c.List(ctx, &pods, client.InNamespace(ns), client.MatchingLabels{infrav1.LabelManaged: "true"}); err != nil {
+		return nil, fmt.Errorf("pods of namespace %s: %w", ns, err)
+	}
+	var mine []corev1.Pod
+	isApply := map[string]bool{}
+	for _, pod := range pods.Items {
+		jobName := pod.Labels["batch.kubernetes.io/job-name"]
+		if jobName == "" || pod.CreationTimestamp.Before(&p.CreationTimestamp) {
+			continue
+		}
+		applies, seen := isApply[jobName]
+		if !seen {
+			var job batchv1.Job
+			if err := c.Get(ctx, client.ObjectKey{Namespace: ns, Name: jobName}, &job); err != nil && !apierrors.IsNotFound(err) {
+				return nil, fmt.Errorf("Job %s/%s: %w", ns, jobName, err)
+			}
+			applies = job.Annotations[infrav1.AnnotationPlan] == name
+			isApply[jobName] = applies
+		}
+		if applies {
+			mine = append(mine, pod)
+		}
+	}
+	if len(mine) == 0 {
+		return nil, fmt.Errorf("%w: TerraformPlan %s/%s has no apply Job with a pod (not yet, or any more: the manager keeps the last Jobs of each object)", errNoApplyJob, ns, name)
+	}
+	return newest(mine), nil
+}
+
+// newest is the newest of pods: a Job that retried has several.
+func newest(pods []corev1.Pod) *corev1.Pod {
+	pod := slices.MaxFunc(pods, func(a, b corev1.Pod) int {
+		return a.CreationTimestamp.Compare(b.CreationTimestamp.Time)
+	})
+	return &pod
 }

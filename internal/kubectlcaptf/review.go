@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	"k8s.io/client-go/kubernetes"
 )
 
 func (o *options) reviewCommand() *cobra.Command {
@@ -50,6 +51,13 @@ func (o *options) reviewCommand() *cobra.Command {
 			s, err := newReviewServer(c, ns, user, l.Addr().String(), o.now)
 			if err != nil {
 				return err
+			}
+			cfg, err := o.restConfig()
+			if err != nil {
+				return err
+			}
+			if s.cs, err = kubernetes.NewForConfig(cfg); err != nil {
+				return fmt.Errorf("API client: %w", err)
 			}
 			if _, err := fmt.Fprintf(o.streams.Out, "Reviewing as %s at %s\n(the URL holds the token: do not share it; Ctrl-C stops the server)\n", user, s.URL()); err != nil {
 				return err

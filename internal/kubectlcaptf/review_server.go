@@ -17,6 +17,7 @@ import (
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/client-go/kubernetes"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	infrav1 "github.com/captf/captf/api/v1alpha1"
@@ -34,6 +35,8 @@ const contentSecurityPolicy = "default-src 'none'; script-src 'self'; style-src 
 // made with the caller's client, so with the caller's identity and RBAC.
 type reviewServer struct {
 	c client.WithWatch
+	// cs reads the runner Jobs' logs; nil: the pages show none.
+	cs kubernetes.Interface
 	// namespace is the one namespace listed, or "" for every namespace.
 	namespace string
 	// user is the caller's username, as the API server reported it.
@@ -382,7 +385,28 @@ func (s *reviewServer) planAndRecent(ctx context.Context, ns, name string) (plan
 	if err := s.c.List(ctx, &recent, client.InNamespace(ns)); err != nil {
 		return planPage{}, fmt.Errorf("list TerraformPlans of %s: %w", ns, err)
 	}
-	return newPlanPage(p, recent.Items, s.now()), nil
+	pg := newPlanPage(p, recent.Items, s.now())
+	if p.Spec.Approved {
+		s.readLog(ctx, p, &pg.ApplyLog, logRequest{apply: true})
+	}
+	return pg, nil
+}
+
+// readLog reads into v up to logLimit bytes of a log of p's Jobs, or why
+// it cannot.
+func (s *reviewServer) readLog(ctx context.Context, p *infrav1.TerraformPlan, v *jobLogView, req logRequest) {
+	if s.cs == nil {
+		v.Error = "The log is not read here."
+		return
+	}
+	var b bytes.Buffer
+	req.limitBytes = logLimit + 1
+	if err := jobLog(ctx, s.c, s.cs, p, req, &b); err != nil {
+		v.Error = err.Error()
+		return
+	}
+	v.Cut = b.Len() > logLimit
+	v.Text = string(b.Bytes()[:min(b.Len(), logLimit)])
 }
 
 func (s *reviewServer) planPage(w http.ResponseWriter, r *http.Request) {
@@ -392,6 +416,7 @@ func (s *reviewServer) planPage(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, "TerraformPlan "+ns+"/"+name, err)
 		return
 	}
+	s.readLog(r.Context(), pg.plan, &pg.PlanLog, logRequest{})
 	s.render(w, http.StatusOK, "plan.html", s.frame("TerraformPlan "+ns+"/"+name, s.link(planPath(ns, name)+"/events"), pg))
 }
 

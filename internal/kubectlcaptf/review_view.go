@@ -167,7 +167,27 @@ type planPage struct {
 	Recent     []recentPlan
 	// LogCommand prints terraform's own rendering of the plan.
 	LogCommand string
+	// PlanLog is the plan Job's log; ApplyLog the apply Job's, once the
+	// plan is approved. The server reads them; newPlanPage names them.
+	PlanLog, ApplyLog jobLogView
+	plan              *infrav1.TerraformPlan
 }
+
+// jobLogView is a runner Job's log as a page shows it: up to logLimit
+// bytes of it, or why it cannot be shown.
+type jobLogView struct {
+	// Test names the log on the page (data-test).
+	Test  string
+	Text  string
+	Cut   bool
+	Error string
+	// Command prints the whole log.
+	Command string
+}
+
+// logLimit is how much of a log a page shows: kubectl captf logs prints
+// the rest.
+const logLimit = 1 << 20
 
 // recentPlan is an earlier (or later) plan of the same target.
 type recentPlan struct {
@@ -190,6 +210,9 @@ func newPlanPage(p *infrav1.TerraformPlan, recent []infrav1.TerraformPlan, now t
 		Approvable: !p.Spec.Approved && !phase.Terminal(),
 		LogCommand: fmt.Sprintf("kubectl captf logs %s -n %s", p.Name, p.Namespace),
 	}
+	page.plan = p
+	page.PlanLog = jobLogView{Test: "plan-log", Command: page.LogCommand}
+	page.ApplyLog = jobLogView{Test: "apply-log", Command: page.LogCommand + " --apply"}
 	page.Truncated = int32(len(page.Resources)) < p.Spec.Summary.Create+p.Spec.Summary.Update+p.Spec.Summary.Replace+p.Spec.Summary.Delete
 	for _, r := range page.Resources {
 		if r.Destructive {

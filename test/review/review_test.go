@@ -177,6 +177,15 @@ func review(t *testing.T, kubeconfig string, args ...string) string {
 	return ""
 }
 
+// addresses are the addresses of a plan's entries "<address> (<action>)".
+func addresses(entries []string) []string {
+	var out []string
+	for _, e := range entries {
+		out = append(out, e[:strings.LastIndex(e, " (")])
+	}
+	return out
+}
+
 // captf runs kubectl captf in this process, as kubeconfig's user, and
 // returns what it printed.
 func captf(t *testing.T, kubeconfig string, args ...string) string {
@@ -351,6 +360,16 @@ func TestReviewPage(t *testing.T) {
 	if i := strings.Index(planLog, canary); i >= 0 {
 		t.Errorf("kubectl captf logs shows the sensitive variable's value: %s", planLog[max(0, i-300):i+40])
 	}
+	// The page shows the same log, as alice reads it.
+	pageLog := get(t, tab, "the plan's log", chromedp.Text(css(`[data-test=plan-log]`)))
+	for _, want := range append([]string{"Plan: ", "(sensitive value)"}, addresses(s.Resources)...) {
+		if !strings.Contains(pageLog, want) {
+			t.Errorf("the plan's log on the page lacks %q:\n%s", want, pageLog)
+		}
+	}
+	if strings.TrimSpace(pageLog) != strings.TrimSpace(planLog) {
+		t.Errorf("the plan's log on the page is not what kubectl captf logs prints:\n%s\n---\n%s", pageLog, planLog)
+	}
 
 	// An approval that an admission policy refuses: the page shows the
 	// policy's message, and nothing is approved.
@@ -384,6 +403,24 @@ func TestReviewPage(t *testing.T) {
 	})
 	if !get(t, tab, "the marker", notReloaded) {
 		t.Error("the plan's page reloaded to show Applied; it should have been updated in place")
+	}
+	// The apply's log, on the page and from kubectl captf logs --apply.
+	applyLog := captf(t, admin, "logs", plan.Name, "-n", "default", "--apply")
+	var pageApplyLog string
+	wait(t, "the apply's log on the page", func() bool {
+		pageApplyLog = get(t, tab, "the apply's log", chromedp.Evaluate[string](`(document.querySelector("[data-test=apply-log]") || {textContent: ""}).textContent`))
+		return strings.Contains(pageApplyLog, "Apply complete!")
+	})
+	for name, log := range map[string]string{"kubectl captf logs --apply": applyLog, "the page's apply log": pageApplyLog} {
+		if !strings.Contains(log, "Apply complete!") || !strings.Contains(log, "Destruction complete") {
+			t.Errorf("%s is not the apply's log:\n%s", name, log)
+		}
+		if i := strings.Index(log, canary); i >= 0 {
+			t.Errorf("%s shows the sensitive variable's value: %s", name, log[max(0, i-300):i+40])
+		}
+	}
+	if log := get(t, tab, "the plan's HTML", chromedp.OuterHTML(css("html"))); strings.Contains(log, canary) {
+		t.Errorf("the applied plan's page shows the sensitive variable's value")
 	}
 	if err := env.Client.Get(ctx, client.ObjectKeyFromObject(&plan), &plan); err != nil || plan.Status.Phase != infrav1.PlanApplied {
 		t.Errorf("the TerraformPlan is %q (%v), the page showed Applied", plan.Status.Phase, err)
