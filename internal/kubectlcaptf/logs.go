@@ -59,8 +59,11 @@ func (o *options) logsCommand() *cobra.Command {
 type logRequest struct {
 	// apply: the apply Job's log, not the plan Job's.
 	apply, follow bool
-	// limitBytes, when not 0, reads at most that many bytes from the start.
+	// limitBytes, when not 0, reads at most that many bytes from the start
+	// (of the tail, with tailLines).
 	limitBytes int64
+	// tailLines, when not 0, reads the last lines only.
+	tailLines int64
 }
 
 // errNoApplyJob says a TerraformPlan has no apply Job to read a log of.
@@ -92,6 +95,9 @@ func jobLog(ctx context.Context, c client.Client, cs kubernetes.Interface, p *in
 	opts := &corev1.PodLogOptions{Container: infrav1.RunnerContainer, Follow: req.follow}
 	if req.limitBytes > 0 {
 		opts.LimitBytes = &req.limitBytes
+	}
+	if req.tailLines > 0 {
+		opts.TailLines = &req.tailLines
 	}
 	stream, err := cs.CoreV1().Pods(ns).GetLogs(pod.Name, opts).Stream(ctx)
 	if err != nil {

@@ -21,6 +21,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	infrav1 "github.com/captf/captf/api/v1alpha1"
+	"github.com/captf/captf/internal/planlog"
 )
 
 //go:embed review
@@ -392,6 +393,30 @@ func (s *reviewServer) planAndRecent(ctx context.Context, ns, name string) (plan
 	return pg, nil
 }
 
+// readAttributes reads from the plan Job's log (its tail, if the page
+// holds only its start) which attributes each resource change changes.
+func (s *reviewServer) readAttributes(ctx context.Context, pg *planPage) {
+	if pg.PlanLog.Error != "" {
+		return
+	}
+	text := pg.PlanLog.Text
+	if pg.PlanLog.Cut {
+		var b bytes.Buffer
+		if err := jobLog(ctx, s.c, s.cs, pg.plan, logRequest{tailLines: attributeLines, limitBytes: logLimit}, &b); err != nil {
+			return
+		}
+		text = b.String()
+	}
+	changed, err := planlog.Read(strings.NewReader(text))
+	if err == nil {
+		pg.setAttributes(changed)
+	}
+}
+
+// attributeLines is how many lines of a log's tail are read for its
+// closing section, when the page holds only the log's start.
+const attributeLines = 5000
+
 // readLog reads into v up to logLimit bytes of a log of p's Jobs, or why
 // it cannot.
 func (s *reviewServer) readLog(ctx context.Context, p *infrav1.TerraformPlan, v *jobLogView, req logRequest) {
@@ -417,6 +442,7 @@ func (s *reviewServer) planPage(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	s.readLog(r.Context(), pg.plan, &pg.PlanLog, logRequest{})
+	s.readAttributes(r.Context(), &pg)
 	s.render(w, http.StatusOK, "plan.html", s.frame("TerraformPlan "+ns+"/"+name, s.link(planPath(ns, name)+"/events"), pg))
 }
 

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	infrav1 "github.com/captf/captf/api/v1alpha1"
+	"github.com/captf/captf/pkg/fingerprint"
 )
 
 // waitingRow is one plan that waits for an approval, as the review page's
@@ -98,6 +99,9 @@ type resourceRow struct {
 	// (aws_instance → aws, terraform_data → terraform).
 	Provider    string
 	Destructive bool
+	// Attributes names the top-level attributes the change changes, from
+	// the plan Job's log ("" when it does not say).
+	Attributes string
 }
 
 // parseResources reads entries "<address> (<labels>)" into rows, the
@@ -170,7 +174,9 @@ type planPage struct {
 	// PlanLog is the plan Job's log; ApplyLog the apply Job's, once the
 	// plan is approved. The server reads them; newPlanPage names them.
 	PlanLog, ApplyLog jobLogView
-	plan              *infrav1.TerraformPlan
+	// ShowAttributes: the plan Job's log said which attributes change.
+	ShowAttributes bool
+	plan           *infrav1.TerraformPlan
 }
 
 // jobLogView is a runner Job's log as a page shows it: up to logLimit
@@ -259,6 +265,20 @@ func planStatus(p *infrav1.TerraformPlan) string {
 	return "The manager has not written the plan's status yet."
 }
 
+// setAttributes puts on each row of p the attributes changed names for
+// its address and action.
+func (p *planPage) setAttributes(changed []fingerprint.Attributes) {
+	for i := range p.Resources {
+		r := &p.Resources[i]
+		for _, c := range changed {
+			if c.Address == r.Address && c.Action == r.Action {
+				r.Attributes = strings.Join(c.Names, ", ")
+				p.ShowAttributes = true
+			}
+		}
+	}
+}
+
 // machinePage is what the page of a TerraformMachine's plan shows.
 type machinePage struct {
 	Row        waitingRow
@@ -267,6 +287,9 @@ type machinePage struct {
 	Resources  []resourceRow
 	Truncated  bool
 	Command    string
+	// ShowAttributes is always false: a machine's plan has no plan Job
+	// log to read them from here.
+	ShowAttributes bool
 }
 
 func newMachinePage(m *infrav1.TerraformMachine, now time.Time) machinePage {

@@ -11,6 +11,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/captf/captf/internal/planlog"
 	"github.com/captf/captf/internal/redact"
 	"github.com/captf/captf/internal/render"
 	"github.com/captf/captf/internal/tfexec"
@@ -189,6 +190,10 @@ func (j *Job) run(ctx context.Context, log *redact.Log) (Message, error) {
 		}
 		defer p.Close()
 		msg.Outcome, msg.Plan = OutcomePlanned, &p.Report
+		// The log's closing section: what the review page shows of
+		// each change, names only.
+		// A log that cannot be written fails nothing, as terraform's own.
+		_ = planlog.Write(log.Stdout, p.Changed)
 		return msg, nil
 	case j.Operation == "drift":
 		// A drift check is not gated: it reports counts and addresses,

@@ -14,6 +14,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/captf/captf/internal/planlog"
 	"github.com/captf/captf/internal/render"
 	"github.com/captf/captf/internal/tftest"
 	"github.com/captf/captf/pkg/fingerprint"
@@ -146,6 +147,12 @@ func TestJob(t *testing.T) {
 			}
 			if !strings.Contains(log, canaryPlain+"-2") {
 				t.Error("the Job log lacks terraform's rendering of the plan")
+			}
+			// The log closes with the attributes that change, by name.
+			changed, err := planlog.Read(strings.NewReader(log))
+			wantChanged := []fingerprint.Attributes{{Address: "module.m.terraform_data.node", Action: "update", Names: []string{"input", "output"}}}
+			if diff := cmp.Diff(wantChanged, changed); err != nil || diff != "" {
+				t.Errorf("the log's changed attributes (%v), -want +got:\n%s\n%s", err, diff, log)
 			}
 			// terraform prints the token in clear in the old output of
 			// the resource; the Job's log does not.

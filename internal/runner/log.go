@@ -17,6 +17,8 @@ type heldPlan struct {
 	// planned: the plan succeeded, so its output may show its values;
 	// read: its sensitive values joined the Log's Set.
 	planned, read bool
+	// changed are the attributes the plan changes, once read.
+	changed []fingerprint.Attributes
 }
 
 // holdPlan starts holding terraform's output in r.Log.
@@ -52,6 +54,7 @@ func (h *heldPlan) reading(read func(io.Reader) error) func(io.Reader) error {
 		<-done
 		if verr == nil {
 			h.read = h.add(values) == nil
+			h.changed = values.Changed
 		}
 		return err
 	}

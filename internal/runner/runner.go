@@ -66,6 +66,9 @@ type Planned struct {
 	// Runtime are the blocks the apply runs outside the plan, with their
 	// keyed digests, when Runner.RuntimeKey is set.
 	Runtime []planconfig.Block
+	// Changed names the attributes each resource change changes, when
+	// Runner.Log is set.
+	Changed []fingerprint.Attributes
 	dir     string
 	file    string
 }
@@ -125,6 +128,7 @@ func (r *Runner) Plan(ctx context.Context) (*Planned, error) {
 			return nil, fmt.Errorf("fingerprint: %w", err)
 		}
 	}
+	p.Changed = held.changed
 	if r.RuntimeKey != nil {
 		if p.Runtime, err = r.bindRuntime(p.Result, providers); err != nil {
 			p.Close()

@@ -5,6 +5,10 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
+	"reflect"
+	"slices"
+	"strings"
 )
 
 // PlanValues is what a plan's log needs of the plan's values. Unlike the
@@ -17,6 +21,18 @@ type PlanValues struct {
 	// before_sensitive and after_sensitive mark, and the old and new
 	// values of sensitive outputs. A value may be a whole object or list.
 	Sensitive []json.RawMessage
+	// Changed names, for each resource change that creates, updates or
+	// replaces a resource, the top-level attributes whose value it
+	// changes or leaves unknown until apply: names, never a value.
+	Changed []Attributes
+}
+
+// Attributes are the top-level attributes a resource change changes.
+type Attributes struct {
+	Address string
+	// Action is create, update or replace.
+	Action string
+	Names  []string
 }
 
 // ReadValues reads a plan document (terraform show -json) from r, one
@@ -53,12 +69,17 @@ func ReadValues(r io.Reader) (*PlanValues, error) {
 		case "resource_changes", "resource_drift":
 			err = elements(d, '[', func() error {
 				var rc struct {
-					Change valueChange `json:"change"`
+					Address string      `json:"address"`
+					Mode    string      `json:"mode"`
+					Change  valueChange `json:"change"`
 				}
 				if err := d.Decode(&rc); err != nil {
 					return err
 				}
 				v.change(rc.Change)
+				if name == "resource_changes" && rc.Mode != "data" {
+					v.attributes(rc.Address, rc.Change)
+				}
 				return nil
 			})
 		case "output_changes":
@@ -94,15 +115,83 @@ func ReadValues(r io.Reader) (*PlanValues, error) {
 // valueChange is the part of a resource or output change that holds
 // values and their sensitivity.
 type valueChange struct {
+	Actions         []string        `json:"actions"`
 	Before          json.RawMessage `json:"before"`
 	After           json.RawMessage `json:"after"`
 	BeforeSensitive json.RawMessage `json:"before_sensitive"`
 	AfterSensitive  json.RawMessage `json:"after_sensitive"`
+	AfterUnknown    json.RawMessage `json:"after_unknown"`
 }
 
 func (v *PlanValues) change(c valueChange) {
 	v.marked(c.Before, c.BeforeSensitive)
 	v.marked(c.After, c.AfterSensitive)
+}
+
+// attributes adds what c changes of the resource at address, when it
+// creates, updates or replaces it.
+func (v *PlanValues) attributes(address string, c valueChange) {
+	var action string
+	switch strings.Join(c.Actions, ",") {
+	case "create":
+		action = "create"
+	case "update":
+		action = "update"
+	case "delete,create", "create,delete":
+		action = "replace"
+	default:
+		return
+	}
+	var before, after map[string]any
+	var unknown map[string]json.RawMessage
+	// A null before (a create) or after decodes to no attributes.
+	_ = decodeNumbers(c.Before, &before)
+	_ = decodeNumbers(c.After, &after)
+	_ = json.Unmarshal(c.AfterUnknown, &unknown)
+	names := map[string]bool{}
+	for k, a := range after {
+		if b, ok := before[k]; !ok && a != nil || ok && !reflect.DeepEqual(a, b) {
+			names[k] = true
+		}
+	}
+	for k, b := range before {
+		if _, ok := after[k]; !ok && b != nil {
+			names[k] = true
+		}
+	}
+	for k, u := range unknown {
+		var mask any
+		if json.Unmarshal(u, &mask) == nil && marksSome(mask) {
+			names[k] = true
+		}
+	}
+	if len(names) == 0 {
+		return
+	}
+	v.Changed = append(v.Changed, Attributes{Address: address, Action: action, Names: slices.Sorted(maps.Keys(names))})
+}
+
+// marksSome reports whether an after_unknown mask marks anything.
+func marksSome(mask any) bool {
+	switch m := mask.(type) {
+	case bool:
+		return m
+	case map[string]any:
+		return slices.ContainsFunc(slices.Collect(maps.Values(m)), marksSome)
+	case []any:
+		return slices.ContainsFunc(m, marksSome)
+	}
+	return false
+}
+
+// decodeNumbers decodes raw into v, numbers as written.
+func decodeNumbers(raw json.RawMessage, v any) error {
+	if len(raw) == 0 {
+		return nil
+	}
+	d := json.NewDecoder(bytes.NewReader(raw))
+	d.UseNumber()
+	return d.Decode(v)
 }
 
 // marked adds the parts of value that mask marks sensitive: all of it

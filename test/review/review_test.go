@@ -330,6 +330,21 @@ func TestReviewPage(t *testing.T) {
 	if len(rows) > 0 && !strings.HasSuffix(rows[0], "(delete)") {
 		t.Errorf("the first row is not the destructive one: %q", rows)
 	}
+	// The attributes each change changes, by name, from the plan Job's
+	// log: a worker's and the network's input (their names) and output
+	// (known after apply); nothing for the deleted worker.
+	attributes := get(t, tab, "the changed attributes", chromedp.Evaluate[map[string]string](
+		`Object.fromEntries([...document.querySelectorAll("[data-test=resource]")].map(r => [r.cells[0].textContent, (r.querySelector("[data-test=attributes]") || {textContent: "(no column)"}).textContent]))`))
+	for _, e := range s.Resources {
+		address, action := e[:strings.LastIndex(e, " (")], e[strings.LastIndex(e, " (")+2:len(e)-1]
+		want := "input, output"
+		if action == "delete" {
+			want = "—"
+		}
+		if got := attributes[address]; got != want {
+			t.Errorf("the page shows %q as the attributes that change of %s (%s), want %q", got, address, action, want)
+		}
+	}
 	for _, want := range []string{plan.Spec.PlanHash, plan.Spec.InputsHash} {
 		if !strings.Contains(planHTML, want) {
 			t.Errorf("the plan's page lacks %q", want)
