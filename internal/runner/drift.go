@@ -42,7 +42,7 @@ func (d *Changes) Destructive() bool { return d.Replace+d.Delete > 0 }
 // is read in memory and counted. It needs no plan key and applies no
 // change to the infrastructure; only the state is refreshed.
 func (r *Runner) Drift(ctx context.Context) (*Changes, error) {
-	if err := r.prepare(ctx); err != nil {
+	if err := r.prepareUnplanned(ctx); err != nil {
 		return nil, err
 	}
 	if err := r.TF.ApplyRefreshOnly(ctx); err != nil {

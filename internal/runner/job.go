@@ -211,7 +211,7 @@ func (j *Job) run(ctx context.Context, log *redact.Log) (Message, error) {
 		// A refresh (a pool's membership) is not gated either: a
 		// refresh-only apply changes no infrastructure, and writes a new
 		// state only when what it read changed.
-		if err := r.prepare(ctx); err != nil {
+		if err := r.prepareUnplanned(ctx); err != nil {
 			return msg, err
 		}
 		if err := r.TF.ApplyRefreshOnly(ctx); err != nil {
@@ -221,7 +221,7 @@ func (j *Job) run(ctx context.Context, log *redact.Log) (Message, error) {
 		return msg, nil
 	case j.Operation == "destroy":
 		// Destroy is not gated (spec 004 mounts no plan key on it).
-		if err := r.prepare(ctx); err != nil {
+		if err := r.prepareUnplanned(ctx); err != nil {
 			return msg, err
 		}
 		if err := r.TF.Destroy(ctx); err != nil {
@@ -266,7 +266,7 @@ func (j *Job) run(ctx context.Context, log *redact.Log) (Message, error) {
 		err = readContract(ctx, r.TF, j.Workdir, &msg)
 		return msg, err
 	default:
-		if err := r.prepare(ctx); err != nil {
+		if err := r.prepareUnplanned(ctx); err != nil {
 			return msg, err
 		}
 		if err := r.TF.ApplyAuto(ctx); err != nil {

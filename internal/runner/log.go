@@ -1,6 +1,7 @@
 package runner
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -108,6 +109,34 @@ func hideInputs(log *redact.Log, files [2][]byte) error {
 				return fmt.Errorf("%w: inputs: variable %s: %w", ErrBadInput, name, err)
 			}
 		}
+	}
+	return nil
+}
+
+// prepareUnplanned is prepare for a run that applies without a saved
+// plan (a refresh, a destroy, an apply without approval): with r.Log, the
+// values the state marks sensitive join its Set too, since terraform
+// prints the state's values where it renders what it changes. A state
+// that cannot be read is said in the log, and the run goes on.
+func (r *Runner) prepareUnplanned(ctx context.Context) error {
+	if err := r.prepare(ctx); err != nil || r.Log == nil {
+		return err
+	}
+	var values *fingerprint.PlanValues
+	err := r.TF.ShowState(ctx, func(state io.Reader) error {
+		var err error
+		values, err = fingerprint.ReadValues(state)
+		return err
+	})
+	if err == nil {
+		for _, raw := range values.Sensitive {
+			if err = r.Log.AddJSON(raw); err != nil {
+				break
+			}
+		}
+	}
+	if err != nil {
+		fmt.Fprintf(r.Log.Stderr, "captf-runner: warning: the values the state marks sensitive could not be read, to hide them: %v\n", err)
 	}
 	return nil
 }

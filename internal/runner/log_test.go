@@ -12,7 +12,8 @@ import (
 // TestJobHidesWhatThePlanMarks: terraform prints in clear the old value of
 // an attribute computed from a sensitive one (terraform_data's output,
 // from an input that holds a sensitive variable). The Job's log hides it
-// all the same: the plan marks the input sensitive, with that value.
+// all the same: the plan marks the input sensitive, with that value; in a
+// destroy, which makes no saved plan, the state does.
 func TestJobHidesWhatThePlanMarks(t *testing.T) {
 	// The old token is only in the state and the plan, no longer in the
 	// inputs; its quotes are escaped where terraform prints it.
@@ -25,7 +26,7 @@ func TestJobHidesWhatThePlanMarks(t *testing.T) {
 			f := newJobFixture(t, bin)
 			clean := func(what, log string) {
 				t.Helper()
-				for _, c := range []string{"CANARY-OLD", canaryNew, canarySecret} {
+				for _, c := range []string{"CANARY-OLD", canaryNew, "CANARY-THIRD", canarySecret} {
 					if i := strings.Index(log, c); i >= 0 {
 						t.Errorf("the %s log shows %q: %s", what, c, log[max(0, i-200):min(len(log), i+60)])
 					}
@@ -56,6 +57,9 @@ func TestJobHidesWhatThePlanMarks(t *testing.T) {
 				t.Fatalf("approved apply: exit %d, %+v\n%s", code, m, log)
 			}
 			clean("approved apply's", log)
+			// A destroy with other inputs than the state's: the state's
+			// token is known from the state alone.
+			f.write("terraform.tfvars.json", `{"size":"two","token":"CANARY-THIRD-TOKEN-0b9e"}`)
 			code, m, log = f.run("destroy", "")
 			if code != 0 || m.Outcome != OutcomeDestroyed {
 				t.Fatalf("destroy: exit %d, %+v\n%s", code, m, log)

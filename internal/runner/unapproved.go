@@ -73,7 +73,7 @@ func (j *Job) applyUnapproved(ctx context.Context, r *Runner) (*Changes, error) 
 	if err := writeInputs(j.Workdir, applied); err != nil {
 		return nil, err
 	}
-	if err := r.prepare(ctx); err != nil {
+	if err := r.prepareUnplanned(ctx); err != nil {
 		return nil, err
 	}
 	if err := r.TF.ApplyRefreshOnly(ctx); err != nil {

@@ -113,6 +113,13 @@ func (t *Terraform) Show(ctx context.Context, planFile string, read func(io.Read
 	return t.stream(ctx, read, "show", "-json", "-no-color", planFile)
 }
 
+// ShowState runs show -json without a plan and passes its stdout, the
+// state with every value, as it is produced, to read. Nothing of it is
+// stored or logged.
+func (t *Terraform) ShowState(ctx context.Context, read func(io.Reader) error) error {
+	return t.stream(ctx, read, "show", "-json", "-no-color")
+}
+
 // Output runs output -json and passes its stdout, as it is produced, to
 // read: every root output with its value, sensitive ones included, so
 // nothing of it is stored or logged.

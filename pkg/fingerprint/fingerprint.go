@@ -11,7 +11,9 @@
 //
 // The package reads the plan as a stream and holds one resource change at a
 // time; what it returns carries addresses, actions, counts and keyed digests,
-// never a value. It imports nothing outside the standard library.
+// never a value, but for ReadValues, which returns the values a plan marks
+// sensitive so that a log can hide them. It imports nothing outside the
+// standard library.
 package fingerprint
 
 import (

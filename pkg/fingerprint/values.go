@@ -18,8 +18,9 @@ type PlanValues struct {
 	// Sensitive holds the JSON of each value the plan marks sensitive:
 	// the values of the root's sensitive variables, the parts of each
 	// resource change's before and after (and of each drift) that
-	// before_sensitive and after_sensitive mark, and the old and new
-	// values of sensitive outputs. A value may be a whole object or list.
+	// before_sensitive and after_sensitive mark, the parts of the prior
+	// state's resources that their sensitive_values mark, and the values
+	// of sensitive outputs. A value may be a whole object or list.
 	Sensitive []json.RawMessage
 	// Changed names, for each resource change that creates, updates or
 	// replaces a resource, the top-level attributes whose value it
@@ -38,8 +39,11 @@ type Attributes struct {
 // ReadValues reads a plan document (terraform show -json) from r, one
 // resource change at a time, and returns what PlanValues holds. It reads
 // the sections terraform's human rendering of the plan prints values
-// from (variables, resource changes and drift, output changes) and skips
-// the others (planned_values and prior_state repeat those values).
+// from (variables, resource changes and drift, output changes) and the
+// state before the plan (prior_state), and skips the others
+// (planned_values repeats the changes' values). It reads a state
+// document (show -json without a plan) too: the values its resources'
+// sensitive_values mark, and its sensitive outputs.
 func ReadValues(r io.Reader) (*PlanValues, error) {
 	d := json.NewDecoder(r)
 	v := &PlanValues{}
@@ -82,6 +86,20 @@ func ReadValues(r io.Reader) (*PlanValues, error) {
 				}
 				return nil
 			})
+		case "values", "prior_state":
+			// A state (show -json without a plan), or the plan's state
+			// before it.
+			var state stateValues
+			if name == "prior_state" {
+				var prior struct {
+					Values stateValues `json:"values"`
+				}
+				err = d.Decode(&prior)
+				state = prior.Values
+			} else {
+				err = d.Decode(&state)
+			}
+			v.state(state)
 		case "output_changes":
 			err = elements(d, '{', func() error {
 				if _, err := d.Token(); err != nil {
@@ -110,6 +128,41 @@ func ReadValues(r io.Reader) (*PlanValues, error) {
 		}
 	}
 	return v, nil
+}
+
+// stateValues are the values of a state, with their sensitivity.
+type stateValues struct {
+	Outputs map[string]struct {
+		Sensitive bool            `json:"sensitive"`
+		Value     json.RawMessage `json:"value"`
+	} `json:"outputs"`
+	RootModule stateModule `json:"root_module"`
+}
+
+type stateModule struct {
+	Resources []struct {
+		Values          json.RawMessage `json:"values"`
+		SensitiveValues json.RawMessage `json:"sensitive_values"`
+	} `json:"resources"`
+	ChildModules []stateModule `json:"child_modules"`
+}
+
+func (v *PlanValues) state(s stateValues) {
+	for _, o := range s.Outputs {
+		if o.Sensitive {
+			v.marked(o.Value, json.RawMessage("true"))
+		}
+	}
+	v.module(s.RootModule)
+}
+
+func (v *PlanValues) module(m stateModule) {
+	for _, r := range m.Resources {
+		v.marked(r.Values, r.SensitiveValues)
+	}
+	for _, c := range m.ChildModules {
+		v.module(c)
+	}
 }
 
 // valueChange is the part of a resource or output change that holds

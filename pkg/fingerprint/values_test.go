@@ -2,6 +2,7 @@ package fingerprint
 
 import (
 	"errors"
+	"fmt"
 	"sort"
 	"strings"
 	"testing"
@@ -23,7 +24,9 @@ func TestReadValues(t *testing.T) {
 	  {"address":"a.z","change":{"actions":["delete"],"before":{"v":"gone"},"after":null,"before_sensitive":{},"after_sensitive":false}}],
 	"output_changes":{"o":{"actions":["update"],"before":"out-old","after":"out-new","before_sensitive":true,"after_sensitive":true},
 	  "p":{"actions":["no-op"],"before":"plain-out","after":"plain-out","before_sensitive":false,"after_sensitive":false}},
-	"prior_state":{"values":{"outputs":{"o":{"sensitive":true,"value":"out-old"}}}},
+	"prior_state":{"format_version":"1.0","values":{"outputs":{"o":{"sensitive":true,"value":"out-old"}},
+	  "root_module":{"resources":[{"address":"data.a.s","values":{"pw":"state-secret","n":1},"sensitive_values":{"pw":true}}],
+	    "child_modules":[{"resources":[{"values":{"k":["c0","child-secret"]},"sensitive_values":{"k":[false,true]}}]}]}}},
 	"configuration":{"root_module":{"variables":{"token":{"sensitive":true},"size":{}}}},
 	"timestamp":"2026-01-01T00:00:00Z","errored":false}`
 	v, err := ReadValues(strings.NewReader(plan))
@@ -35,7 +38,7 @@ func TestReadValues(t *testing.T) {
 		got = append(got, string(raw))
 	}
 	sort.Strings(got)
-	want := []string{`"drift-old"`, `"l1-secret"`, `"new-secret"`, `"old-secret"`, `"out-new"`, `"out-old"`, `"var-secret"`, `{"k":1}`}
+	want := []string{`"child-secret"`, `"drift-old"`, `"l1-secret"`, `"new-secret"`, `"old-secret"`, `"out-new"`, `"out-old"`, `"out-old"`, `"state-secret"`, `"var-secret"`, `{"k":1}`}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("sensitive values (-want +got):\n%s", diff)
 	}
@@ -47,6 +50,15 @@ func TestReadValues(t *testing.T) {
 	}
 	if diff := cmp.Diff(wantChanged, v.Changed); diff != "" {
 		t.Errorf("changed attributes (-want +got):\n%s", diff)
+	}
+
+	// A state document, as show -json prints it without a plan.
+	state := `{"format_version":"1.0","values":{"outputs":{"s":{"sensitive":true,"value":{"a":"out-secret"}},"p":{"sensitive":false,"value":"plain"}},` +
+		`"root_module":{"resources":[{"values":{"input":{"token":"tok-secret","size":"s"}},"sensitive_values":{"input":{"token":true}}}]}}}`
+	if v, err := ReadValues(strings.NewReader(state)); err != nil {
+		t.Fatal(err)
+	} else if got := fmt.Sprintf("%s", v.Sensitive); got != `[{"a":"out-secret"} "tok-secret"]` {
+		t.Errorf("a state's sensitive values: %s", got)
 	}
 
 	for _, bad := range []string{``, `[]`, `{"resource_changes":{}}`, `{"variables":`, `{"resource_changes":[{"change":[1]}]}`} {
