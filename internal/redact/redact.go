@@ -29,7 +29,7 @@ type Set struct {
 	mu sync.RWMutex
 	// byFirst lists the texts by their first byte, longest first.
 	byFirst [256][]string
-	n       int
+	seen    map[string]bool
 }
 
 // Add adds texts to hide: each text as it is, its JSON-escaped form (as
@@ -55,14 +55,19 @@ func (s *Set) add(t string) {
 	if len(t) < MinLen || t == "true" || t == "false" || t == "null" {
 		return
 	}
-	list := s.byFirst[t[0]]
-	if slices.Contains(list, t) {
+	if s.seen[t] {
 		return
 	}
-	list = append(list, t)
-	slices.SortStableFunc(list, func(a, b string) int { return len(b) - len(a) })
-	s.byFirst[t[0]] = list
-	s.n++
+	if s.seen == nil {
+		s.seen = map[string]bool{}
+	}
+	s.seen[t] = true
+	list := s.byFirst[t[0]]
+	at := slices.IndexFunc(list, func(o string) bool { return len(o) < len(t) })
+	if at < 0 {
+		at = len(list)
+	}
+	s.byFirst[t[0]] = slices.Insert(list, at, t)
 }
 
 // AddJSON adds the text of every string and number in the JSON value raw
@@ -120,7 +125,7 @@ func escaped(t string) string {
 func (s *Set) Len() int {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
-	return s.n
+	return len(s.seen)
 }
 
 // Writer writes what is written to it to another writer, with each text
@@ -193,7 +198,7 @@ func (w *Writer) write(p []byte, final bool) error {
 func (s *Set) redact(buf []byte, final bool) (out, rest []byte) {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
-	if s.n == 0 {
+	if len(s.seen) == 0 {
 		return buf, nil
 	}
 	last := 0

@@ -2,6 +2,8 @@ package redact
 
 import (
 	"bytes"
+	"fmt"
+	"io"
 	"strings"
 	"testing"
 
@@ -135,4 +137,23 @@ func FuzzWriter(f *testing.F) {
 			t.Fatalf("nothing to hide, and %q became %q", text, whole.String())
 		}
 	})
+}
+
+// BenchmarkWriter writes a 1 MiB log of terraform's kind through a Writer
+// hiding 200 values.
+func BenchmarkWriter(b *testing.B) {
+	var set Set
+	for i := range 200 {
+		set.Add(fmt.Sprintf("secret-value-%03d-%x", i, i*7919))
+	}
+	line := []byte(`      ~ input  = { name = "demo-worker-0" -> "demo2-worker-0", token = "secret-value-042-147de" }` + "\n")
+	log := bytes.Repeat(line, (1<<20)/len(line))
+	b.SetBytes(int64(len(log)))
+	for b.Loop() {
+		w := NewWriter(io.Discard, &set)
+		for p := log; len(p) > 0; p = p[min(len(p), 4096):] {
+			w.Write(p[:min(len(p), 4096)])
+		}
+		w.Flush()
+	}
 }

@@ -13,7 +13,7 @@ import (
 // FuzzCompute feeds arbitrary bytes to the fingerprint. Whatever the input,
 // Compute must not panic, must fail only with ErrMalformedPlan, must give
 // the same answer read whole or a byte at a time, and a success must be a
-// p2: hash.
+// p2: hash. ReadValues must not panic either.
 //
 // The seeds are small on purpose: one change or the outputs of a real plan
 // from terraform and tofu each, in testdata/fuzz/FuzzCompute (where the
@@ -30,6 +30,11 @@ func FuzzCompute(f *testing.F) {
 	}
 	h.Detail = true
 	f.Fuzz(func(t *testing.T, plan []byte) {
+		// ReadValues, which reads the same document for the log, fails
+		// only with ErrMalformedPlan too.
+		if _, err := ReadValues(bytes.NewReader(plan)); err != nil && !errors.Is(err, ErrMalformedPlan) {
+			t.Fatalf("ReadValues: error %v is not ErrMalformedPlan", err)
+		}
 		whole, err := h.Compute(bytes.NewReader(plan))
 		if err != nil {
 			if !errors.Is(err, ErrMalformedPlan) {
