@@ -1,6 +1,6 @@
 // Package capi is what the kinds of the run engine that Cluster API owns
-// (machines, pools) share: reads of its objects — the owner Machine or
-// MachinePool, the Cluster by the cluster-name label, the exports of the
+// (clusters, machines, pools) share: reads of its objects — the owner
+// Cluster, Machine or MachinePool, the Cluster by the cluster-name label, the exports of the
 // cluster's TerraformCluster, bootstrap data, whether a Job of the
 // cluster runs — the watches of Clusters and TerraformClusters that bring
 // them back (watch.go), and the step that publishes spec.providerID once

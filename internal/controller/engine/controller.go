@@ -105,6 +105,10 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		}
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
+	if externallyManaged(obj) {
+		ctrl.LoggerFrom(ctx).V(1).Info("Externally managed, left alone", "mark", MarkManagedBy)
+		return ctrl.Result{}, nil
+	}
 	s := newScope(obj)
 	why, err := r.paused(ctx, obj)
 	if err != nil {

@@ -25,6 +25,22 @@ import (
 // AnnotationPaused is Cluster API's pause marker.
 const AnnotationPaused = "cluster.x-k8s.io/paused"
 
+// MarkManagedBy is Cluster API's mark of externally managed
+// infrastructure: an object that carries it, as an annotation (what
+// Cluster API's own code reads) or a label (what its contract document
+// names), is managed by another system and left alone (externallyManaged).
+const MarkManagedBy = "cluster.x-k8s.io/managed-by"
+
+// externallyManaged reports whether obj carries MarkManagedBy, as an
+// annotation or a label, whatever its value. The manager then writes
+// nothing of it, neither finalizer nor status, and starts no Job: the
+// system that manages it fulfils the contract's fields.
+func externallyManaged(obj Object) bool {
+	_, annotated := obj.GetAnnotations()[MarkManagedBy]
+	_, labelled := obj.GetLabels()[MarkManagedBy]
+	return annotated || labelled
+}
+
 // ClusterGroupKind is Cluster API's Cluster.
 var ClusterGroupKind = schema.GroupKind{Group: "cluster.x-k8s.io", Kind: "Cluster"}
 

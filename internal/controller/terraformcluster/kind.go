@@ -153,9 +153,13 @@ func (cluster) Frozen() bool { return false }
 func (cluster) Held() string { return "" }
 func (cluster) Plans() bool  { return true }
 
-// Inputs: a cluster has no variables of its own, and waits for nothing.
-func (cluster) Inputs(context.Context, client.Reader, engine.Object) (map[string]render.Variable, *engine.Wait, error) {
-	return nil, nil, nil
+// Inputs: a cluster has no variables of its own. One that belongs to a
+// Cluster API Cluster (made by a topology, or labelled with a cluster
+// name) waits for that Cluster to own it; a standalone one waits for
+// nothing.
+func (cluster) Inputs(ctx context.Context, c client.Reader, obj engine.Object) (map[string]render.Variable, *engine.Wait, error) {
+	wait, err := capi.ClusterOwner(ctx, c, obj)
+	return nil, wait, err
 }
 
 // Gate: a Job of a cluster waits while an apply or destroy of one of its
