@@ -44,6 +44,9 @@ const (
 	VariableFailureDomains = "captf_failure_domains"
 	VariableNodeLabels     = "captf_node_labels"
 	VariableNodeTaints     = "captf_node_taints"
+	// VariableKubernetesVersion is the Kubernetes version a machine or
+	// a pool's machines run: a module picks its image by it.
+	VariableKubernetesVersion = "captf_kubernetes_version"
 )
 
 // Health states: the words the health output's state may hold. Any other
@@ -187,6 +190,7 @@ var contracts = []Contract{
 			{Name: VariableMachineName, Kind: KindString, Required: true, Holds: "the Machine's name"},
 			{Name: VariableFailureDomain, Kind: KindString, Holds: "the Machine's failure domain"},
 			{Name: VariableControlPlane, Kind: KindBool, Holds: "whether the Machine is a control plane machine"},
+			{Name: VariableKubernetesVersion, Kind: KindString, Holds: "the Machine's spec.version, the Kubernetes version it runs (empty when it names none)"},
 			bootstrap,
 		},
 	},
@@ -204,6 +208,7 @@ var contracts = []Contract{
 			{Name: VariableFailureDomains, Kind: KindStringList, Holds: "the failure domains the pool may use"},
 			{Name: VariableNodeLabels, Kind: KindStringMap, Holds: "the labels of the MachinePool's machine template"},
 			{Name: VariableNodeTaints, Kind: KindTaints, Holds: "the taints of the MachinePool's machine template"},
+			{Name: VariableKubernetesVersion, Kind: KindString, Holds: "the spec.version of the MachinePool's machine template, the Kubernetes version its machines run (empty when it names none)"},
 			bootstrap,
 		},
 	},

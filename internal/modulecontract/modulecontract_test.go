@@ -26,12 +26,12 @@ func TestContracts(t *testing.T) {
 		},
 		RoleMachine: {
 			Required: []string{OutputProviderID, VariableMachineName, VariableBootstrapData},
-			Optional: []string{OutputAddresses, OutputFailureDomain, OutputHealth, VariableExports, VariableFailureDomain, VariableControlPlane},
+			Optional: []string{OutputAddresses, OutputFailureDomain, OutputHealth, VariableExports, VariableFailureDomain, VariableControlPlane, VariableKubernetesVersion},
 			Secret:   []string{VariableBootstrapData},
 		},
 		RolePool: {
 			Required: []string{OutputProviderIDs, VariablePoolName, VariableReplicas, VariableBootstrapData},
-			Optional: []string{OutputProviderID, OutputHealth, VariableExports, VariableFailureDomains, VariableNodeLabels, VariableNodeTaints},
+			Optional: []string{OutputProviderID, OutputHealth, VariableExports, VariableFailureDomains, VariableNodeLabels, VariableNodeTaints, VariableKubernetesVersion},
 			Secret:   []string{VariableBootstrapData},
 		},
 	}

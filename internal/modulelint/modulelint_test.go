@@ -130,6 +130,9 @@ func TestCheck(t *testing.T) {
 		{"machine-control-plane-type", machine, []string{
 			`variables.tf:15: error: variable "captf_control_plane": type is string; the manager sets a bool: whether the Machine is a control plane machine`,
 		}},
+		{"machine-version-type", machine, []string{
+			`variables.tf:25: error: variable "captf_kubernetes_version": type is number; the manager sets a string: the Machine's spec.version, the Kubernetes version it runs (empty when it names none)`,
+		}},
 		{"machine-type-parse", machine, []string{
 			`variables.tf:2: error: variable "captf_exports": Invalid type specification: Keyword "objekt" is not a valid type constructor.`,
 		}},

@@ -4,6 +4,9 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"os"
+	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -17,6 +20,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	infrav1 "github.com/captf/captf/api/v1alpha1"
+	"github.com/captf/captf/internal/controller/engine"
 )
 
 // TerraformMachines that Cluster API's MachineDeployment and MachineSet
@@ -175,4 +179,146 @@ func TestScaleUpLogsNoConflict(t *testing.T) {
 	if errs := reconcileErrors(t); len(errs) > 0 {
 		t.Errorf("%d reconciler errors in the manager's log during the scale-up, the first:\n%s", len(errs), errs[0])
 	}
+}
+
+// fileVersion is the Kubernetes version the machine or pool module wrote
+// in the file name of the test's directory dir.
+func (h *driftHarness) fileVersion(dir, name string) string {
+	h.t.Helper()
+	b, err := os.ReadFile(filepath.Join(h.files, dir, name))
+	if err != nil {
+		return ""
+	}
+	var got struct {
+		Version string `json:"version"`
+	}
+	if err := json.Unmarshal(b, &got); err != nil {
+		h.t.Fatalf("%s/%s: %v", dir, name, err)
+	}
+	return got.Version
+}
+
+// inputsHashes are the inputs hashes of obj's Jobs of operation op.
+func (h *driftHarness) inputsHashes(obj client.Object, op infrav1.Operation) []string {
+	h.t.Helper()
+	var hashes []string
+	for _, j := range h.jobs(obj) {
+		if j.Labels[engine.LabelOperation] == string(op) {
+			hashes = append(hashes, j.Annotations["captf.io/inputs-hash"])
+		}
+	}
+	return hashes
+}
+
+// TestKubernetesVersion: the Kubernetes version reaches the modules as
+// var.captf_kubernetes_version. A MachineDeployment's version bump makes
+// new TerraformMachines (Cluster API's MachineDeployment and MachineSet
+// controllers roll them out) whose module gets the new version, and the
+// old ones are destroyed with the inputs they were applied with. A
+// MachinePool's version change is a change of its pool: applied under
+// Automatic, and under Manual a plan that waits for approval.
+func TestKubernetesVersion(t *testing.T) {
+	h := startMachines(t)
+	ctx := context.Background()
+	u := h.cluster("ver", false)
+	h.env.WorkloadKubeconfig(t, "default", "ver")
+	h.exportsCluster(u, "zone-a")
+	if err := h.c.Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "ver-bootstrap", Namespace: "default"}, Data: map[string][]byte{"value": []byte(bootstrapCanary)}}); err != nil {
+		t.Fatal(err)
+	}
+
+	// A MachineDeployment's machines, then its version bump.
+	h.machineTemplate("ver-1", "ver")
+	md := h.machineDeployment("ver-md", "ver", "ver-1", "v1.33.2", "ver-bootstrap", 1)
+	old := h.provisionedMachines(md.Name, 1)[0]
+	if got := h.fileVersion("ver", old.Name+".txt"); got != "v1.33.2" {
+		t.Errorf("%s: the module got version %q, want v1.33.2", old.Name, got)
+	}
+	bumped := md.DeepCopy()
+	bumped.Spec.Template.Spec.Version = "v1.34.1"
+	if err := h.c.Patch(ctx, bumped, client.MergeFrom(md)); err != nil {
+		t.Fatal(err)
+	}
+	h.gone(&old, "the old machine destroyed and released")
+	var renewed infrav1.TerraformMachine
+	waitUntil(h.harness, "a new machine of the new version", func() bool {
+		for _, tm := range h.provisionedMachines(md.Name, 1) {
+			if tm.Name != old.Name {
+				renewed = tm
+				return true
+			}
+		}
+		return false
+	})
+	if got := h.fileVersion("ver", renewed.Name+".txt"); got != "v1.34.1" {
+		t.Errorf("%s: the module got version %q, want v1.34.1", renewed.Name, got)
+	}
+	if _, err := os.Stat(filepath.Join(h.files, "ver", old.Name+".txt")); !os.IsNotExist(err) {
+		t.Errorf("the old machine's file after its destroy: %v", err)
+	}
+	applied, destroyed := h.inputsHashes(&old, infrav1.OperationApply), h.inputsHashes(&old, infrav1.OperationDestroy)
+	if len(applied) != 1 || len(destroyed) != 1 || destroyed[0] != applied[0] || applied[0] == "" {
+		t.Errorf("the old machine's apply ran inputs %v and its destroy %v, want the same", applied, destroyed)
+	}
+	if slices.Equal(h.inputsHashes(&renewed, infrav1.OperationApply), applied) {
+		t.Error("the new machine ran the old one's inputs: the version is not in the inputs hash")
+	}
+
+	// A MachinePool's version change, under Automatic then Manual.
+	p := &infrav1.TerraformMachinePool{
+		ObjectMeta: metav1.ObjectMeta{Name: "ver-pool", Namespace: "default"},
+		Spec: infrav1.TerraformMachinePoolSpec{RunnerSpec: infrav1.RunnerSpec{
+			Image:     poolImage,
+			Variables: []infrav1.Variable{{Name: "dir", Value: &apiextensionsv1.JSON{Raw: []byte(`"verpool"`)}}},
+		}},
+	}
+	if err := h.c.Create(ctx, p); err != nil {
+		t.Fatal(err)
+	}
+	mp := h.capiMachinePool("ver-pool", "ver", "ver-pool-bootstrap", 1)
+	setVersion := func(v string) {
+		t.Helper()
+		if err := h.c.Get(ctx, client.ObjectKeyFromObject(mp), mp); err != nil {
+			t.Fatal(err)
+		}
+		before := mp.DeepCopy()
+		mp.Spec.Template.Spec.Version = v
+		if err := h.c.Patch(ctx, mp, client.MergeFrom(before)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	setVersion("v1.33.2")
+	if err := h.c.Create(ctx, bootstrapFor(mp, "ver-pool-bootstrap", bootstrapCanary)); err != nil {
+		t.Fatal(err)
+	}
+	member := "ver-pool-0.txt"
+	h.waitPool(p, "provisioned", func(p *infrav1.TerraformMachinePool) bool {
+		return p.Status.Initialization != nil && ptr.Deref(p.Status.Initialization.Provisioned, false)
+	})
+	if got := h.fileVersion("verpool", member); got != "v1.33.2" {
+		t.Errorf("the pool's member got version %q, want v1.33.2", got)
+	}
+	setVersion("v1.34.1")
+	waitUntil(h.harness, "the pool applies the new version under Automatic", func() bool { return h.fileVersion("verpool", member) == "v1.34.1" })
+
+	before := p.DeepCopy()
+	p.Spec.ApplyPolicy = infrav1.ApplyManual
+	if err := h.c.Patch(ctx, p, client.MergeFrom(before)); err != nil {
+		t.Fatal(err)
+	}
+	setVersion("v1.35.0")
+	var plan infrav1.TerraformPlan
+	h.waitPool(p, "a TerraformPlan of the version change", func(p *infrav1.TerraformMachinePool) bool {
+		return p.Status.PendingPlanRef != nil && p.Status.Plan != nil &&
+			h.c.Get(ctx, client.ObjectKey{Namespace: "default", Name: p.Status.PendingPlanRef.Name}, &plan) == nil
+	})
+	if s := plan.Spec.Summary; plan.Spec.Reason != infrav1.ReasonManual || s.Update+s.Replace == 0 {
+		t.Errorf("the plan: reason %s, summary %+v", plan.Spec.Reason, s)
+	}
+	time.Sleep(3 * time.Second)
+	if got := h.fileVersion("verpool", member); got != "v1.34.1" {
+		t.Fatalf("the member has version %q before the approval, want v1.34.1", got)
+	}
+	h.approvePlan(&plan, "alice")
+	waitUntil(h.harness, "the approved version applied", func() bool { return h.fileVersion("verpool", member) == "v1.35.0" })
 }

@@ -122,8 +122,9 @@ func (machine) Frozen() bool { return true }
 func (machine) Plans() bool  { return false }
 
 // Inputs are the machine contract's variables: the cluster's exports, the
-// Machine's name and failure domain, whether it belongs to the control
-// plane, and the bootstrap data, which is sensitive. Until each can be
+// Machine's name, failure domain and Kubernetes version, whether it
+// belongs to the control plane, and the bootstrap data, which is
+// sensitive. Until each can be
 // had the machine waits: for its owner Machine, its Cluster's
 // infrastructure, the exports, the bootstrap data.
 func (machine) Inputs(ctx context.Context, c client.Reader, obj engine.Object) (map[string]render.Variable, *engine.Wait, error) {
@@ -149,6 +150,9 @@ func (machine) Inputs(ctx context.Context, c client.Reader, obj engine.Object) (
 		modulecontract.VariableMachineName:   {Value: jsonOf(m.Name)},
 		modulecontract.VariableFailureDomain: {Value: jsonOf(m.Spec.FailureDomain)},
 		modulecontract.VariableControlPlane:  {Value: jsonOf(controlPlane)},
+		// A version bump is new Machines (Cluster API rolls them out),
+		// each rendered with its own.
+		modulecontract.VariableKubernetesVersion: {Value: jsonOf(m.Spec.Version)},
 		// Bytes that are not UTF-8 read as U+FFFD: bootstrap data is
 		// text (cloud-init, Ignition).
 		modulecontract.VariableBootstrapData: {Value: jsonOf(string(data)), Sensitive: true},

@@ -259,10 +259,10 @@ const defaultReplicas = 1
 // Inputs are the pool contract's variables: the cluster's exports, the
 // MachinePool's name, replicas (those of the last apply while an
 // autoscaler owns them: cluster.x-k8s.io/replicas-managed-by) and failure
-// domains, its machine template's labels and taints, and the bootstrap
-// data, which is sensitive and out of the approval hash. Until each can
-// be had the pool waits: for its owner MachinePool, its Cluster's
-// infrastructure, the exports, the bootstrap data.
+// domains, its machine template's labels, taints and Kubernetes version,
+// and the bootstrap data, which is sensitive and out of the approval
+// hash. Until each can be had the pool waits: for its owner MachinePool,
+// its Cluster's infrastructure, the exports, the bootstrap data.
 func (pool) Inputs(ctx context.Context, c client.Reader, obj engine.Object) (map[string]render.Variable, *engine.Wait, error) {
 	mp, wait, err := capi.OwnerMachinePool(ctx, c, obj)
 	if err != nil || wait != nil {
@@ -308,6 +308,9 @@ func (pool) Inputs(ctx context.Context, c client.Reader, obj engine.Object) (map
 		modulecontract.VariableFailureDomains: {Value: jsonOf(domains)},
 		modulecontract.VariableNodeLabels:     {Value: jsonOf(labels)},
 		modulecontract.VariableNodeTaints:     {Value: jsonOf(taints)},
+		// A version change is a change like any other: planned, and
+		// under Manual approved, then rolled out by the module.
+		modulecontract.VariableKubernetesVersion: {Value: jsonOf(mp.Spec.Template.Spec.Version)},
 		// Bytes that are not UTF-8 read as U+FFFD: bootstrap data is
 		// text (cloud-init, Ignition). It rotates (kubeadm renews its
 		// tokens): an approval does not bind data a bootstrap provider
@@ -363,7 +366,7 @@ func machinePoolChanged(e event.UpdateEvent) bool {
 		ptr.Deref(old.Spec.Replicas, defaultReplicas) != ptr.Deref(now.Spec.Replicas, defaultReplicas) ||
 		!slices.Equal(old.Spec.FailureDomains, now.Spec.FailureDomains) ||
 		!maps.Equal(o.Labels, n.Labels) || !slices.Equal(o.Spec.Taints, n.Spec.Taints) ||
-		o.Spec.InfrastructureRef != n.Spec.InfrastructureRef ||
+		o.Spec.InfrastructureRef != n.Spec.InfrastructureRef || o.Spec.Version != n.Spec.Version ||
 		annotations.ReplicasManagedByExternalAutoscaler(old) != annotations.ReplicasManagedByExternalAutoscaler(now)
 }
 

@@ -28,6 +28,12 @@ variable "captf_control_plane" {
   type = bool
 }
 
+# The Kubernetes version the machine runs (its Machine's spec.version):
+# a real module picks its image by it; this one writes it in the file.
+variable "captf_kubernetes_version" {
+  type = string
+}
+
 # omit_provider_id leaves the provider_id output null, which the state
 # does not hold: a module that publishes no provider ID.
 variable "omit_provider_id" {
@@ -59,7 +65,7 @@ variable "captf_bootstrap_data" {
 resource "captftest_file" "node" {
   directory = var.dir
   name      = "${var.captf_machine_name}.txt"
-  content   = jsonencode({ zone = try(var.captf_exports.zone, ""), control_plane = var.captf_control_plane })
+  content   = jsonencode({ zone = try(var.captf_exports.zone, ""), control_plane = var.captf_control_plane, version = var.captf_kubernetes_version })
   secret    = var.captf_bootstrap_data
 }
 

@@ -40,6 +40,12 @@ variable "captf_node_taints" {
   type = list(object({ key = string, value = string, effect = string }))
 }
 
+# The Kubernetes version of the pool's machines (the MachinePool
+# template's spec.version), written in each member's file.
+variable "captf_kubernetes_version" {
+  type = string
+}
+
 variable "captf_bootstrap_data" {
   type      = string
   sensitive = true
@@ -54,6 +60,7 @@ resource "captftest_file" "member" {
     domains = var.captf_failure_domains
     labels  = var.captf_node_labels
     taints  = var.captf_node_taints
+    version = var.captf_kubernetes_version
   })
   secret = var.captf_bootstrap_data
 }
