@@ -6,7 +6,6 @@ import (
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -31,7 +30,7 @@ func ClusterOwner(ctx context.Context, c client.Reader, obj client.Object) (*eng
 		return nil, nil
 	}
 	apiVersion := clusterv1.GroupVersion.String()
-	ref := ownerCluster(obj)
+	ref := engine.OwnerCluster(obj)
 	if ref != nil {
 		apiVersion, name = ref.APIVersion, ref.Name
 	}
@@ -59,15 +58,4 @@ func ClusterOwner(ctx context.Context, c client.Reader, obj client.Object) (*eng
 // Cluster owns yet.
 func waitingForCluster() *engine.Wait {
 	return &engine.Wait{Reason: infrav1.ReasonWaitingForOwner, Message: "No Cluster API Cluster is the object's owner yet; Cluster API's Cluster controller adds the reference once a Cluster's spec.infrastructureRef names the object."}
-}
-
-// ownerCluster is obj's owner reference to a Cluster API Cluster, if any.
-func ownerCluster(obj client.Object) *metav1.OwnerReference {
-	refs := obj.GetOwnerReferences()
-	for i, ref := range refs {
-		if groupOf(ref.APIVersion) == engine.ClusterGroupKind.Group && ref.Kind == engine.ClusterGroupKind.Kind {
-			return &refs[i]
-		}
-	}
-	return nil
 }

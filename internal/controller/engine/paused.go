@@ -83,7 +83,7 @@ func (r *Reconciler) paused(ctx context.Context, obj Object) (string, error) {
 // pauses a cluster (clusterctl move too) by the Cluster's spec.paused
 // alone. "" when there is none, or Cluster API is not served.
 func (r *Reconciler) clusterOf(obj Object) (apiVersion, name string, err error) {
-	if ref := ownerCluster(obj); ref != nil {
+	if ref := OwnerCluster(obj); ref != nil {
 		return ref.APIVersion, ref.Name, nil
 	}
 	name = obj.GetLabels()[infrav1.LabelClusterName]
@@ -100,8 +100,8 @@ func (r *Reconciler) clusterOf(obj Object) (apiVersion, name string, err error) 
 	return m.GroupVersionKind.GroupVersion().String(), name, nil
 }
 
-// ownerCluster is obj's owner reference to a Cluster API Cluster, if any.
-func ownerCluster(obj Object) *metav1.OwnerReference {
+// OwnerCluster is obj's owner reference to a Cluster API Cluster, if any.
+func OwnerCluster(obj metav1.Object) *metav1.OwnerReference {
 	refs := obj.GetOwnerReferences()
 	for i, ref := range refs {
 		gv, err := schema.ParseGroupVersion(ref.APIVersion)
