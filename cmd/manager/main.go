@@ -9,10 +9,12 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/validation"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/util/flowcontrol"
@@ -66,6 +68,15 @@ func run(args []string, stdout io.Writer) error {
 	burst := fs.Int("kube-api-burst", 400, "requests to the API server in a burst above --kube-api-qps")
 	workers := fs.Int("max-concurrent-reconciles", 8, "objects of each kind reconciled at once")
 	pprof := fs.String("pprof-bind-address", "", "where the Go runtime's profiles (/debug/pprof/) are served, unauthenticated; empty serves none")
+	var namespaces []string
+	fs.Func("namespace", "a namespace whose objects the manager watches and reconciles; repeat it for several; none: every namespace", func(ns string) error {
+		if errs := validation.IsDNS1123Label(ns); len(errs) > 0 {
+			return fmt.Errorf("%q is not a namespace name: %s", ns, strings.Join(errs, "; "))
+		}
+		namespaces = append(namespaces, ns)
+		return nil
+	})
+	watchFilter := fs.String("watch-filter", "", "reconcile only the objects whose "+engine.LabelWatchFilter+" label has this value; empty: every object")
 	showVersion := fs.Bool("version", false, "print the version and exit")
 	opts := zap.Options{}
 	opts.BindFlags(fs)
@@ -101,6 +112,9 @@ func run(args []string, stdout io.Writer) error {
 	if *qps > 0 && *burst < 1 {
 		return fmt.Errorf("--kube-api-burst must be at least 1 while --kube-api-qps limits requests, not %d", *burst)
 	}
+	if errs := validation.IsValidLabelValue(*watchFilter); len(errs) > 0 {
+		return fmt.Errorf("--watch-filter %q is not a label value: %s", *watchFilter, strings.Join(errs, "; "))
+	}
 	if *workers < 1 {
 		return fmt.Errorf("--max-concurrent-reconciles must be at least 1, not %d", *workers)
 	}
@@ -129,7 +143,7 @@ func run(args []string, stdout io.Writer) error {
 	all := []engine.Kind{terraformcluster.Kind, terraformmachine.Kind, terraformmachinepool.Kind}
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
 		Scheme:                  scheme,
-		Cache:                   engine.CacheOptions(),
+		Cache:                   engine.CacheOptionsIn(namespaces...),
 		NewCache:                engine.NewCache(all...),
 		Client:                  engine.ClientOptions(),
 		Metrics:                 metricsOptions(*metrics, *metricsSecure, *metricsCertDir),
@@ -171,6 +185,7 @@ func run(args []string, stdout io.Writer) error {
 			RecheckInterval: *recheck,
 			DriftInterval:   *drift,
 			StateBackups:    *backups,
+			WatchFilter:     *watchFilter,
 		}
 		if err := r.SetupWithManager(mgr, controller.Options{MaxConcurrentReconciles: *workers}); err != nil {
 			return fmt.Errorf("%s controller: %w", k.Name(), err)

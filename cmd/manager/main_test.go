@@ -28,6 +28,8 @@ func TestFlagsRefused(t *testing.T) {
 		{"qps 0 would be client-go's 5", []string{"--kube-api-qps=0"}, "--kube-api-qps must not be 0: a positive value limits requests, a negative one turns the limit off"},
 		{"a limit without a burst", []string{"--kube-api-qps=10", "--kube-api-burst=0"}, "--kube-api-burst must be at least 1 while --kube-api-qps limits requests, not 0"},
 		{"no workers", []string{"--max-concurrent-reconciles=0"}, "--max-concurrent-reconciles must be at least 1, not 0"},
+		{"not a namespace", []string{"--namespace=Team_A"}, `invalid value "Team_A" for flag -namespace: "Team_A" is not a namespace name: a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and must start and end with an alphanumeric character (e.g. 'my-name',  or '123-abc', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?')`},
+		{"not a label value", []string{"--watch-filter=team a"}, `--watch-filter "team a" is not a label value: a valid label must be an empty string or consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character (e.g. 'MyValue',  or 'my_value',  or '12345', regex used for validation is '(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?')`},
 		{"not a duration", []string{"--recheck-interval=often"}, `invalid value "often" for flag -recheck-interval: parse error`},
 	}
 	for _, tt := range tests {

@@ -109,6 +109,10 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		ctrl.LoggerFrom(ctx).V(1).Info("Externally managed, left alone", "mark", MarkManagedBy)
 		return ctrl.Result{}, nil
 	}
+	if r.filteredOut(obj) {
+		// Another manager's (its --watch-filter), or none's.
+		return ctrl.Result{}, nil
+	}
 	s := newScope(obj)
 	why, err := r.paused(ctx, obj)
 	if err != nil {

@@ -74,6 +74,12 @@ type Reconciler struct {
 	// newest serials); zero means DefaultStateBackups, and a negative
 	// value keeps none.
 	StateBackups int
+	// WatchFilter, when set, is the value of LabelWatchFilter of the
+	// objects the reconciler reconciles: the others (another value, or
+	// none) are left alone, as Cluster API's own controllers and every
+	// provider do with --watch-filter, so that several managers share a
+	// cluster.
+	WatchFilter string
 
 	// states holds, by object, what was read of its state (cachedState).
 	states sync.Map
@@ -111,6 +117,16 @@ func (r *Reconciler) backoff(obj Object) time.Duration {
 		wait *= 2
 	}
 	return time.Until(run.FinishedAt.Add(min(wait, Recheck)))
+}
+
+// LabelWatchFilter is Cluster API's label that assigns an object to the
+// managers run with its value as --watch-filter.
+const LabelWatchFilter = "cluster.x-k8s.io/watch-filter"
+
+// filteredOut reports whether obj is not the reconciler's to reconcile:
+// a WatchFilter is set and obj's LabelWatchFilter differs from it.
+func (r *Reconciler) filteredOut(obj client.Object) bool {
+	return r.WatchFilter != "" && obj.GetLabels()[LabelWatchFilter] != r.WatchFilter
 }
 
 // kind is the kind this reconciler serves.

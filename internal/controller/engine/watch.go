@@ -241,6 +241,22 @@ func CacheOptions() cache.Options {
 	}}
 }
 
+// CacheOptionsIn is CacheOptions restricted to namespaces, every
+// namespace when there are none: the manager watches, holds and so
+// reconciles the objects of those namespaces alone (--namespace).
+// Cluster-scoped objects (identities, namespaces) are watched whatever
+// the namespaces.
+func CacheOptionsIn(namespaces ...string) cache.Options {
+	opts := CacheOptions()
+	if len(namespaces) > 0 {
+		opts.DefaultNamespaces = map[string]cache.Config{}
+		for _, ns := range namespaces {
+			opts.DefaultNamespaces[ns] = cache.Config{}
+		}
+	}
+	return opts
+}
+
 // stripJob is the cache's transform of a Job: it keeps the metadata but
 // the managed fields, the status, and the spec but the pod template's,
 // of which it keeps each container's name, image and command and each

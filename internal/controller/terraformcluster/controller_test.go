@@ -105,6 +105,18 @@ func serveWebhooks(t *testing.T, env *testenv.Env) {
 // node and the fixtures on env; more add to the node (images, environment)
 // before it starts.
 func startEnv(t *testing.T, env *testenv.Env, cfg *rest.Config, more ...func(*testnode.Node)) *harness {
+	return startScoped(t, env, cfg, managerScope{}, more...)
+}
+
+// managerScope is the part of the cluster the test's manager reconciles,
+// as its --namespace and --watch-filter say; the zero value is all of it.
+type managerScope struct {
+	namespaces  []string
+	watchFilter string
+}
+
+// startScoped is startEnv with a manager that reconciles scope.
+func startScoped(t *testing.T, env *testenv.Env, cfg *rest.Config, scope managerScope, more ...func(*testnode.Node)) *harness {
 	if cfg == nil {
 		cfg = env.Config
 	}
@@ -146,7 +158,7 @@ func startEnv(t *testing.T, env *testenv.Env, cfg *rest.Config, more ...func(*te
 	}
 	node.Start(t)
 
-	mgr, err := ctrl.NewManager(cfg, ctrl.Options{Scheme: env.Client.Scheme(), Cache: engine.CacheOptions(), NewCache: engine.NewCache(Kind, terraformmachine.Kind, terraformmachinepool.Kind), Client: engine.ClientOptions(), Metrics: metricsserver.Options{BindAddress: "0"}})
+	mgr, err := ctrl.NewManager(cfg, ctrl.Options{Scheme: env.Client.Scheme(), Cache: engine.CacheOptionsIn(scope.namespaces...), NewCache: engine.NewCache(Kind, terraformmachine.Kind, terraformmachinepool.Kind), Client: engine.ClientOptions(), Metrics: metricsserver.Options{BindAddress: "0"}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -161,7 +173,7 @@ func startEnv(t *testing.T, env *testenv.Env, cfg *rest.Config, more ...func(*te
 	}
 	jobs := &engine.JobRecord{} // shared by the kinds, as the manager does
 	for _, k := range kinds {
-		r := &engine.Reconciler{Kind: k, Client: mgr.GetClient(), Reader: mgr.GetAPIReader(), Jobs: jobs, RunnerImage: runnerImage, RetryBase: time.Second}
+		r := &engine.Reconciler{Kind: k, Client: mgr.GetClient(), Reader: mgr.GetAPIReader(), Jobs: jobs, RunnerImage: runnerImage, RetryBase: time.Second, WatchFilter: scope.watchFilter}
 		skip := true // one controller per test, all in one process
 		if err := r.SetupWithManager(mgr, controller.Options{SkipNameValidation: &skip}); err != nil {
 			t.Fatal(err)

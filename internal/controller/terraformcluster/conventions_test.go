@@ -5,6 +5,8 @@ import (
 	"testing"
 	"time"
 
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
@@ -12,6 +14,7 @@ import (
 
 	infrav1 "github.com/captf/captf/api/v1alpha1"
 	"github.com/captf/captf/internal/controller/engine"
+	"github.com/captf/captf/internal/testenv"
 )
 
 // The conventions every Cluster API infrastructure provider honours.
@@ -88,15 +91,7 @@ func TestExternallyManaged(t *testing.T) {
 	// time to see them.
 	h.wait(h.create("ext-witness", infrav1.ApplyAutomatic, "small"), "an unmarked cluster's first apply", ready)
 	for _, tc := range []*infrav1.TerraformCluster{annotated, labelled} {
-		if err := h.c.Get(ctx, client.ObjectKeyFromObject(tc), tc); err != nil {
-			t.Fatal(err)
-		}
-		if len(tc.Finalizers) != 0 || len(tc.Status.Conditions) != 0 || tc.Status.LastRun != nil || tc.Status.ObservedGeneration != 0 {
-			t.Errorf("%s: the manager wrote an externally managed object: finalizers %v, status %+v", tc.Name, tc.Finalizers, tc.Status)
-		}
-		if jobs := h.jobs(tc); len(jobs) != 0 {
-			t.Errorf("%s: %d Jobs of an externally managed object", tc.Name, len(jobs))
-		}
+		h.leftAlone(tc)
 	}
 	// The mark removed: reconciled again.
 	before := annotated.DeepCopy()
@@ -105,4 +100,50 @@ func TestExternallyManaged(t *testing.T) {
 		t.Fatal(err)
 	}
 	h.wait(annotated, "the first apply once the mark is gone", ready)
+}
+
+// leftAlone fails the test unless the manager wrote nothing of tc: no
+// finalizer, no status, no Job.
+func (h *harness) leftAlone(tc *infrav1.TerraformCluster) {
+	h.t.Helper()
+	if err := h.c.Get(context.Background(), client.ObjectKeyFromObject(tc), tc); err != nil {
+		h.t.Fatal(err)
+	}
+	if len(tc.Finalizers) != 0 || len(tc.Status.Conditions) != 0 || tc.Status.LastRun != nil || tc.Status.ObservedGeneration != 0 {
+		h.t.Errorf("%s/%s: the manager wrote it: finalizers %v, status %+v", tc.Namespace, tc.Name, tc.Finalizers, tc.Status)
+	}
+	var jobs batchv1.JobList
+	if err := h.c.List(context.Background(), &jobs, client.InNamespace(tc.Namespace), client.MatchingLabels{infrav1.LabelOwnerName: tc.Name}); err != nil {
+		h.t.Fatal(err)
+	}
+	if len(jobs.Items) != 0 {
+		h.t.Errorf("%s/%s: %d Jobs", tc.Namespace, tc.Name, len(jobs.Items))
+	}
+}
+
+// TestNamespaceAndWatchFilter: a manager run with --namespace default and
+// --watch-filter team-a reconciles the objects of that namespace labelled
+// cluster.x-k8s.io/watch-filter=team-a, and leaves alone those labelled
+// for another manager, those with no such label, and those of another
+// namespace, which its cache does not even hold.
+func TestNamespaceAndWatchFilter(t *testing.T) {
+	h := startScoped(t, testenv.Start(t, "../../.."), nil, managerScope{namespaces: []string{"default"}, watchFilter: "team-a"})
+	ctx := context.Background()
+	if err := h.c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "elsewhere"}}); err != nil {
+		t.Fatal(err)
+	}
+	teamA := map[string]string{engine.LabelWatchFilter: "team-a"}
+	other := h.create("team-b", infrav1.ApplyAutomatic, "small", func(tc *infrav1.TerraformCluster) {
+		tc.Labels = map[string]string{engine.LabelWatchFilter: "team-b"}
+	})
+	unlabelled := h.create("unlabelled", infrav1.ApplyAutomatic, "small")
+	outside := h.create("outside", infrav1.ApplyAutomatic, "small", func(tc *infrav1.TerraformCluster) {
+		tc.Namespace, tc.Labels = "elsewhere", teamA
+	})
+	// Created last: once it applied, the manager had time to see the others.
+	mine := h.create("team-a", infrav1.ApplyAutomatic, "small", func(tc *infrav1.TerraformCluster) { tc.Labels = teamA })
+	h.wait(mine, "the first apply of the manager's own object", ready)
+	for _, tc := range []*infrav1.TerraformCluster{other, unlabelled, outside} {
+		h.leftAlone(tc)
+	}
 }
