@@ -37,11 +37,22 @@ type TerraformMachinePoolSpec struct {
 // MembershipSpec is how a pool's members are kept current.
 type MembershipSpec struct {
 	// IntervalSeconds is the time between two membership refreshes of a
-	// provisioned pool. Unset: 60.
+	// provisioned pool right after an apply, after a refresh that found
+	// the members changed, and while the owner MachinePool's replicas
+	// differ from the members. Unset: 60.
 	// +kubebuilder:validation:Minimum=10
 	// +kubebuilder:validation:Maximum=86400
 	// +optional
 	IntervalSeconds *int32 `json:"intervalSeconds,omitempty"`
+
+	// MaxIntervalSeconds is the longest time between two membership
+	// refreshes: while the members stay as they are, the time between
+	// two refreshes grows with how long they have (it doubles each time)
+	// up to this. Unset: 600, or intervalSeconds if that is longer.
+	// +kubebuilder:validation:Minimum=10
+	// +kubebuilder:validation:Maximum=86400
+	// +optional
+	MaxIntervalSeconds *int32 `json:"maxIntervalSeconds,omitempty"`
 }
 
 // TerraformMachinePoolStatus is what the manager observed.
@@ -58,6 +69,11 @@ type TerraformMachinePoolStatus struct {
 	// finished, whether it succeeded or not.
 	// +optional
 	LastMembershipRefresh *metav1.Time `json:"lastMembershipRefresh,omitempty"`
+
+	// MembershipChangedAt is when the manager last read members of the
+	// pool's state that differ from those it had published.
+	// +optional
+	MembershipChangedAt *metav1.Time `json:"membershipChangedAt,omitempty"`
 }
 
 // TerraformMachinePool is a Cluster API infrastructure machine pool: one

@@ -27,8 +27,11 @@ import (
 // captf-state-backup-<suffix>-<serial>-part-<n> (chunk-<n>, at most 1 MiB
 // each, as terraform splits them). Every backup Secret is owned by the
 // object and carries clusterctl's move label, so clusterctl move carries
-// it. The newest Reconciler.StateBackups serials are kept;
-// status.stateBackups lists them.
+// it. The newest Reconciler.StateBackups serials that applies wrote are
+// kept, and of those that refresh Jobs wrote (a pool's members changing
+// outside any apply) only the newest, while it is newer than them: an
+// autoscaled pool's refreshes never push an applied state out of reach
+// of a restore. status.stateBackups lists those kept.
 //
 // A serial whose content differs from its backup (a restore pushed an
 // older state and terraform numbered it one past it, a serial an older
@@ -57,6 +60,9 @@ const (
 	AnnotationStateChunks = "captf.io/state-chunks"
 	annotationStateBytes  = "captf.io/state-bytes"
 	annotationBackedUpAt  = "captf.io/backed-up-at"
+	// annotationRefreshSerial marks the backup of a serial that a refresh
+	// Job wrote (a pool's members changed), not an apply.
+	annotationRefreshSerial = "captf.io/refresh-serial"
 )
 
 // labelBackupPart on a backup Secret is the index of the first chunk it
@@ -254,7 +260,11 @@ func (r *Reconciler) syncBackups(ctx context.Context, obj Object, st *stateRead)
 	if err != nil {
 		return err
 	}
-	if list, stray, err = r.writeBackup(ctx, obj, fresh, list, stray); err != nil {
+	refreshed, err := r.refreshedSinceRun(ctx, obj)
+	if err != nil {
+		return err
+	}
+	if list, stray, err = r.writeBackup(ctx, obj, fresh, refreshed, list, stray); err != nil {
 		backupsFailedTotal.WithLabelValues(r.kind().Name()).Inc()
 		setCondition(obj, infrav1.ConditionStateBackedUp, false, infrav1.ReasonBackupFailed, fmt.Sprintf("The backup of state serial %d could not be written: %v", fresh.Serial, err))
 		return err
@@ -263,8 +273,9 @@ func (r *Reconciler) syncBackups(ctx context.Context, obj Object, st *stateRead)
 	if keep == 0 {
 		keep = DefaultStateBackups
 	}
+	kept, dropped := keptBackups(list, keep)
 	var drop []*corev1.Secret
-	for _, b := range list[min(keep, len(list)):] {
+	for _, b := range dropped {
 		drop = append(drop, b.secrets()...)
 	}
 	for _, s := range append(drop, stray...) {
@@ -272,10 +283,43 @@ func (r *Reconciler) syncBackups(ctx context.Context, obj Object, st *stateRead)
 			return fmt.Errorf("prune state backup %s: %w", s.Name, err)
 		}
 	}
-	obj.GetRunnerStatus().StateBackups = backupStatus(list[:min(keep, len(list))])
+	obj.GetRunnerStatus().StateBackups = backupStatus(kept)
 	obj.GetRunnerStatus().StateSerial = ptr.To(fresh.Serial)
 	setCondition(obj, infrav1.ConditionStateBackedUp, true, infrav1.ReasonBackedUp, fmt.Sprintf("State serial %d is backed up in Secret %s.", fresh.Serial, BackupName(r.kind().Short(), obj.GetName(), fresh.Serial)))
 	return nil
+}
+
+// keptBackups splits list (newest first) into the backups kept and those
+// dropped: the newest keep of those applies wrote, and the newest of
+// those refresh Jobs wrote while it is newer than every one of them.
+func keptBackups(list []backup, keep int) (kept, dropped []backup) {
+	applied := 0
+	for i, b := range list {
+		switch {
+		case !b.refresh() && applied < keep:
+			applied++
+			kept = append(kept, b)
+		case b.refresh() && i == 0:
+			kept = append(kept, b)
+		default:
+			dropped = append(dropped, b)
+		}
+	}
+	return kept, dropped
+}
+
+// refresh says whether b is the backup of a serial a refresh Job wrote.
+func (b backup) refresh() bool { return b.first.Annotations[annotationRefreshSerial] == "true" }
+
+// refreshedSinceRun says whether obj's last Job to finish was a refresh
+// Job: a new serial read now is one a refresh wrote.
+func (r *Reconciler) refreshedSinceRun(ctx context.Context, obj Object) (bool, error) {
+	s, err := r.kind().Refresh(ctx, r.Client, obj)
+	if err != nil || s.Interval <= 0 || s.Last == nil {
+		return false, err
+	}
+	run := obj.GetRunnerStatus().LastRun
+	return run == nil || run.FinishedAt == nil || run.FinishedAt.Before(s.Last), nil
 }
 
 // writeBackup writes the backup of st unless list holds one of its serial
@@ -283,7 +327,7 @@ func (r *Reconciler) syncBackups(ctx context.Context, obj Object, st *stateRead)
 // the content) last, so a backup whose first Secret is there is whole. It
 // returns list and stray as they are then, newest first: a backup of the
 // same serial replaced, and its parts past the new count stray.
-func (r *Reconciler) writeBackup(ctx context.Context, obj Object, st *stateRead, list []backup, stray []*corev1.Secret) ([]backup, []*corev1.Secret, error) {
+func (r *Reconciler) writeBackup(ctx context.Context, obj Object, st *stateRead, refreshed bool, list []backup, stray []*corev1.Secret) ([]backup, []*corev1.Secret, error) {
 	chunks := st.chunks
 	sum := tfstate.Digests(chunks)
 	at := slices.IndexFunc(list, func(b backup) bool { return b.serial() == st.Serial })
@@ -311,6 +355,9 @@ func (r *Reconciler) writeBackup(ctx context.Context, obj Object, st *stateRead,
 			annotations[AnnotationStateChunks] = strconv.Itoa(len(chunks))
 			annotations[annotationStateBytes] = strconv.FormatInt(tfstate.Size(st.chunks), 10)
 			annotations[annotationBackedUpAt] = time.Now().UTC().Format(time.RFC3339)
+			if refreshed {
+				annotations[annotationRefreshSerial] = "true"
+			}
 		}
 		s := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: obj.GetNamespace(), Labels: labels, Annotations: annotations},
 			Data: map[string][]byte{ChunkKey(n): chunks[n]}}

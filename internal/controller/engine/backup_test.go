@@ -3,6 +3,7 @@ package engine
 import (
 	"context"
 	"slices"
+	"strconv"
 	"testing"
 	"time"
 
@@ -91,5 +92,46 @@ func TestBackupsListedFromCache(t *testing.T) {
 	want := []string{BackupName(theTestKind.Short(), tc.Name, 2), BackupName(theTestKind.Short(), tc.Name, 3)}
 	if slices.Sort(names); !slices.Equal(names, want) {
 		t.Errorf("backups left on the API server %v, want %v (the oldest pruned)", names, want)
+	}
+}
+
+// TestKeptBackups: the newest backups of applied serials are kept up to
+// the limit, whatever refreshes wrote in between; of the refreshes'
+// serials only the newest, and only while it is the newest of all.
+func TestKeptBackups(t *testing.T) {
+	mk := func(serial int64, refresh bool) backup {
+		s := &corev1.Secret{}
+		s.Labels = map[string]string{infrav1.LabelStateBackup: strconv.FormatInt(serial, 10)}
+		if refresh {
+			s.Annotations = map[string]string{annotationRefreshSerial: "true"}
+		}
+		return backup{first: s}
+	}
+	serials := func(list []backup) (out []int64) {
+		for _, b := range list {
+			out = append(out, b.serial())
+		}
+		return out
+	}
+	for _, tt := range []struct {
+		name          string
+		list          []backup
+		keep          int
+		kept, dropped []int64
+	}{
+		{name: "applies only", list: []backup{mk(9, false), mk(8, false), mk(7, false), mk(6, false)}, keep: 3, kept: []int64{9, 8, 7}, dropped: []int64{6}},
+		{name: "an autoscaled pool's refreshes after its applies", keep: 2,
+			list: []backup{mk(12, true), mk(11, true), mk(10, true), mk(9, true), mk(8, false), mk(7, true), mk(6, false), mk(5, false)},
+			kept: []int64{12, 8, 6}, dropped: []int64{11, 10, 9, 7, 5}},
+		{name: "an apply after refreshes", keep: 2, list: []backup{mk(13, false), mk(12, true), mk(8, false), mk(6, false)},
+			kept: []int64{13, 8}, dropped: []int64{12, 6}},
+		{name: "refreshes only", keep: 2, list: []backup{mk(3, true), mk(2, true)}, kept: []int64{3}, dropped: []int64{2}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			kept, dropped := keptBackups(tt.list, tt.keep)
+			if !slices.Equal(serials(kept), tt.kept) || !slices.Equal(serials(dropped), tt.dropped) {
+				t.Errorf("kept %v, dropped %v; want %v, %v", serials(kept), serials(dropped), tt.kept, tt.dropped)
+			}
+		})
 	}
 }

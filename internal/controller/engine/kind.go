@@ -55,11 +55,12 @@ type Kind interface {
 	// spec field of the contract: a pool's providerIDList). The serial
 	// counts as read only once the steps succeeded.
 	FromState(obj Object, output func(name string) (tfstate.Output, error)) []Step
-	// Refresh is how often a refresh Job of a provisioned obj runs, a
-	// refresh-only apply of what was last applied (a pool's members change
-	// outside any apply), and when the last one finished; interval 0:
-	// never. One is also due right after every successful apply.
-	Refresh(obj Object) (interval time.Duration, last *metav1.Time)
+	// Refresh is how refresh Jobs of a provisioned obj run, refresh-only
+	// applies of what was last applied (a pool's members change outside
+	// any apply); a zero Interval: never. One is also due right after
+	// every successful apply. It reads what it needs through c (the
+	// manager's cache).
+	Refresh(ctx context.Context, c client.Reader, obj Object) (RefreshSchedule, error)
 	// Refreshed records in view's status that a refresh Job finished at
 	// now.
 	Refreshed(view Object, now metav1.Time)
@@ -178,4 +179,20 @@ func ListReading(ctx context.Context, c client.Reader, list client.ObjectList, n
 		objs = append(objs, obj)
 	}
 	return objs, nil
+}
+
+// RefreshSchedule is how a kind's object is refreshed (Kind.Refresh).
+type RefreshSchedule struct {
+	// Interval is the time between two refreshes after an apply or a
+	// change; 0: the object is never refreshed.
+	Interval time.Duration
+	// MaxInterval bounds the time between two refreshes while nothing
+	// changes: it grows with how long nothing has (doubling each time).
+	MaxInterval time.Duration
+	// Last is when the last refresh finished; ChangedAt when the manager
+	// last saw a change that a refresh reads.
+	Last, ChangedAt *metav1.Time
+	// Expecting: a change is under way (a pool whose MachinePool asks for
+	// other replicas than it has), so the interval does not grow.
+	Expecting bool
 }

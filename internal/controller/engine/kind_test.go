@@ -24,13 +24,20 @@ import (
 // an apply is a step of its own, so a test sees where the engine puts it.
 type testKind struct {
 	Basics
-	// refresh is the interval of its refresh Jobs; 0: none. The last one's
-	// end is kept in the annotation refreshedAt.
-	refresh time.Duration
+	// refresh is the interval of its refresh Jobs (0: none), maxRefresh
+	// the longest. The last one's end is kept in the annotation
+	// refreshedAt, the last change in changedAt; expecting is
+	// RefreshSchedule's.
+	refresh, maxRefresh time.Duration
+	expecting           bool
 }
 
-// refreshedAt is where testKind keeps the end of the last refresh Job.
-const refreshedAt = "test.captf.io/refreshed-at"
+// refreshedAt is where testKind keeps the end of the last refresh Job,
+// changedAt when a refresh last found a change.
+const (
+	refreshedAt = "test.captf.io/refreshed-at"
+	changedAt   = "test.captf.io/changed-at"
+)
 
 // theTestKind is testKind with its basics.
 var theTestKind = testKind{Basics: NewBasics("TerraformCluster", "tfc", &infrav1.TerraformCluster{}, &infrav1.TerraformClusterList{})}
@@ -48,12 +55,15 @@ func (testKind) Applied(_ Object, msg *runner.Message) []Step {
 
 func (testKind) Signs(Object) []string { return nil }
 
-func (k testKind) Refresh(obj Object) (time.Duration, *metav1.Time) {
-	t, err := time.Parse(time.RFC3339, obj.GetAnnotations()[refreshedAt])
-	if err != nil {
-		return k.refresh, nil
+func (k testKind) Refresh(_ context.Context, _ client.Reader, obj Object) (RefreshSchedule, error) {
+	at := func(key string) *metav1.Time {
+		t, err := time.Parse(time.RFC3339, obj.GetAnnotations()[key])
+		if err != nil {
+			return nil
+		}
+		return &metav1.Time{Time: t}
 	}
-	return k.refresh, &metav1.Time{Time: t}
+	return RefreshSchedule{Interval: k.refresh, MaxInterval: k.maxRefresh, Last: at(refreshedAt), ChangedAt: at(changedAt), Expecting: k.expecting}, nil
 }
 
 func (testKind) Refreshed(view Object, now metav1.Time) {

@@ -11,7 +11,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"strings"
-	"time"
 
 	batchv1 "k8s.io/api/batch/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
@@ -58,8 +57,10 @@ func (cluster) Applied(view engine.Object, msg *runner.Message) []engine.Step {
 }
 
 // Refresh: no refresh Jobs; a cluster publishes nothing that changes outside its applies.
-func (cluster) Refresh(engine.Object) (time.Duration, *metav1.Time) { return 0, nil }
-func (cluster) Refreshed(engine.Object, metav1.Time)                {}
+func (cluster) Refresh(context.Context, client.Reader, engine.Object) (engine.RefreshSchedule, error) {
+	return engine.RefreshSchedule{}, nil
+}
+func (cluster) Refreshed(engine.Object, metav1.Time) {}
 
 func (cluster) Signs(obj engine.Object) []string {
 	if e := obj.(*infrav1.TerraformCluster).Spec.ControlPlaneEndpoint; e.Host != "" || e.Port != 0 {

@@ -12,7 +12,6 @@ import (
 	"context"
 	"encoding/json"
 	"maps"
-	"time"
 
 	batchv1 "k8s.io/api/batch/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -72,8 +71,10 @@ func (machine) Applied(view engine.Object, msg *runner.Message) []engine.Step {
 func providerID(obj engine.Object) *string { return &obj.(*infrav1.TerraformMachine).Spec.ProviderID }
 
 // Refresh: no refresh Jobs; a machine publishes nothing that changes outside its apply.
-func (machine) Refresh(engine.Object) (time.Duration, *metav1.Time) { return 0, nil }
-func (machine) Refreshed(engine.Object, metav1.Time)                {}
+func (machine) Refresh(context.Context, client.Reader, engine.Object) (engine.RefreshSchedule, error) {
+	return engine.RefreshSchedule{}, nil
+}
+func (machine) Refreshed(engine.Object, metav1.Time) {}
 
 func (machine) Signs(obj engine.Object) []string {
 	if obj.(*infrav1.TerraformMachine).Spec.ProviderID != "" {

@@ -74,19 +74,34 @@ type pool struct{ engine.Basics }
 func (pool) Applied(engine.Object, *runner.Message) []engine.Step { return nil }
 
 // defaultMembershipInterval is the time between two membership refreshes
-// of a pool whose spec.membership sets none.
-const defaultMembershipInterval = 60 * time.Second
+// of a pool whose spec.membership sets none, after an apply or a change;
+// defaultMembershipMaxInterval the longest, while nothing changes.
+const (
+	defaultMembershipInterval    = 60 * time.Second
+	defaultMembershipMaxInterval = 10 * time.Minute
+)
 
 // Refresh: a pool's members change outside any apply (an autoscaler, a
-// replaced instance), so a refresh Job reads them again every
-// spec.membership.intervalSeconds, and right after every apply.
-func (pool) Refresh(obj engine.Object) (time.Duration, *metav1.Time) {
+// replaced instance), so a refresh Job reads them again right after every
+// apply, then every spec.membership.intervalSeconds while they change or
+// while the owner MachinePool asks for other replicas than the pool has,
+// and less often while they stay (up to maxIntervalSeconds).
+func (pool) Refresh(ctx context.Context, c client.Reader, obj engine.Object) (engine.RefreshSchedule, error) {
 	p := obj.(*infrav1.TerraformMachinePool)
-	interval := defaultMembershipInterval
-	if s := p.Spec.Membership.IntervalSeconds; s != nil {
-		interval = time.Duration(*s) * time.Second
+	s := engine.RefreshSchedule{Interval: defaultMembershipInterval, MaxInterval: defaultMembershipMaxInterval,
+		Last: p.Status.LastMembershipRefresh, ChangedAt: p.Status.MembershipChangedAt}
+	if v := p.Spec.Membership.IntervalSeconds; v != nil {
+		s.Interval = time.Duration(*v) * time.Second
 	}
-	return interval, p.Status.LastMembershipRefresh
+	if v := p.Spec.Membership.MaxIntervalSeconds; v != nil {
+		s.MaxInterval = time.Duration(*v) * time.Second
+	}
+	mp, wait, err := capi.OwnerMachinePool(ctx, c, obj)
+	if err != nil || wait != nil {
+		return s, err
+	}
+	s.Expecting = ptr.Deref(mp.Spec.Replicas, defaultReplicas) != p.Status.Replicas
+	return s, nil
 }
 
 func (pool) Refreshed(view engine.Object, now metav1.Time) {
@@ -135,6 +150,7 @@ func (pool) FromState(obj engine.Object, output func(name string) (tfstate.Outpu
 	if slices.Equal(p.Spec.ProviderIDList, ids) {
 		return steps
 	}
+	p.Status.MembershipChangedAt = ptr.To(metav1.Now())
 	return append(steps, publishMembers{IDs: ids})
 }
 
