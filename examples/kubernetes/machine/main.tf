@@ -24,6 +24,11 @@ variable "captf_control_plane" {
   description = "Whether the Machine belongs to the control plane."
 }
 
+variable "captf_kubernetes_version" {
+  type        = string
+  description = "The Machine's spec.version: a real module picks the node image by it."
+}
+
 variable "captf_bootstrap_data" {
   type        = string
   sensitive   = true
@@ -36,6 +41,7 @@ resource "terraform_data" "vm" {
     network       = var.captf_exports.network
     zone          = var.captf_failure_domain
     control_plane = var.captf_control_plane
+    image         = "node-${var.captf_kubernetes_version}"
     user_data     = var.captf_bootstrap_data
   }
 }

@@ -26,6 +26,11 @@ variable "captf_failure_domains" {
   description = "The MachinePool's failure domains, [] when it has none."
 }
 
+variable "captf_kubernetes_version" {
+  type        = string
+  description = "The MachinePool template's spec.version: a real module picks the node image by it."
+}
+
 variable "captf_bootstrap_data" {
   type        = string
   sensitive   = true
@@ -38,6 +43,7 @@ resource "terraform_data" "node" {
     pool      = var.captf_pool_name
     network   = var.captf_exports.network
     zone      = length(var.captf_failure_domains) > 0 ? var.captf_failure_domains[count.index % length(var.captf_failure_domains)] : ""
+    image     = "node-${var.captf_kubernetes_version}"
     user_data = var.captf_bootstrap_data
   }
 }
