@@ -11,7 +11,8 @@
 # CAPTF_SCALE_RECHECK (--recheck-interval during the run, default 1m),
 # CAPTF_SCALE_TIMEOUT (longest phase, default 20m), CAPTF_SCALE_STATE_KIB
 # (size of each state Secret the node writes, default 4), CAPTF_SCALE_BREAKDOWN
-# (1: requests of each phase by method and resource), CAPTF_SCALE_MANAGER_ARGS
+# (1: requests of each phase by method and resource), CAPTF_SCALE_POOL_SETTLE
+# (the pools idle that long before their idle window), CAPTF_SCALE_MANAGER_ARGS
 # (more manager flags).
 set -euo pipefail
 cd "$(dirname "$0")/.."

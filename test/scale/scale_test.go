@@ -65,7 +65,9 @@ const (
 // CAPTF_SCALE_SINGLES (approvals made one at a time, each on a manager
 // whose other objects are idle, default 20), CAPTF_SCALE_WAVE (approvals
 // then made at once, default 100; the rest follow at once),
-// CAPTF_SCALE_BREAKDOWN (1: the manager talks to the API server through a
+// CAPTF_SCALE_POOL_SETTLE (how long the pools stay idle before their idle
+// window, so that it measures their refreshes once backed off; default
+// 0), CAPTF_SCALE_BREAKDOWN (1: the manager talks to the API server through a
 // recording proxy, and each phase's requests are printed by method and
 // resource) and CAPTF_SCALE_MANAGER_ARGS (more manager flags, split on
 // spaces).
@@ -75,6 +77,7 @@ type settings struct {
 	stateKiB               int
 	breakdown              bool
 	idle, recheck, timeout time.Duration
+	poolSettle             time.Duration
 	managerArgs            []string
 }
 
@@ -107,6 +110,11 @@ func readSettings(t *testing.T) settings {
 		}
 		if *d, err = time.ParseDuration(v); err != nil || *d <= 0 {
 			t.Fatalf("%s=%q: want a positive duration such as 2m", name, v)
+		}
+	}
+	if v := os.Getenv("CAPTF_SCALE_POOL_SETTLE"); v != "" {
+		if s.poolSettle, err = time.ParseDuration(v); err != nil || s.poolSettle < 0 {
+			t.Fatalf("CAPTF_SCALE_POOL_SETTLE=%q: want a duration such as 25m", v)
 		}
 	}
 	s.managerArgs = strings.Fields(os.Getenv("CAPTF_SCALE_MANAGER_ARGS"))
