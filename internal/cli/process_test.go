@@ -55,6 +55,58 @@ func TestBinary(t *testing.T) {
 	t.Run("stdout closed early", func(t *testing.T) { stdoutClosedEarly(t, captfBin, tf.Path) })
 	t.Run("preview hand-off", func(t *testing.T) { previewHandOff(t, captfBin) })
 	t.Run("preview link loop", func(t *testing.T) { previewLinkLoop(t, captfBin) })
+	t.Run("permission denied", func(t *testing.T) { permissionDenied(t, captfBin) })
+}
+
+// permissionDenied: a module folder captf may not reach (its parent
+// cannot be searched) is reported as that, not as one that is not a
+// directory. As root (CI), captf runs as nobody (65534) under a
+// root-owned parent of mode 0700; as another user, under a parent of its
+// own of mode 0000.
+func permissionDenied(t *testing.T, captfBin string) {
+	// A folder every user may enter, for the binary and the working
+	// directory: under /tmp itself, as t.TempDir's and the tests' TMPDIR
+	// are 0700.
+	open, err := os.MkdirTemp("/tmp", "captf-perm-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(open) })
+	raw, err := os.ReadFile(captfBin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	bin := filepath.Join(open, "captf")
+	write(t, bin, raw, 0o755)
+	locked := filepath.Join(open, "locked")
+	module := filepath.Join(locked, "q")
+	if err := os.MkdirAll(module, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	write(t, filepath.Join(module, "main.tf"), []byte("output \"x\" { value = 1 }\n"), 0o644)
+	if err := os.Chmod(open, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	mode := os.FileMode(0o700)
+	if os.Geteuid() != 0 {
+		mode = 0
+	}
+	if err := os.Chmod(locked, mode); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.Chmod(locked, 0o755) })
+	for _, args := range [][]string{{"plan", module}, {"lint", module, "--role", "cluster"}} {
+		cmd := exec.Command(bin, args...)
+		cmd.Dir = open
+		cmd.Env = append(os.Environ(), "HOME="+open)
+		if os.Geteuid() == 0 {
+			cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: 65534, Gid: 65534}}
+		}
+		out, _ := cmd.CombinedOutput()
+		if code := cmd.ProcessState.ExitCode(); code != runner.ExitBadInput || !strings.Contains(string(out), module+": permission denied") {
+			t.Errorf("captf %s: exit %d, want %d naming the permission denied:\n%s", strings.Join(args, " "), code, runner.ExitBadInput, out)
+		}
+	}
 }
 
 // previewHandOff: `captf preview ARGS` is the preview binary's command,
