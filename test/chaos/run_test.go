@@ -431,7 +431,7 @@ func (r *run) planJobs() int {
 // gone, so no destroy would ever run).
 func (r *run) release() error {
 	objects := []subject{clusterSubject}
-	if s := r.flow.subject(); s != clusterSubject {
+	if s := r.flow.subject(); s.kind.Name() != clusterSubject.kind.Name() || s.name != clusterSubject.name {
 		objects = append([]subject{s}, objects...)
 	}
 	var errs []error
