@@ -81,7 +81,6 @@ func planLog(ctx context.Context, c client.Client, cs kubernetes.Interface, ns, 
 
 // jobLog is planLog of the TerraformPlan p.
 func jobLog(ctx context.Context, c client.Client, cs kubernetes.Interface, p *infrav1.TerraformPlan, req logRequest, out io.Writer) error {
-	ns, name := p.Namespace, p.Name
 	var pod *corev1.Pod
 	var err error
 	if req.apply {
@@ -92,6 +91,13 @@ func jobLog(ctx context.Context, c client.Client, cs kubernetes.Interface, p *in
 	if err != nil {
 		return err
 	}
+	return podLog(ctx, cs, pod, "TerraformPlan "+p.Name, req, out)
+}
+
+// podLog copies the log of the runner container of pod, a pod of a Job
+// of owner, to out.
+func podLog(ctx context.Context, cs kubernetes.Interface, pod *corev1.Pod, owner string, req logRequest, out io.Writer) error {
+	ns := pod.Namespace
 	opts := &corev1.PodLogOptions{Container: infrav1.RunnerContainer, Follow: req.follow}
 	if req.limitBytes > 0 {
 		opts.LimitBytes = &req.limitBytes
@@ -101,7 +107,7 @@ func jobLog(ctx context.Context, c client.Client, cs kubernetes.Interface, p *in
 	}
 	stream, err := cs.CoreV1().Pods(ns).GetLogs(pod.Name, opts).Stream(ctx)
 	if err != nil {
-		return fmt.Errorf("log of pod %s/%s of TerraformPlan %s: %w", ns, pod.Name, name, err)
+		return fmt.Errorf("log of pod %s/%s of %s: %w", ns, pod.Name, owner, err)
 	}
 	defer stream.Close()
 	if _, err := io.Copy(out, stream); err != nil {
@@ -112,23 +118,28 @@ func jobLog(ctx context.Context, c client.Client, cs kubernetes.Interface, p *in
 
 // planPod is the newest pod of the plan Job that made p.
 func planPod(ctx context.Context, c client.Client, p *infrav1.TerraformPlan) (*corev1.Pod, error) {
-	ns, name := p.Namespace, p.Name
 	jobName := p.Annotations[infrav1.AnnotationPlanJob]
 	if jobName == "" {
-		return nil, fmt.Errorf("TerraformPlan %s/%s names no plan Job (annotation %s)", ns, name, infrav1.AnnotationPlanJob)
+		return nil, fmt.Errorf("TerraformPlan %s/%s names no plan Job (annotation %s)", p.Namespace, p.Name, infrav1.AnnotationPlanJob)
 	}
+	return jobPod(ctx, c, p.Namespace, jobName, "plan", "TerraformPlan "+p.Namespace+"/"+p.Name)
+}
+
+// jobPod is the newest pod of the Job ns/jobName, the role Job ("plan",
+// "apply") of owner.
+func jobPod(ctx context.Context, c client.Client, ns, jobName, role, owner string) (*corev1.Pod, error) {
 	var job batchv1.Job
 	if err := c.Get(ctx, client.ObjectKey{Namespace: ns, Name: jobName}, &job); apierrors.IsNotFound(err) {
-		return nil, fmt.Errorf("the plan Job %s of TerraformPlan %s/%s is gone, and its log with it: the manager keeps the last Jobs of each object (spec.jobs history limits)", jobName, ns, name)
+		return nil, fmt.Errorf("the %s Job %s of %s is gone, and its log with it: the manager keeps the last Jobs of each object (spec.jobs history limits)", role, jobName, owner)
 	} else if err != nil {
-		return nil, fmt.Errorf("plan Job %s/%s: %w", ns, jobName, err)
+		return nil, fmt.Errorf("%s Job %s/%s: %w", role, ns, jobName, err)
 	}
 	var pods corev1.PodList
 	if err := c.List(ctx, &pods, client.InNamespace(ns), client.MatchingLabels{"batch.kubernetes.io/job-name": jobName}); err != nil {
 		return nil, fmt.Errorf("pods of Job %s/%s: %w", ns, jobName, err)
 	}
 	if len(pods.Items) == 0 {
-		return nil, fmt.Errorf("the plan Job %s/%s has no pod (yet, or any more)", ns, jobName)
+		return nil, fmt.Errorf("the %s Job %s/%s has no pod (yet, or any more)", role, ns, jobName)
 	}
 	return newest(pods.Items), nil
 }

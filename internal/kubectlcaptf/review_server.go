@@ -11,11 +11,13 @@ import (
 	"errors"
 	"fmt"
 	"html/template"
+	"io"
 	"io/fs"
 	"net/http"
 	"strings"
 	"time"
 
+	batchv1 "k8s.io/api/batch/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/client-go/kubernetes"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -388,28 +390,52 @@ func (s *reviewServer) planAndRecent(ctx context.Context, ns, name string) (plan
 	}
 	pg := newPlanPage(p, recent.Items, s.now())
 	if p.Spec.Approved {
-		s.readLog(ctx, p, &pg.ApplyLog, logRequest{apply: true})
+		s.readLog(ctx, s.planLogOf(p), &pg.ApplyLog, logRequest{apply: true})
 	}
 	return pg, nil
 }
 
-// readAttributes reads from the plan Job's log (its tail, if the page
-// holds only its start) which attributes each resource change changes.
-func (s *reviewServer) readAttributes(ctx context.Context, pg *planPage) {
-	if pg.PlanLog.Error != "" {
+// logOf writes a log of a runner Job to out, as req asks.
+type logOf func(ctx context.Context, req logRequest, out io.Writer) error
+
+// planLogOf reads the logs of p's Jobs: the plan Job's, or with
+// req.apply the apply Job's.
+func (s *reviewServer) planLogOf(p *infrav1.TerraformPlan) logOf {
+	return func(ctx context.Context, req logRequest, out io.Writer) error {
+		return jobLog(ctx, s.c, s.cs, p, req, out)
+	}
+}
+
+// jobLogOf reads the log of the Job ns/job, the role Job of owner.
+func (s *reviewServer) jobLogOf(ns, job, role, owner string) logOf {
+	return func(ctx context.Context, req logRequest, out io.Writer) error {
+		pod, err := jobPod(ctx, s.c, ns, job, role, owner)
+		if err != nil {
+			return err
+		}
+		return podLog(ctx, s.cs, pod, owner, req, out)
+	}
+}
+
+// readPlanLog reads the plan Job's log into v and, from its closing
+// section (read again from its tail, if v holds only its start), which
+// attributes each resource change of t changes.
+func (s *reviewServer) readPlanLog(ctx context.Context, read logOf, v *jobLogView, t *resourceTable) {
+	s.readLog(ctx, read, v, logRequest{})
+	if v.Error != "" {
 		return
 	}
-	text := pg.PlanLog.Text
-	if pg.PlanLog.Cut {
+	text := v.Text
+	if v.Cut {
 		var b bytes.Buffer
-		if err := jobLog(ctx, s.c, s.cs, pg.plan, logRequest{tailLines: attributeLines, limitBytes: logLimit}, &b); err != nil {
+		if err := read(ctx, logRequest{tailLines: attributeLines, limitBytes: logLimit}, &b); err != nil {
 			return
 		}
 		text = b.String()
 	}
 	changed, err := planlog.Read(strings.NewReader(text))
 	if err == nil {
-		pg.setAttributes(changed)
+		t.setAttributes(changed)
 	}
 }
 
@@ -417,16 +443,16 @@ func (s *reviewServer) readAttributes(ctx context.Context, pg *planPage) {
 // closing section, when the page holds only the log's start.
 const attributeLines = 5000
 
-// readLog reads into v up to logLimit bytes of a log of p's Jobs, or why
-// it cannot.
-func (s *reviewServer) readLog(ctx context.Context, p *infrav1.TerraformPlan, v *jobLogView, req logRequest) {
+// readLog reads into v up to logLimit bytes of the log read writes, or
+// why it cannot.
+func (s *reviewServer) readLog(ctx context.Context, read logOf, v *jobLogView, req logRequest) {
 	if s.cs == nil {
 		v.Error = "The log is not read here."
 		return
 	}
 	var b bytes.Buffer
 	req.limitBytes = logLimit + 1
-	if err := jobLog(ctx, s.c, s.cs, p, req, &b); err != nil {
+	if err := read(ctx, req, &b); err != nil {
 		v.Error = err.Error()
 		return
 	}
@@ -441,8 +467,7 @@ func (s *reviewServer) planPage(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, "TerraformPlan "+ns+"/"+name, err)
 		return
 	}
-	s.readLog(r.Context(), pg.plan, &pg.PlanLog, logRequest{})
-	s.readAttributes(r.Context(), &pg)
+	s.readPlanLog(r.Context(), s.planLogOf(pg.plan), &pg.PlanLog, &pg.resourceTable)
 	s.render(w, http.StatusOK, "plan.html", s.frame("TerraformPlan "+ns+"/"+name, s.link(planPath(ns, name)+"/events"), pg))
 }
 
@@ -499,17 +524,49 @@ func (s *reviewServer) approve(w http.ResponseWriter, r *http.Request) {
 	s.render(w, status, "confirm.html", p)
 }
 
+// machinePage shows the plan that waits in a TerraformMachine's status,
+// with its plan Job's log, and the apply of an approved plan with its
+// log: the manager's apply Job that carries it (captf.io/approved-plan).
 func (s *reviewServer) machinePage(w http.ResponseWriter, r *http.Request) {
+	ctx := r.Context()
 	ns, name := r.PathValue("namespace"), r.PathValue("name")
 	title := "TerraformMachine " + ns + "/" + name
 	var m infrav1.TerraformMachine
-	if err := s.c.Get(r.Context(), client.ObjectKey{Namespace: ns, Name: name}, &m); err != nil {
+	if err := s.c.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, &m); err != nil {
 		s.fail(w, title, fmt.Errorf("TerraformMachine %s/%s: %w", ns, name, err))
 		return
 	}
-	if m.Status.Plan == nil {
+	pg := newMachinePage(&m, s.now())
+	if p := m.Status.Plan; p != nil {
+		s.readPlanLog(ctx, s.jobLogOf(ns, p.Job, "plan", title), &pg.PlanLog, &pg.resourceTable)
+	}
+	if job, hash := s.machineApply(ctx, &m); job != "" {
+		pg.Apply = applyStatus(&m, job, hash)
+		pg.ApplyLog = jobLogView{Test: "apply-log", Command: kubectlLogs(ns, job)}
+		s.readLog(ctx, s.jobLogOf(ns, job, "apply", title), &pg.ApplyLog, logRequest{})
+	}
+	if !pg.Waiting && pg.Apply == "" {
 		s.fail(w, title, fmt.Errorf("TerraformMachine %s/%s has no plan waiting for an approval", ns, name))
 		return
 	}
-	s.render(w, http.StatusOK, "machine.html", s.frame(title, "", newMachinePage(&m, s.now())))
+	s.render(w, http.StatusOK, "machine.html", s.frame(title, "", pg))
+}
+
+// machineApply is the apply Job of m that carries an approved plan, and
+// the plan's hash: of the plan that waits, or while none waits of any.
+// It is "" when there is none, or the caller may not read the Job.
+func (s *reviewServer) machineApply(ctx context.Context, m *infrav1.TerraformMachine) (job, hash string) {
+	name := machineApplyJob(m)
+	if name == "" {
+		return "", ""
+	}
+	var j batchv1.Job
+	if err := s.c.Get(ctx, client.ObjectKey{Namespace: m.Namespace, Name: name}, &j); err != nil {
+		return "", ""
+	}
+	hash = j.Annotations[infrav1.AnnotationApprovedPlan]
+	if hash == "" || (m.Status.Plan != nil && m.Status.Plan.PlanHash != hash) {
+		return "", ""
+	}
+	return name, hash
 }

@@ -165,3 +165,44 @@ func TestWaitingRows(t *testing.T) {
 		t.Error("a superseded plan's page offers Approve")
 	}
 }
+
+// TestMachineApply: a machine's page shows the apply Job status names,
+// the one that runs or else the last, never a drift check's; and how it
+// stands from the last run.
+func TestMachineApply(t *testing.T) {
+	const hash = "p2:ab"
+	active := &infrav1.ActiveJob{Name: "m-apply-2", Operation: infrav1.OperationApply}
+	applied := &infrav1.RunStatus{Job: "m-apply-1", Operation: infrav1.OperationApply, Succeeded: true}
+	cases := []struct {
+		reason     string
+		active     *infrav1.ActiveJob
+		last       *infrav1.RunStatus
+		job, state string
+	}{
+		{reason: "nothing ran", job: ""},
+		{reason: "a drift check runs", active: &infrav1.ActiveJob{Name: "m-drift", Operation: infrav1.OperationDrift}, last: applied, job: ""},
+		{reason: "a drift check ran last", last: &infrav1.RunStatus{Job: "m-drift", Operation: infrav1.OperationDrift}, job: ""},
+		{reason: "the apply runs", active: active, last: applied, job: "m-apply-2", state: "Approved: the apply of p2:ab runs."},
+		{reason: "the apply succeeded", last: applied, job: "m-apply-1", state: "Applied: the apply of p2:ab planned exactly the approved changes and applied them."},
+		{reason: "the plan moved", last: &infrav1.RunStatus{Job: "m-apply-1", Operation: infrav1.OperationApply, Error: &infrav1.RunError{Kind: infrav1.ErrorKindPlanChanged}},
+			job: "m-apply-1", state: "Failed: the apply of p2:ab found other changes than the approved ones and applied nothing."},
+		{reason: "the apply failed", last: &infrav1.RunStatus{Job: "m-apply-1", Operation: infrav1.OperationApply, Error: &infrav1.RunError{Kind: "failed"}},
+			job: "m-apply-1", state: "Failed: the apply of p2:ab did not succeed; the machine's conditions say why."},
+	}
+	for _, tc := range cases {
+		t.Run(tc.reason, func(t *testing.T) {
+			m := &infrav1.TerraformMachine{}
+			m.Status.ActiveJob, m.Status.LastRun = tc.active, tc.last
+			job := machineApplyJob(m)
+			if job != tc.job {
+				t.Fatalf("machineApplyJob = %q, want %q", job, tc.job)
+			}
+			if job == "" {
+				return
+			}
+			if got := applyStatus(m, job, hash); got != tc.state {
+				t.Errorf("applyStatus = %q, want %q", got, tc.state)
+			}
+		})
+	}
+}

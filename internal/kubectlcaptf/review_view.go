@@ -153,17 +153,25 @@ func typePrefix(typ string) string {
 	return p
 }
 
+// resourceTable is the resources a plan page shows, with the attributes
+// each change changes when the plan Job's log says.
+type resourceTable struct {
+	Resources []resourceRow
+	Truncated bool
+	// ShowAttributes: the plan Job's log said which attributes change.
+	ShowAttributes bool
+}
+
 // planPage is what a TerraformPlan's page shows.
 type planPage struct {
-	Row         waitingRow
-	Phase       infrav1.PlanPhase
-	Approved    bool
-	ApprovedBy  string
-	Status      string
-	PlanHash    string
-	InputsHash  string
-	Resources   []resourceRow
-	Truncated   bool
+	Row        waitingRow
+	Phase      infrav1.PlanPhase
+	Approved   bool
+	ApprovedBy string
+	Status     string
+	PlanHash   string
+	InputsHash string
+	resourceTable
 	Destructive int
 	Command     string
 	// Approvable is set while the plan waits: the page offers Approve.
@@ -174,9 +182,7 @@ type planPage struct {
 	// PlanLog is the plan Job's log; ApplyLog the apply Job's, once the
 	// plan is approved. The server reads them; newPlanPage names them.
 	PlanLog, ApplyLog jobLogView
-	// ShowAttributes: the plan Job's log said which attributes change.
-	ShowAttributes bool
-	plan           *infrav1.TerraformPlan
+	plan              *infrav1.TerraformPlan
 }
 
 // jobLogView is a runner Job's log as a page shows it: up to logLimit
@@ -211,10 +217,10 @@ func newPlanPage(p *infrav1.TerraformPlan, recent []infrav1.TerraformPlan, now t
 		Row: planRow(p, now), Phase: phase, Approved: p.Spec.Approved, ApprovedBy: p.Spec.ApprovedBy,
 		Status:   planStatus(p),
 		PlanHash: p.Spec.PlanHash, InputsHash: p.Spec.InputsHash,
-		Resources:  parseResources(p.Spec.Summary.Resources),
-		Command:    fmt.Sprintf("kubectl captf approve %s -n %s --plan-hash %s", p.Name, p.Namespace, p.Spec.PlanHash),
-		Approvable: !p.Spec.Approved && !phase.Terminal(),
-		LogCommand: fmt.Sprintf("kubectl captf logs %s -n %s", p.Name, p.Namespace),
+		resourceTable: resourceTable{Resources: parseResources(p.Spec.Summary.Resources)},
+		Command:       fmt.Sprintf("kubectl captf approve %s -n %s --plan-hash %s", p.Name, p.Namespace, p.Spec.PlanHash),
+		Approvable:    !p.Spec.Approved && !phase.Terminal(),
+		LogCommand:    fmt.Sprintf("kubectl captf logs %s -n %s", p.Name, p.Namespace),
 	}
 	page.plan = p
 	page.PlanLog = jobLogView{Test: "plan-log", Command: page.LogCommand}
@@ -267,7 +273,7 @@ func planStatus(p *infrav1.TerraformPlan) string {
 
 // setAttributes puts on each row of p the attributes changed names for
 // its address and action.
-func (p *planPage) setAttributes(changed []fingerprint.Attributes) {
+func (p *resourceTable) setAttributes(changed []fingerprint.Attributes) {
 	for i := range p.Resources {
 		r := &p.Resources[i]
 		for _, c := range changed {
@@ -279,28 +285,73 @@ func (p *planPage) setAttributes(changed []fingerprint.Attributes) {
 	}
 }
 
-// machinePage is what the page of a TerraformMachine's plan shows.
+// machinePage is what the page of a TerraformMachine's plan shows: the
+// plan that waits in status.plan, and the apply of an approved plan.
 type machinePage struct {
+	// Waiting: a plan waits in status.plan; the facts below are its.
+	Waiting    bool
 	Row        waitingRow
 	PlanHash   string
 	InputsHash string
-	Resources  []resourceRow
-	Truncated  bool
-	Command    string
-	// ShowAttributes is always false: a machine's plan has no plan Job
-	// log to read them from here.
-	ShowAttributes bool
+	resourceTable
+	Command string
+	// Apply says how the apply of the approved plan stands, "" when none
+	// runs or ran. The server fills it and the logs.
+	Apply             string
+	PlanLog, ApplyLog jobLogView
 }
 
 func newMachinePage(m *infrav1.TerraformMachine, now time.Time) machinePage {
 	p := m.Status.Plan
+	if p == nil {
+		return machinePage{}
+	}
 	annotation := infrav1.AnnotationApprovePlan
 	if p.Reason == infrav1.ReasonDestructive {
 		annotation = infrav1.AnnotationApproveDestructivePlan
 	}
 	return machinePage{
-		Row: machineRow(m, now), PlanHash: p.PlanHash, InputsHash: p.InputsHash,
-		Resources: parseResources(p.Resources), Truncated: p.Truncated,
-		Command: fmt.Sprintf("kubectl annotate terraformmachine %s -n %s %s=%s --overwrite", m.Name, m.Namespace, annotation, p.PlanHash),
+		Waiting: true,
+		Row:     machineRow(m, now), PlanHash: p.PlanHash, InputsHash: p.InputsHash,
+		resourceTable: resourceTable{Resources: parseResources(p.Resources), Truncated: p.Truncated},
+		Command:       fmt.Sprintf("kubectl annotate terraformmachine %s -n %s %s=%s --overwrite", m.Name, m.Namespace, annotation, p.PlanHash),
+		PlanLog:       jobLogView{Test: "plan-log", Command: kubectlLogs(m.Namespace, p.Job)},
 	}
+}
+
+// kubectlLogs is the command that prints the log of the runner Job
+// ns/job.
+func kubectlLogs(ns, job string) string {
+	return fmt.Sprintf("kubectl logs job/%s -n %s -c %s", job, ns, infrav1.RunnerContainer)
+}
+
+// machineApplyJob is the Job status names that applies, or last
+// applied, m: the one that runs, else the last that ran; "" for none.
+func machineApplyJob(m *infrav1.TerraformMachine) string {
+	st := m.Status
+	if st.ActiveJob != nil {
+		if st.ActiveJob.Operation == infrav1.OperationApply {
+			return st.ActiveJob.Name
+		}
+		return ""
+	}
+	if st.LastRun != nil && st.LastRun.Operation == infrav1.OperationApply {
+		return st.LastRun.Job
+	}
+	return ""
+}
+
+// applyStatus says in a sentence how the apply Job job of the approved
+// plan hash stands, from m's status.
+func applyStatus(m *infrav1.TerraformMachine, job, hash string) string {
+	run := m.Status.LastRun
+	switch {
+	case m.Status.ActiveJob != nil || run == nil || run.Job != job:
+		return "Approved: the apply of " + hash + " runs."
+	case run.Succeeded:
+		return "Applied: the apply of " + hash + " planned exactly the approved changes and applied them."
+	case run.Error != nil && run.Error.Kind == infrav1.ErrorKindPlanChanged:
+		return "Failed: the apply of " + hash + " found other changes than the approved ones and applied nothing."
+	}
+	return "Failed: the apply of " + hash + " did not succeed; the machine's conditions say why."
 }

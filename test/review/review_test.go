@@ -31,6 +31,8 @@ import (
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
+	"k8s.io/utils/ptr"
+	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	infrav1 "github.com/captf/captf/api/v1alpha1"
@@ -45,7 +47,9 @@ var updateDocs = flag.Bool("update-docs", false, "write the screenshots to docs/
 
 const (
 	moduleImage = "registry.example.com/captf-review:v1"
-	runnerImage = "ghcr.io/captf/captf-runner:v0.1.0"
+	// machineImage holds the quickstart's machine module.
+	machineImage = "registry.example.com/captf-review-machine:v1"
+	runnerImage  = "ghcr.io/captf/captf-runner:v0.1.0"
 	// canary is the value of the module's sensitive variable: terraform
 	// hides it in the Job's log, captf everywhere.
 	canary = "CANARY-REVIEW-PAGE-5d1e"
@@ -202,7 +206,7 @@ func captf(t *testing.T, kubeconfig string, args ...string) string {
 func TestReviewPage(t *testing.T) {
 	ctx := context.Background()
 	tab := browser(t)
-	env := testenv.Start(t, "../..")
+	env := testenv.StartWithClusterAPI(t, "../..")
 	admin := env.Kubeconfig(t)
 
 	tf := tftest.Terraform(t)
@@ -214,16 +218,19 @@ func TestReviewPage(t *testing.T) {
 		t.Fatalf("build captf-runner: %v\n%s", err, out)
 	}
 	module, _ := filepath.Abs("../../examples/kubernetes/module")
+	machineModule, _ := filepath.Abs("../../examples/kubernetes/machine")
 	node := &testnode.Node{Client: env.Client, Namespace: "default",
 		Images: map[string][]testnode.Image{
-			moduleImage: {{Path: infrav1.PathModule, Dir: module}, {Path: infrav1.PathRuntime, Dir: runtimeDir}},
-			runnerImage: {{Path: "/captf-runner", Dir: runnerDir}},
+			moduleImage:  {{Path: infrav1.PathModule, Dir: module}, {Path: infrav1.PathRuntime, Dir: runtimeDir}},
+			machineImage: {{Path: infrav1.PathModule, Dir: machineModule}, {Path: infrav1.PathRuntime, Dir: runtimeDir}},
+			runnerImage:  {{Path: "/captf-runner", Dir: runnerDir}},
 		},
 		Env: append(tftest.Env(t), "KUBE_IN_CLUSTER_CONFIG=false", "KUBE_CONFIG_PATH="+admin),
 	}
 	node.ServeLogs(t, "node-1")
 	node.Start(t)
 	managertest.Start(t, managertest.Build(t, "../.."), admin, "--runner-image="+runnerImage, "--metrics-bind-address=0")
+	env.RunClusterAPI(t)
 
 	// alice approves with the sample approver role, and may list machines.
 	env.CreateFromFile(t, "../../config/samples/terraformplan-rbac.yaml")
@@ -441,6 +448,8 @@ func TestReviewPage(t *testing.T) {
 		t.Errorf("the TerraformPlan is %q (%v), the page showed Applied", plan.Status.Phase, err)
 	}
 
+	machinePlanPage(t, env, tab, pageURL, reviewedMachine(t, env))
+
 	// Requests a page of this server never makes are refused.
 	probe := func(method, target string, body io.Reader, header map[string]string) (int, string) {
 		req, err := http.NewRequest(method, target, body)
@@ -561,5 +570,99 @@ func wait(t *testing.T, what string, ok func() bool) {
 		if time.Now().After(deadline) {
 			t.Fatalf("timed out waiting for %s", what)
 		}
+	}
+}
+
+// reviewedMachine creates a Cluster API Cluster of the TerraformCluster
+// demo, a Machine and its TerraformMachine under applyPolicy Manual, whose
+// bootstrap data is the canary. The TerraformMachine carries the
+// annotation the manager sets when an apply Job ended without a report
+// (as a Job deleted mid-apply does, which a test cannot time): its apply
+// is no first apply, so its plan waits for an approval in its status.
+func reviewedMachine(t *testing.T, env *testenv.Env) *infrav1.TerraformMachine {
+	t.Helper()
+	ctx := context.Background()
+	const name = "demo-node-0"
+	tm := &infrav1.TerraformMachine{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "default",
+			Annotations: map[string]string{infrav1.AnnotationInterruptedApply: "true"}},
+		Spec: infrav1.TerraformMachineSpec{RunnerSpec: infrav1.RunnerSpec{
+			Image: machineImage, ApplyPolicy: infrav1.ApplyManual,
+		}},
+	}
+	for _, o := range []client.Object{
+		&clusterv1.Cluster{ObjectMeta: metav1.ObjectMeta{Name: "demo", Namespace: "default"},
+			Spec: clusterv1.ClusterSpec{InfrastructureRef: clusterv1.ContractVersionedObjectReference{
+				APIGroup: infrav1.GroupVersion.Group, Kind: "TerraformCluster", Name: "demo"}}},
+		&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: name + "-bootstrap", Namespace: "default",
+			Labels: map[string]string{clusterv1.ClusterNameLabel: "demo"}}, StringData: map[string]string{"value": canary}},
+		&clusterv1.Machine{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "default"},
+			Spec: clusterv1.MachineSpec{ClusterName: "demo",
+				Bootstrap: clusterv1.Bootstrap{DataSecretName: ptr.To(name + "-bootstrap")},
+				InfrastructureRef: clusterv1.ContractVersionedObjectReference{
+					APIGroup: infrav1.GroupVersion.Group, Kind: "TerraformMachine", Name: name}}},
+		tm,
+	} {
+		if err := env.Client.Create(ctx, o); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return tm
+}
+
+// machinePlanPage checks the page of the plan that waits in tm's status:
+// the resources with the attributes that change, terraform's log of the
+// plan Job; after the approval (the annotation), terraform's log of the
+// apply. No page shows the canary.
+func machinePlanPage(t *testing.T, env *testenv.Env, tab context.Context, pageURL string, tm *infrav1.TerraformMachine) {
+	t.Helper()
+	ctx := context.Background()
+	wait(t, "the machine's plan", func() bool {
+		return env.Client.Get(ctx, client.ObjectKeyFromObject(tm), tm) == nil && tm.Status.Plan != nil
+	})
+	p := tm.Status.Plan
+	if p.Reason != infrav1.ReasonManual || len(p.Resources) == 0 {
+		t.Fatalf("the machine's plan: %+v", p)
+	}
+	row := fmt.Sprintf(`tr[data-test=row][data-name=%q]`, tm.Name)
+	do(t, tab, "open the list", chromedp.Navigate(pageURL), chromedp.WaitVisible(css(row)))
+	do(t, tab, "open the machine's page", chromedp.Click(css(row+` a`)), chromedp.WaitVisible(css(`[data-test=resources]`)))
+	attributes := get(t, tab, "the changed attributes", chromedp.Evaluate[map[string]string](
+		`Object.fromEntries([...document.querySelectorAll("[data-test=resource]")].map(r => [r.cells[0].textContent, (r.querySelector("[data-test=attributes]") || {textContent: "(no column)"}).textContent]))`))
+	// The plan creates the machine's terraform_data: its input, and its
+	// id and output, known after apply.
+	for _, address := range addresses(p.Resources) {
+		if got := attributes[address]; got != "id, input, output" {
+			t.Errorf("the machine's page shows %q as the attributes that change of %s, want %q", got, address, "id, input, output")
+		}
+	}
+	pageLog := get(t, tab, "the machine's plan log", chromedp.Evaluate[string](`(document.querySelector("[data-test=plan-log]") || {textContent: ""}).textContent`))
+	for _, want := range append([]string{"Plan: ", "(sensitive value)"}, addresses(p.Resources)...) {
+		if !strings.Contains(pageLog, want) {
+			t.Errorf("the machine's plan log on the page lacks %q:\n%s", want, pageLog)
+		}
+	}
+	machineHTML := get(t, tab, "the machine's HTML", chromedp.OuterHTML(css("html")))
+	if i := strings.Index(machineHTML, canary); i >= 0 {
+		t.Errorf("the machine's page shows the bootstrap data: %s", machineHTML[max(0, i-300):i+40])
+	}
+
+	// The approval: the annotation of the hash. Once the apply ran, the
+	// page shows its log.
+	patch := fmt.Sprintf(`{"metadata":{"annotations":{%q:%q}}}`, infrav1.AnnotationApprovePlan, p.PlanHash)
+	if err := env.Client.Patch(ctx, tm, client.RawPatch("application/merge-patch+json", []byte(patch))); err != nil {
+		t.Fatal(err)
+	}
+	wait(t, "the machine's approved apply", func() bool {
+		return env.Client.Get(ctx, client.ObjectKeyFromObject(tm), tm) == nil && tm.Status.Plan == nil && tm.Status.ActiveJob == nil &&
+			tm.Status.LastRun != nil && tm.Status.LastRun.Operation == infrav1.OperationApply && tm.Status.LastRun.Succeeded
+	})
+	do(t, tab, "reload the machine's page", chromedp.Reload(), chromedp.WaitReady(css(`main`)))
+	applyLog := get(t, tab, "the machine's apply log", chromedp.Evaluate[string](`(document.querySelector("[data-test=apply-log]") || {textContent: ""}).textContent`))
+	if !strings.Contains(applyLog, "Apply complete!") || !strings.Contains(applyLog, addresses(p.Resources)[0]) {
+		t.Errorf("the machine's page shows no log of the approved apply:\n%s", applyLog)
+	}
+	if html := get(t, tab, "the machine's HTML", chromedp.OuterHTML(css("html"))); strings.Contains(html, canary) {
+		t.Errorf("the machine's page after the apply shows the bootstrap data")
 	}
 }
