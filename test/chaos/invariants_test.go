@@ -363,7 +363,9 @@ func (r *run) summarize(obj engine.Object) summary {
 }
 
 // stateOutputs hashes the root outputs of the subject's state, but
-// captf's own inputs hash (keyed per object, so it differs between runs).
+// captf's own inputs and approval hashes (keyed per object, so they
+// differ between runs), with the run's namespace in them (a module that
+// names its files by it, as the pool's) read as the same in every run.
 func (r *run) stateOutputs() [32]byte {
 	s := r.flow.subject()
 	var secrets corev1.SecretList
@@ -388,8 +390,9 @@ func (r *run) stateOutputs() [32]byte {
 		return [32]byte{1}
 	}
 	delete(state.Outputs, render.HashOutput)
+	delete(state.Outputs, render.ApprovalOutput)
 	b, _ := json.Marshal(state.Outputs) // maps marshal in key order
-	return sha256.Sum256(b)
+	return sha256.Sum256(bytes.ReplaceAll(b, []byte(r.ns), []byte("<namespace>")))
 }
 
 // diff names the fields that differ, with the clean run's value first;
