@@ -8,6 +8,7 @@ import (
 
 	"github.com/spf13/cobra"
 	authenticationv1 "k8s.io/api/authentication/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	infrav1 "github.com/captf/captf/api/v1alpha1"
@@ -81,6 +82,33 @@ func approvePlan(ctx context.Context, c client.Client, ns, name, expectHash stri
 		}
 	}
 	return p, user, nil
+}
+
+// approveMachine approves the plan that waits in the status of the
+// TerraformMachine ns/name, as the requester, if its plan hash is hash: it
+// sets the approval annotation to the hash, as kubectl annotate does, and
+// the manager applies that plan once. A plan that no longer waits or has
+// another hash is an error, and so is a refusal of the API server, which
+// says why.
+func approveMachine(ctx context.Context, c client.Client, ns, name, hash string) error {
+	var m infrav1.TerraformMachine
+	if err := c.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, &m); err != nil {
+		return fmt.Errorf("TerraformMachine %s/%s: %w", ns, name, err)
+	}
+	switch p := m.Status.Plan; {
+	case p == nil:
+		return fmt.Errorf("TerraformMachine %s/%s has no plan waiting for an approval: nothing approved", ns, name)
+	case p.PlanHash != hash:
+		return fmt.Errorf("TerraformMachine %s/%s waits with plan hash %s, not %s: nothing approved", ns, name, p.PlanHash, hash)
+	}
+	patch, err := json.Marshal(map[string]any{"metadata": map[string]any{"annotations": map[string]string{machineApproval(&m): hash}}})
+	if err != nil {
+		return err
+	}
+	if err := c.Patch(ctx, &m, client.RawPatch(types.MergePatchType, patch)); err != nil {
+		return fmt.Errorf("approve TerraformMachine %s/%s: %w", ns, name, err)
+	}
+	return nil
 }
 
 // whoami returns the requester's username as the API server knows it.

@@ -4,19 +4,23 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
+	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
 
 	infrav1 "github.com/captf/captf/api/v1alpha1"
 	"github.com/captf/captf/internal/testenv"
+	"github.com/captf/captf/internal/webhook/providerid"
 	"github.com/captf/captf/internal/webhook/terraformplan"
 )
 
@@ -38,7 +42,9 @@ func run(t *testing.T, args ...string) (string, error) {
 // client certificate of her own and only the sample approver role.
 func TestPlugin(t *testing.T) {
 	env := testenv.StartWithWebhooks(t, "../..")
-	env.ServeWebhooks(t, (&terraformplan.Validator{ManagerUsername: manager}).SetupWithManager)
+	env.ServeWebhooks(t, func(mgr ctrl.Manager) error {
+		return errors.Join((&terraformplan.Validator{ManagerUsername: manager}).SetupWithManager(mgr), providerid.SetupWithManager(mgr, manager))
+	})
 	env.CreateFromFile(t, "../../config/samples/terraformplan-rbac.yaml")
 	ctx := context.Background()
 	if err := env.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "infra"}}); err != nil {
@@ -205,6 +211,43 @@ func TestPlugin(t *testing.T) {
 		}
 		if _, err := run(t, "logs", "demo-3f9a1c07be", "--kubeconfig", admin, "-o", "yaml"); err == nil || !strings.Contains(err.Error(), "-o yaml does not apply") {
 			t.Errorf("logs -o yaml: err = %v", err)
+		}
+	})
+
+	t.Run("approve a machine's plan", func(t *testing.T) {
+		m := &infrav1.TerraformMachine{ObjectMeta: metav1.ObjectMeta{Name: "node-0", Namespace: "default"},
+			Spec: infrav1.TerraformMachineSpec{RunnerSpec: infrav1.RunnerSpec{Image: "registry.example.com/m:1"}}}
+		if err := env.Client.Create(ctx, m); err != nil {
+			t.Fatal(err)
+		}
+		if err := approveMachine(ctx, env.Client, "default", "node-0", "p2:"+strings.Repeat("ab", 32)); err == nil ||
+			!strings.Contains(err.Error(), "has no plan waiting for an approval: nothing approved") {
+			t.Errorf("approving a machine with no plan: %v", err)
+		}
+		hash := "p2:" + strings.Repeat("cd", 32)
+		m.Status.Plan = &infrav1.PlanStatus{InputsHash: "sha256:" + strings.Repeat("0", 64), Job: "node-0-plan-1", PlanHash: hash,
+			Add: 1, Destroy: 1, CreatedAt: metav1.Now(), Reason: infrav1.ReasonDestructive}
+		if err := env.Client.Status().Update(ctx, m); err != nil {
+			t.Fatal(err)
+		}
+		if err := approveMachine(ctx, env.Client, "default", "node-0", "p2:"+strings.Repeat("ab", 32)); err == nil ||
+			!strings.Contains(err.Error(), "waits with plan hash "+hash+", not p2:abab") {
+			t.Errorf("approving a machine with another hash: %v", err)
+		}
+		if err := env.Client.Get(ctx, client.ObjectKeyFromObject(m), m); err != nil || len(m.Annotations) != 0 {
+			t.Fatalf("after the refusals the machine carries %v (%v)", m.Annotations, err)
+		}
+		// A plan the destructive-plan guard stopped takes the guard's own
+		// annotation, as the page's command says.
+		if err := approveMachine(ctx, env.Client, "default", "node-0", hash); err != nil {
+			t.Fatal(err)
+		}
+		if err := env.Client.Get(ctx, client.ObjectKeyFromObject(m), m); err != nil ||
+			m.Annotations[infrav1.AnnotationApproveDestructivePlan] != hash || len(m.Annotations) != 1 {
+			t.Errorf("after the approval the machine carries %v (%v), want %s=%s", m.Annotations, err, infrav1.AnnotationApproveDestructivePlan, hash)
+		}
+		if pg := newMachinePage(m, time.Now()); pg.Approvable || !strings.HasPrefix(pg.Status, "Approved: ") {
+			t.Errorf("the page of the approved machine: approvable %v, status %q", pg.Approvable, pg.Status)
 		}
 	})
 

@@ -101,9 +101,12 @@ func (s *reviewServer) Handler() http.Handler {
 	mux.HandleFunc("GET /events", s.listEvents)
 	mux.HandleFunc("GET /plans/{namespace}/{name}", s.planPage)
 	mux.HandleFunc("GET /plans/{namespace}/{name}/events", s.planEvents)
-	mux.HandleFunc("GET /plans/{namespace}/{name}/approve", s.confirmPage)
-	mux.HandleFunc("POST /plans/{namespace}/{name}/approve", s.approve)
+	mux.HandleFunc("GET /plans/{namespace}/{name}/approve", func(w http.ResponseWriter, r *http.Request) { s.confirmPage(w, r, s.planApproval(r)) })
+	mux.HandleFunc("POST /plans/{namespace}/{name}/approve", func(w http.ResponseWriter, r *http.Request) { s.approve(w, r, s.planApproval(r)) })
 	mux.HandleFunc("GET /machines/{namespace}/{name}", s.machinePage)
+	mux.HandleFunc("GET /machines/{namespace}/{name}/events", s.machineEvents)
+	mux.HandleFunc("GET /machines/{namespace}/{name}/approve", func(w http.ResponseWriter, r *http.Request) { s.confirmPage(w, r, s.machineApproval(r)) })
+	mux.HandleFunc("POST /machines/{namespace}/{name}/approve", func(w http.ResponseWriter, r *http.Request) { s.approve(w, r, s.machineApproval(r)) })
 	static, err := fs.Sub(reviewFiles, "review/static")
 	if err != nil {
 		panic(err) // the embedded folder is part of the binary
@@ -485,57 +488,92 @@ func (s *reviewServer) planEvents(w http.ResponseWriter, r *http.Request) {
 	}, changed)
 }
 
-func (s *reviewServer) confirmPage(w http.ResponseWriter, r *http.Request) {
-	ns, name := r.PathValue("namespace"), r.PathValue("name")
-	pg, err := s.planAndRecent(r.Context(), ns, name)
-	if err != nil {
-		s.fail(w, "Approve TerraformPlan "+ns+"/"+name, err)
-		return
-	}
-	s.render(w, http.StatusOK, "confirm.html", s.frame("Approve TerraformPlan "+ns+"/"+name, "", pg))
+// approval is what the confirmation and the approval of one kind of plan
+// need: the title, the page the confirmation shows, how to approve as the
+// caller, and the page to go back to.
+type approval struct {
+	title   string
+	read    func(context.Context) (any, error)
+	approve func(ctx context.Context, hash string) error
+	back    string
 }
 
-// approve does what kubectl captf approve --plan-hash does, as the
-// caller; a refusal is shown on the confirmation page, in the API
-// server's words.
-func (s *reviewServer) approve(w http.ResponseWriter, r *http.Request) {
+// planApproval approves the TerraformPlan of the request as kubectl
+// captf approve --plan-hash does.
+func (s *reviewServer) planApproval(r *http.Request) approval {
 	ns, name := r.PathValue("namespace"), r.PathValue("name")
+	return approval{
+		title: "Approve TerraformPlan " + ns + "/" + name,
+		read:  func(ctx context.Context) (any, error) { return s.planAndRecent(ctx, ns, name) },
+		approve: func(ctx context.Context, hash string) error {
+			_, _, err := approvePlan(ctx, s.c, ns, name, hash)
+			return err
+		},
+		back: planPath(ns, name),
+	}
+}
+
+// machineApproval approves the plan waiting in the status of the
+// TerraformMachine of the request, by its annotation.
+func (s *reviewServer) machineApproval(r *http.Request) approval {
+	ns, name := r.PathValue("namespace"), r.PathValue("name")
+	return approval{
+		title: "Approve the plan of TerraformMachine " + ns + "/" + name,
+		read:  func(ctx context.Context) (any, error) { return s.machineState(ctx, ns, name) },
+		approve: func(ctx context.Context, hash string) error {
+			return approveMachine(ctx, s.c, ns, name, hash)
+		},
+		back: machinePath(ns, name),
+	}
+}
+
+// confirmPage asks to confirm the approval a of the plan on screen.
+func (s *reviewServer) confirmPage(w http.ResponseWriter, r *http.Request, a approval) {
+	pg, err := a.read(r.Context())
+	if err != nil {
+		s.fail(w, a.title, err)
+		return
+	}
+	s.render(w, http.StatusOK, "confirm.html", s.frame(a.title, "", pg))
+}
+
+// approve approves, as the caller, the plan whose hash the form names; a
+// refusal is shown on the confirmation page, in the API server's words.
+func (s *reviewServer) approve(w http.ResponseWriter, r *http.Request, a approval) {
 	hash := r.PostFormValue("plan-hash")
 	if hash == "" {
 		http.Error(w, "the form names no plan hash", http.StatusBadRequest)
 		return
 	}
-	_, _, err := approvePlan(r.Context(), s.c, ns, name, hash)
+	err := a.approve(r.Context(), hash)
 	if err == nil {
-		http.Redirect(w, r, s.link(planPath(ns, name)), http.StatusSeeOther)
+		http.Redirect(w, r, s.link(a.back), http.StatusSeeOther)
 		return
 	}
-	pg, readErr := s.planAndRecent(r.Context(), ns, name)
+	pg, readErr := a.read(r.Context())
 	if readErr != nil {
-		s.fail(w, "Approve TerraformPlan "+ns+"/"+name, err)
+		s.fail(w, a.title, err)
 		return
 	}
-	p := s.frame("Approve TerraformPlan "+ns+"/"+name, "", pg)
+	p := s.frame(a.title, "", pg)
 	p.Error = err.Error()
 	status := statusOf(err)
 	if status == http.StatusBadGateway {
-		status = http.StatusConflict // refused by the plugin: another hash, approver or a finished plan
+		status = http.StatusConflict // refused by the plugin: another hash, approver, or a plan that no longer waits
 	}
 	s.render(w, status, "confirm.html", p)
 }
 
-// machinePage shows the plan that waits in a TerraformMachine's status,
-// with its plan Job's log, and the apply of an approved plan with its
-// log: the manager's apply Job that carries it (captf.io/approved-plan).
-func (s *reviewServer) machinePage(w http.ResponseWriter, r *http.Request) {
-	ctx := r.Context()
-	ns, name := r.PathValue("namespace"), r.PathValue("name")
-	title := "TerraformMachine " + ns + "/" + name
+// machineState reads what the page of the TerraformMachine ns/name
+// shows: the plan that waits in its status, with its plan Job's log, and
+// the apply of an approved plan with its log: the manager's apply Job
+// that carries it (captf.io/approved-plan).
+func (s *reviewServer) machineState(ctx context.Context, ns, name string) (machinePage, error) {
 	var m infrav1.TerraformMachine
 	if err := s.c.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, &m); err != nil {
-		s.fail(w, title, fmt.Errorf("TerraformMachine %s/%s: %w", ns, name, err))
-		return
+		return machinePage{}, fmt.Errorf("TerraformMachine %s/%s: %w", ns, name, err)
 	}
+	title := "TerraformMachine " + ns + "/" + name
 	pg := newMachinePage(&m, s.now())
 	if p := m.Status.Plan; p != nil {
 		s.readPlanLog(ctx, s.jobLogOf(ns, p.Job, "plan", title), &pg.PlanLog, &pg.resourceTable)
@@ -545,11 +583,33 @@ func (s *reviewServer) machinePage(w http.ResponseWriter, r *http.Request) {
 		pg.ApplyLog = jobLogView{Test: "apply-log", Command: kubectlLogs(ns, job)}
 		s.readLog(ctx, s.jobLogOf(ns, job, "apply", title), &pg.ApplyLog, logRequest{})
 	}
-	if !pg.Waiting && pg.Apply == "" {
-		s.fail(w, title, fmt.Errorf("TerraformMachine %s/%s has no plan waiting for an approval", ns, name))
+	return pg, nil
+}
+
+// machinePage shows a TerraformMachine's plan, its approval and its apply.
+func (s *reviewServer) machinePage(w http.ResponseWriter, r *http.Request) {
+	ns, name := r.PathValue("namespace"), r.PathValue("name")
+	title := "TerraformMachine " + ns + "/" + name
+	pg, err := s.machineState(r.Context(), ns, name)
+	if err != nil {
+		s.fail(w, title, err)
 		return
 	}
-	s.render(w, http.StatusOK, "machine.html", s.frame(title, "", pg))
+	s.render(w, http.StatusOK, "machine.html", s.frame(title, s.link(machinePath(ns, name)+"/events"), pg))
+}
+
+// machineEvents streams the machine's page each time the machine
+// changes: its plan, its approval, its apply and the apply's log.
+func (s *reviewServer) machineEvents(w http.ResponseWriter, r *http.Request) {
+	ns, name := r.PathValue("namespace"), r.PathValue("name")
+	changed := s.watch(r.Context(), &infrav1.TerraformMachineList{}, client.InNamespace(ns), client.MatchingFields{"metadata.name": name})
+	s.stream(w, r, func(ctx context.Context) (any, error) {
+		pg, err := s.machineState(ctx, ns, name)
+		if err != nil {
+			return nil, err
+		}
+		return map[string]any{"html": s.fragment("machine-live", pg)}, nil
+	}, changed)
 }
 
 // machineApply is the apply Job of m that carries an approved plan, and

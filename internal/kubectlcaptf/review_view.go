@@ -295,6 +295,12 @@ type machinePage struct {
 	InputsHash string
 	resourceTable
 	Command string
+	// Annotation is the one that approves the waiting plan; Approvable is
+	// set while it does not name the plan's hash yet: the page offers
+	// Approve. Status says where the waiting plan is.
+	Annotation string
+	Approvable bool
+	Status     string
 	// Apply says how the apply of the approved plan stands, "" when none
 	// runs or ran. The server fills it and the logs.
 	Apply             string
@@ -304,19 +310,35 @@ type machinePage struct {
 func newMachinePage(m *infrav1.TerraformMachine, now time.Time) machinePage {
 	p := m.Status.Plan
 	if p == nil {
-		return machinePage{}
+		return machinePage{Row: waitingRow{Namespace: m.Namespace, Name: m.Name, Kind: "TerraformMachine", Target: m.Name,
+			Path: machinePath(m.Namespace, m.Name)}, Status: "No plan waits for an approval now."}
 	}
-	annotation := infrav1.AnnotationApprovePlan
-	if p.Reason == infrav1.ReasonDestructive {
-		annotation = infrav1.AnnotationApproveDestructivePlan
+	annotation := machineApproval(m)
+	approved := m.Annotations[annotation] == p.PlanHash
+	status := "Waiting for an approval."
+	if approved {
+		status = "Approved: the apply of " + p.PlanHash + " is due."
 	}
 	return machinePage{
 		Waiting: true,
 		Row:     machineRow(m, now), PlanHash: p.PlanHash, InputsHash: p.InputsHash,
 		resourceTable: resourceTable{Resources: parseResources(p.Resources), Truncated: p.Truncated},
 		Command:       fmt.Sprintf("kubectl annotate terraformmachine %s -n %s %s=%s --overwrite", m.Name, m.Namespace, annotation, p.PlanHash),
+		Annotation:    annotation,
+		Approvable:    !approved,
+		Status:        status,
 		PlanLog:       jobLogView{Test: "plan-log", Command: kubectlLogs(m.Namespace, p.Job)},
 	}
+}
+
+// machineApproval is the annotation that approves the plan waiting in
+// m's status: the destructive-plan guard's own for a plan it stopped,
+// captf.io/approve-plan for any other.
+func machineApproval(m *infrav1.TerraformMachine) string {
+	if m.Status.Plan != nil && m.Status.Plan.Reason == infrav1.ReasonDestructive {
+		return infrav1.AnnotationApproveDestructivePlan
+	}
+	return infrav1.AnnotationApprovePlan
 }
 
 // kubectlLogs is the command that prints the log of the runner Job

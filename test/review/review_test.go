@@ -647,17 +647,52 @@ func machinePlanPage(t *testing.T, env *testenv.Env, tab context.Context, pageUR
 		t.Errorf("the machine's page shows the bootstrap data: %s", machineHTML[max(0, i-300):i+40])
 	}
 
-	// The approval: the annotation of the hash. Once the apply ran, the
-	// page shows its log.
-	patch := fmt.Sprintf(`{"metadata":{"annotations":{%q:%q}}}`, infrav1.AnnotationApprovePlan, p.PlanHash)
-	if err := env.Client.Patch(ctx, tm, client.RawPatch("application/merge-patch+json", []byte(patch))); err != nil {
-		t.Fatal(err)
+	// Approve, as alice, who may not patch machines yet: the page shows
+	// the API server's refusal, and nothing is approved.
+	get(t, tab, "mark the page", chromedp.Evaluate[bool](`window.notReloaded = true`))
+	do(t, tab, "approve the machine's plan", chromedp.Click(css(`[data-test=approve]`)), chromedp.WaitVisible(css(`[data-test=confirm]`)))
+	if hash := get(t, tab, "the confirmation's hash", chromedp.Text(css(`[data-test=confirm-hash]`))); hash != p.PlanHash {
+		t.Errorf("the machine's confirmation shows the hash %q, want %q", hash, p.PlanHash)
 	}
-	wait(t, "the machine's approved apply", func() bool {
-		return env.Client.Get(ctx, client.ObjectKeyFromObject(tm), tm) == nil && tm.Status.Plan == nil && tm.Status.ActiveJob == nil &&
-			tm.Status.LastRun != nil && tm.Status.LastRun.Operation == infrav1.OperationApply && tm.Status.LastRun.Succeeded
+	do(t, tab, "confirm without the right to patch", chromedp.Click(css(`[data-test=confirm]`)), chromedp.WaitVisible(css(`[data-test=error]`)))
+	refused := get(t, tab, "the refusal", chromedp.Text(css(`[data-test=error]`)))
+	t.Logf("the page refused the machine's approval: %s", refused)
+	if !strings.Contains(refused, `User "alice" cannot patch resource "terraformmachines"`) {
+		t.Errorf("the refusal on the machine's page: %q, want the API server's RBAC message", refused)
+	}
+	if err := env.Client.Get(ctx, client.ObjectKeyFromObject(tm), tm); err != nil || tm.Annotations[infrav1.AnnotationApprovePlan] != "" {
+		t.Fatalf("after the refusal the machine carries the approval %q (%v)", tm.Annotations[infrav1.AnnotationApprovePlan], err)
+	}
+
+	// With the right to patch machines, Approve sets the annotation of the
+	// hash as alice, and the page follows the apply to its end and shows
+	// its log, without a reload.
+	for _, o := range []client.Object{
+		&rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Name: "machine-approver", Namespace: "default"},
+			Rules: []rbacv1.PolicyRule{{APIGroups: []string{infrav1.GroupVersion.Group}, Resources: []string{"terraformmachines"}, Verbs: []string{"patch"}}}},
+		&rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Name: "machine-approver", Namespace: "default"},
+			RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: "machine-approver"},
+			Subjects: []rbacv1.Subject{{Kind: rbacv1.UserKind, APIGroup: rbacv1.GroupName, Name: "alice"}}},
+	} {
+		if err := env.Client.Create(ctx, o); err != nil {
+			t.Fatal(err)
+		}
+	}
+	do(t, tab, "confirm", chromedp.Click(css(`[data-test=confirm]`)), chromedp.WaitVisible(css(`[data-test=status]`)))
+	if err := env.Client.Get(ctx, client.ObjectKeyFromObject(tm), tm); err != nil || tm.Annotations[infrav1.AnnotationApprovePlan] != p.PlanHash {
+		t.Fatalf("after Approve the machine carries the approval %q (%v), want %s", tm.Annotations[infrav1.AnnotationApprovePlan], err, p.PlanHash)
+	}
+	get(t, tab, "mark the page", chromedp.Evaluate[bool](`window.notReloaded = true`))
+	wait(t, "the machine's page to show the apply Applied", func() bool {
+		return strings.HasPrefix(get(t, tab, "the apply's status", chromedp.Evaluate[string](`(document.querySelector("[data-test=apply-status]") || {textContent: ""}).textContent`)), "Applied:")
 	})
-	do(t, tab, "reload the machine's page", chromedp.Reload(), chromedp.WaitReady(css(`main`)))
+	if !get(t, tab, "the marker", chromedp.Evaluate[bool](`window.notReloaded === true`)) {
+		t.Error("the machine's page reloaded to show the apply; it should have been updated in place")
+	}
+	if err := env.Client.Get(ctx, client.ObjectKeyFromObject(tm), tm); err != nil || tm.Status.LastRun == nil ||
+		tm.Status.LastRun.Operation != infrav1.OperationApply || !tm.Status.LastRun.Succeeded {
+		t.Fatalf("the machine's page shows Applied; the machine's last run: %+v (%v)", tm.Status.LastRun, err)
+	}
 	applyLog := get(t, tab, "the machine's apply log", chromedp.Evaluate[string](`(document.querySelector("[data-test=apply-log]") || {textContent: ""}).textContent`))
 	if !strings.Contains(applyLog, "Apply complete!") || !strings.Contains(applyLog, addresses(p.Resources)[0]) {
 		t.Errorf("the machine's page shows no log of the approved apply:\n%s", applyLog)
