@@ -323,7 +323,7 @@ type summary struct {
 	ApplyReason                                                  string
 	Failures                                                     int32
 	// Secrets is how many Secrets of the manager and of terraform are
-	// left in the namespace, but those of a deleted Job.
+	// left in the namespace, but those whose owner is gone.
 	Secrets int
 	Outputs [32]byte
 }
@@ -341,8 +341,10 @@ func (r *run) summarize(obj engine.Object) summary {
 		}
 		s.Failures = st.Failures
 	}
-	// A Secret of a Job that is gone (a per-run Secret whose Job was
-	// deleted) is garbage collection's, which envtest has not.
+	// A Secret whose owner is gone is garbage collection's, which envtest
+	// has not: a per-run Secret whose Job was deleted, and, once the run's
+	// object is gone, a Secret it owned (a state backup).
+	subject := r.flow.subject()
 	var jobs batchv1.JobList
 	live := map[types.UID]bool{}
 	if err := r.f.env.Client.List(r.ctx, &jobs, client.InNamespace(r.ns)); err == nil {
@@ -353,7 +355,9 @@ func (r *run) summarize(obj engine.Object) summary {
 	var secrets corev1.SecretList
 	if err := r.f.env.Client.List(r.ctx, &secrets, client.InNamespace(r.ns)); err == nil {
 		for _, sec := range secrets.Items {
-			if sec.Name != "token" && !slices.ContainsFunc(sec.OwnerReferences, func(o metav1.OwnerReference) bool { return o.Kind == "Job" && !live[o.UID] }) {
+			if sec.Name != "token" && !slices.ContainsFunc(sec.OwnerReferences, func(o metav1.OwnerReference) bool {
+				return o.Kind == "Job" && !live[o.UID] || s.Gone && o.Kind == subject.kind.Name() && o.Name == subject.name
+			}) {
 				s.Secrets++
 			}
 		}
