@@ -194,7 +194,14 @@ func (r *run) createMachine() error {
 			Drift:     infrav1.DriftSpec{IntervalSeconds: ptr.To(int32(0))},
 		}},
 	}
-	if err := r.f.env.Client.Create(r.ctx, tm); err != nil {
+	// The provider-ID webhook checks the create: Cluster API's MachineSet
+	// tries again while the manager is down.
+	if err := r.throughWebhook(func() error {
+		c := tm.DeepCopy()
+		err := r.f.env.Client.Create(r.ctx, c)
+		tm = c
+		return err
+	}); err != nil {
 		return err
 	}
 	r.machineCreated = rv(tm)

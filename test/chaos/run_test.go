@@ -358,13 +358,9 @@ func (r *run) approveWith(key, hash string) error {
 }
 
 // approvePlan approves the live TerraformPlan through spec.approved, as
-// the approver (approvedBy must be the requester).
-//
-// The write goes through the manager's webhook: while a fault killed the
-// manager it is refused, and the approver tries again, as a person would.
+// the approver (approvedBy must be the requester), through the webhook.
 func (r *run) approvePlan(obj engine.Object) error {
-	deadline := time.Now().Add(converge)
-	for {
+	return r.throughWebhook(func() error {
 		var plan infrav1.TerraformPlan
 		if err := r.f.env.Client.Get(r.ctx, client.ObjectKey{Namespace: r.ns, Name: obj.GetRunnerStatus().PendingPlanRef.Name}, &plan); err != nil {
 			return fmt.Errorf("the live plan: %w", err)
@@ -372,10 +368,21 @@ func (r *run) approvePlan(obj engine.Object) error {
 		a := approval{hash: plan.Spec.PlanHash, inputs: plan.Spec.InputsHash, plan: plan.Name, rv: rv(&plan)}
 		p := fmt.Sprintf(`{"spec":{"approved":true,"approvedBy":%q}}`, approverUser)
 		err := r.f.approver.Patch(r.ctx, &plan, client.RawPatch(types.MergePatchType, []byte(p)))
+		if err == nil {
+			r.approvals = append(r.approvals, a)
+		}
+		return err
+	})
+}
+
+// throughWebhook makes a write that the manager's webhook checks: while a
+// fault killed the manager it is refused, and the person or controller
+// that makes it tries again, until the manager is back.
+func (r *run) throughWebhook(write func() error) error {
+	deadline := time.Now().Add(converge)
+	for {
+		err := write()
 		if err == nil || !strings.Contains(err.Error(), "failed calling webhook") || time.Now().After(deadline) {
-			if err == nil {
-				r.approvals = append(r.approvals, a)
-			}
 			return err
 		}
 		r.keepManager()
