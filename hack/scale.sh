@@ -4,16 +4,21 @@
 # etcd and the manager binary, and prints one block of figures per N:
 # approval to apply Job latency, API requests per object per hour while
 # idle, and the manager's memory; then the same for the clusters'
-# TerraformMachines. Default: 100 500.
+# TerraformMachines and TerraformMachinePools; where the manager's heap
+# goes, by kind; a restart of the idle manager (the time until it
+# re-checked every object, its requests, the Jobs it started); drift
+# checks. Default: 100 500.
 #
 # Environment: CAPTF_SCALE_MACHINES (TerraformMachines per cluster,
-# default 2; 0 for clusters only), CAPTF_SCALE_IDLE (idle window, default 2m),
+# default 2; 0 for clusters only), CAPTF_SCALE_POOLS (TerraformMachinePools
+# per cluster, default 1; 0: none), CAPTF_SCALE_IDLE (idle window, default 2m),
 # CAPTF_SCALE_RECHECK (--recheck-interval during the run, default 1m),
 # CAPTF_SCALE_TIMEOUT (longest phase, default 20m), CAPTF_SCALE_STATE_KIB
 # (size of each state Secret the node writes, default 4), CAPTF_SCALE_BREAKDOWN
 # (1: requests of each phase by method and resource), CAPTF_SCALE_POOL_SETTLE
 # (the pools idle that long before their idle window), CAPTF_SCALE_MANAGER_ARGS
-# (more manager flags).
+# (more manager flags), CAPTF_SCALE_RESTART_SIGNAL (TERM, the default, as a
+# rollout stops the manager; or KILL).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 

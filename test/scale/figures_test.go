@@ -213,3 +213,163 @@ func sortedDurations(d []time.Duration) []time.Duration {
 	slices.Sort(s)
 	return s
 }
+
+func TestParseTraces(t *testing.T) {
+	text := `File: manager
+Type: inuse_space
+Time: 2026-12-05 12:23:33 UTC
+-----------+-------------------------------------------------------
+     bytes:  112B
+      112B   main.f
+             main.main
+-----------+-------------------------------------------------------
+     bytes:  2kB
+    1.50MB   sigs.k8s.io/json/internal/golang/encoding/json.(*decodeState).object
+             k8s.io/client-go/rest/watch.(*Decoder).Decode
+-----------+-------------------------------------------------------
+         0   sync.(*Once).Do (inline)
+             runtime.main
+-----------+-------------------------------------------------------
+`
+	got, err := parseTraces(strings.NewReader(text))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []trace{
+		{112, []string{"main.f", "main.main"}},
+		{1572864, []string{"sigs.k8s.io/json/internal/golang/encoding/json.(*decodeState).object", "k8s.io/client-go/rest/watch.(*Decoder).Decode"}},
+		{0, []string{"sync.(*Once).Do (inline)", "runtime.main"}},
+	}
+	if diff := cmp.Diff(want, got, cmp.AllowUnexported(trace{})); diff != "" {
+		t.Errorf("traces (-want +got):\n%s", diff)
+	}
+	bad := "-----------+---\n   12QB   main.f\n"
+	if _, err := parseTraces(strings.NewReader(bad)); err == nil || !strings.Contains(err.Error(), "traces line 2") {
+		t.Errorf("a bad size: error %v, want one naming line 2", err)
+	}
+}
+
+func TestParseBytes(t *testing.T) {
+	for in, want := range map[string]int64{"0": 0, "112B": 112, "26.50kB": 27136, "1.50MB": 1572864, "2GB": 2 << 30} {
+		got, err := parseBytes(in)
+		if err != nil || got != want {
+			t.Errorf("parseBytes(%q) = %d, %v; want %d", in, got, err, want)
+		}
+	}
+	if _, err := parseBytes("1.5 MB"); err == nil {
+		t.Error("parseBytes(\"1.5 MB\"): no error")
+	}
+}
+
+func TestHeapGroupOf(t *testing.T) {
+	tests := []struct {
+		reason string
+		frames []string
+		want   string
+	}{
+		{"a Secret decoded from protobuf: the outermost typed Unmarshal names the kind", []string{
+			"k8s.io/apimachinery/pkg/apis/meta/v1.(*ObjectMeta).Unmarshal",
+			"k8s.io/api/core/v1.(*Secret).Unmarshal",
+			"k8s.io/client-go/rest/watch.(*Decoder).Decode",
+		}, "Secret (decoded from protobuf into the cache)"},
+		{"a pod inside a Job's template is the Job's", []string{
+			"k8s.io/api/core/v1.(*PodTemplateSpec).Unmarshal",
+			"k8s.io/api/batch/v1.(*Job).Unmarshal (inline)",
+		}, "Job (decoded from protobuf into the cache)"},
+		{"a CRD kind decoded from JSON", []string{
+			"reflect.unsafe_New",
+			"sigs.k8s.io/json/internal/golang/encoding/json.(*decodeState).object",
+			"k8s.io/client-go/tools/cache.(*Reflector).watch",
+		}, "CRD kinds, decoded from JSON into the cache (captf's and Cluster API's)"},
+		{"the Secret data the engine keeps", []string{
+			"maps.Clone",
+			"github.com/captf/captf/internal/controller/engine.(*secretFiller).fill",
+		}, "Secret data the manager keeps (the Secrets it reads whole)"},
+		{"a package variable", []string{"k8s.io/api/core/v1.init", "runtime.doInit1", "runtime.doInit (inline)"}, "package variables (made at start)"},
+		{"nothing known", []string{"main.f"}, "other"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.reason, func(t *testing.T) {
+			if got := heapGroupOf(tt.frames); got != tt.want {
+				t.Errorf("heapGroupOf = %q, want %q", got, tt.want)
+			}
+		})
+	}
+}
+
+func TestParseRechecks(t *testing.T) {
+	text := `{"level":"info","ts":"2026-12-05T12:51:15.5Z","msg":"Starting workers","controller":"terraformmachine","worker count":8}
+{"level":"Level(-5)","ts":"2026-12-05T12:51:16.123456789Z","msg":"Reconciling","controller":"terraformcluster","namespace":"default","name":"a","reconcileID":"1"}
+{"level":"Level(-5)","ts":"2026-12-05T12:51:16.223456789Z","msg":"Reconcile done, requeueing after 1m0s","controller":"terraformcluster","namespace":"default","name":"a","reconcileID":"1"}
+{"level":"error","ts":"2026-12-05T12:51:16.3Z","msg":"Reconciler error","controller":"terraformmachine","namespace":"default","name":"b","error":"boom"}
+{"level":"Level(-5)","ts":"2026-12-05T12:51:17Z","msg":"Reconcile successful","controller":"terraformmachinepool","namespace":"default","name":"c"}
+{"level":"Level(-5)","ts":"2026-12-05T12:51:17Z","msg":"Reconcile done, requeueing","controller":"terraformmachine","namespace":"default","name":"d"}
+{"level":"Level(-5)","ts":"not a time","msg":"Reconcile successful","controller":"terraformmachine","namespace":"default","name":"e"}
+manager: a line that is not JSON "Reconcile successful"
+`
+	at := func(s string) time.Time {
+		v, err := time.Parse(time.RFC3339Nano, s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return v
+	}
+	want := []recheck{
+		{"terraformcluster/default/a", at("2026-12-05T12:51:16.223456789Z")},
+		{"terraformmachinepool/default/c", at("2026-12-05T12:51:17Z")},
+		{"terraformmachine/default/d", at("2026-12-05T12:51:17Z")},
+	}
+	if diff := cmp.Diff(want, parseRechecks(strings.NewReader(text)), cmp.AllowUnexported(recheck{})); diff != "" {
+		t.Errorf("rechecks (-want +got):\n%s", diff)
+	}
+}
+
+func TestClassifyJobs(t *testing.T) {
+	t0 := time.Date(2026, 12, 5, 12, 0, 0, 0, time.UTC)
+	at := func(d time.Duration) time.Time { return t0.Add(d) }
+	job := func(d time.Duration, op, kind, owner string) jobSeen {
+		return jobSeen{at: at(d), op: op, ownerKind: kind, owner: owner}
+	}
+	pool, cluster := "TerraformMachinePool", "TerraformCluster"
+	before := []jobSeen{
+		job(0, "apply", pool, "p"), job(time.Second, "refresh", pool, "p"),
+		job(61*time.Second, "refresh", pool, "p"), job(121*time.Second, "refresh", pool, "p"), job(241*time.Second, "refresh", pool, "p"),
+		job(0, "apply", pool, "q"), job(time.Second, "refresh", pool, "q"), job(61*time.Second, "refresh", pool, "q"),
+		job(0, "apply", cluster, "c"), job(0, "apply", cluster, "d"),
+	}
+	after := []jobSeen{
+		// p's gaps were 60, 60, 120 s: one 100 s after its last is early.
+		job(341*time.Second, "refresh", pool, "p"),
+		// q's were 60 s: 119 s after its last is due (not early).
+		job(180*time.Second, "refresh", pool, "q"),
+		// c applied 10 minutes before: a drift check is early; d's after 30.
+		job(10*time.Minute, "drift", cluster, "c"),
+		job(31*time.Minute, "drift", cluster, "d"),
+		job(31*time.Minute, "plan", cluster, "d"),
+	}
+	got := classifyJobs(before, after, 30*time.Minute)
+	if got.total() != 5 || got.early() != 3 {
+		t.Errorf("total %d, early %d (%s); want 5 and 3", got.total(), got.early(), got)
+	}
+	if want := "drift 2, 1 of them early; plan 1; refresh 2, 1 of them early"; got.String() != want {
+		t.Errorf("counts %q, want %q", got, want)
+	}
+	if got := classifyJobs(before, nil, 30*time.Minute).String(); got != "none" {
+		t.Errorf("no Job after: %q, want none", got)
+	}
+}
+
+func TestParseFootprint(t *testing.T) {
+	text := "=== RUN   TestScale\nfootprint: 100 2048000 TerraformCluster\nfootprint: 3 -512 Cluster (unstructured)\n--- PASS: TestScale\n"
+	got, err := parseFootprint(strings.NewReader(text))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []kindBytes{{"TerraformCluster", 100, 2048000}, {"Cluster (unstructured)", 3, -512}}
+	if diff := cmp.Diff(want, got, cmp.AllowUnexported(kindBytes{})); diff != "" {
+		t.Errorf("footprint (-want +got):\n%s", diff)
+	}
+	if _, err := parseFootprint(strings.NewReader("footprint: many 1 Job\n")); err == nil {
+		t.Error("a count that is no number: no error")
+	}
+}

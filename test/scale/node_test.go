@@ -20,6 +20,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
@@ -65,6 +66,17 @@ type node struct {
 	// secret_suffix: an apply that changes something writes the next, as
 	// terraform does.
 	serials map[string]int64
+	// jobs is every Job the node saw created, in the order seen, and
+	// seenJob the UIDs among them.
+	jobs    []jobSeen
+	seenJob map[types.UID]bool
+}
+
+// jobSeen is a Job as the node's watch first showed it: when, its
+// operation, and the kind and name of the object it runs for.
+type jobSeen struct {
+	at                   time.Time
+	op, ownerKind, owner string
 }
 
 // poolMembers is how many members every pool's state lists.
@@ -80,12 +92,14 @@ func (n *node) start(ctx context.Context, t *testing.T, cfg *rest.Config) (wait 
 	}
 	n.approved = map[string]time.Time{}
 	n.serials = map[string]int64{}
+	n.seenJob = map[types.UID]bool{}
 	queue := make(chan *batchv1.Job, 100000)
 	factory := informers.NewSharedInformerFactoryWithOptions(cs, 0, informers.WithNamespace(n.namespace))
 	inf := factory.Batch().V1().Jobs().Informer()
 	if _, err := inf.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
 		AddFunc: func(obj any) {
 			job := obj.(*batchv1.Job)
+			n.recordJob(job)
 			if _, ok := job.Annotations[infrav1.AnnotationApprovedPlan]; ok {
 				n.mu.Lock()
 				owner := job.Labels[infrav1.LabelOwnerName]
@@ -141,6 +155,34 @@ func (n *node) driftJobs() int {
 	return n.drifts
 }
 
+// recordJob notes job, once, as created now.
+func (n *node) recordJob(job *batchv1.Job) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if n.seenJob[job.UID] {
+		return
+	}
+	n.seenJob[job.UID] = true
+	n.jobs = append(n.jobs, jobSeen{at: time.Now(), op: operation(job), ownerKind: job.Labels[infrav1.LabelOwnerKind], owner: job.Labels[infrav1.LabelOwnerName]})
+}
+
+// jobsSeen returns every Job the node saw created, in order.
+func (n *node) jobsSeen() []jobSeen {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	return append([]jobSeen(nil), n.jobs...)
+}
+
+// operation is the --operation a runner Job runs.
+func operation(job *batchv1.Job) string {
+	for _, a := range mainContainer(job).Command {
+		if v, ok := strings.CutPrefix(a, "--operation="); ok {
+			return v
+		}
+	}
+	return ""
+}
+
 // errors returns what went wrong while completing Jobs.
 func (n *node) errors() []string {
 	n.mu.Lock()
@@ -182,12 +224,8 @@ func (n *node) complete(ctx context.Context, job *batchv1.Job) error {
 // plan, whose hash is the approved one; a machine's with its provider ID
 // and an address).
 func (n *node) report(job *batchv1.Job) (runner.Message, error) {
-	args := mainContainer(job).Command
-	op, expect := "", ""
-	for _, a := range args {
-		if v, ok := strings.CutPrefix(a, "--operation="); ok {
-			op = v
-		}
+	op, expect := operation(job), ""
+	for _, a := range mainContainer(job).Command {
 		if v, ok := strings.CutPrefix(a, "--expect-plan="); ok {
 			expect = v
 		}
@@ -299,6 +337,12 @@ func (n *node) writeState(ctx context.Context, job *batchv1.Job) error {
 	outputs := map[string]any{render.HashOutput: map[string]any{
 		"value": job.Annotations["captf.io/inputs-hash"], "type": "string",
 	}}
+	switch job.Labels[infrav1.LabelOwnerKind] {
+	case "TerraformMachine", "TerraformMachinePool":
+		// The provider ID a machine or pool module declares, which the
+		// manager publishes only when the state has it.
+		outputs[modulecontract.OutputProviderID] = map[string]any{"value": "scale:///" + owner, "type": "string"}
+	}
 	if job.Labels[infrav1.LabelOwnerKind] == "TerraformMachinePool" {
 		// A pool module's members, read by the manager from the state.
 		var ids []string

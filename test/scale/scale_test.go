@@ -2,7 +2,10 @@
 // applyPolicy Manual (issue 3, point 7): how long from an approval to the
 // approved apply Job, how many API requests an idle object costs per hour,
 // and how much memory the manager holds; then the same for the
-// TerraformMachines of those clusters (machines.go).
+// TerraformMachines and TerraformMachinePools of those clusters
+// (machines_test.go, pools_test.go); where the manager's heap goes by kind
+// (heap_test.go); a restart of the idle manager (restart_test.go); drift
+// checks.
 //
 // TestScale is a benchmark run on demand (make scale, hack/scale.sh N...),
 // not part of the test suite: it is skipped unless CAPTF_SCALE_N is set,
@@ -69,8 +72,9 @@ const (
 // window, so that it measures their refreshes once backed off; default
 // 0), CAPTF_SCALE_BREAKDOWN (1: the manager talks to the API server through a
 // recording proxy, and each phase's requests are printed by method and
-// resource) and CAPTF_SCALE_MANAGER_ARGS (more manager flags, split on
-// spaces).
+// resource), CAPTF_SCALE_MANAGER_ARGS (more manager flags, split on
+// spaces) and CAPTF_SCALE_RESTART_SIGNAL (how the restart phase stops the
+// manager: TERM, as a rollout does, the default; or KILL).
 type settings struct {
 	n, machines, pools     int
 	singles, wave          int
@@ -79,6 +83,7 @@ type settings struct {
 	idle, recheck, timeout time.Duration
 	poolSettle             time.Duration
 	managerArgs            []string
+	restartKill            bool
 }
 
 func readSettings(t *testing.T) settings {
@@ -119,10 +124,22 @@ func readSettings(t *testing.T) settings {
 	}
 	s.managerArgs = strings.Fields(os.Getenv("CAPTF_SCALE_MANAGER_ARGS"))
 	s.breakdown = os.Getenv("CAPTF_SCALE_BREAKDOWN") == "1"
+	switch v := os.Getenv("CAPTF_SCALE_RESTART_SIGNAL"); v {
+	case "", "TERM":
+	case "KILL":
+		s.restartKill = true
+	default:
+		t.Fatalf("CAPTF_SCALE_RESTART_SIGNAL=%q: want TERM or KILL", v)
+	}
 	return s
 }
 
 func TestScale(t *testing.T) {
+	if kubeconfig := os.Getenv("CAPTF_SCALE_FOOTPRINT"); kubeconfig != "" {
+		// The process heapPhase starts to measure a cache by kind.
+		footprint(t, kubeconfig)
+		return
+	}
 	s := readSettings(t)
 	// The test's own clients and cache log through controller-runtime's
 	// logger: the manager's log is what the benchmark keeps.
@@ -312,6 +329,10 @@ func TestScale(t *testing.T) {
 	if s.pools > 0 {
 		lines = append(lines, poolPhase(t, c, s, mgr, nd, names, baseline)...)
 	}
+	// At the end of the last idle window, with every kind there: where
+	// the manager's memory goes; then a restart of the idle manager.
+	lines = append(lines, heapPhase(t, s, mgr)...)
+	lines = append(lines, restartPhase(t, c, s, mgr, nd)...)
 	lines = append(lines, driftPhase(t, c, s, mgr, nd, names)...)
 	for _, l := range lines {
 		fmt.Println(l)
@@ -382,8 +403,11 @@ func formatCounts(m map[string]float64) string {
 // CAPTF_SCALE_BREAKDOWN, the proxy it talks to the API server through.
 type manager struct {
 	*managertest.Manager
-	metricsURL string
-	proxy      *faultproxy.Proxy
+	metricsURL, pprofURL string
+	proxy                *faultproxy.Proxy
+	// bin, kubeconfig and args run it again (restartPhase).
+	bin, kubeconfig string
+	args            []string
 }
 
 // mark is where the proxy's record of requests stands (0 without one).
@@ -425,22 +449,27 @@ func (m *manager) breakdown(from, to, n int) string {
 }
 
 // startManager builds cmd/manager and runs it against env with a metrics
-// endpoint, stopping it (and waiting for it) before the API server stops.
+// endpoint and the Go runtime's profiles, stopping it (and waiting for
+// it) before the API server stops.
 func startManager(t *testing.T, env *testenv.Env, s settings) *manager {
 	t.Helper()
-	metricsPort := managertest.FreePort(t)
+	metricsPort, pprofPort := managertest.FreePort(t), managertest.FreePort(t)
 	args := append([]string{
 		"--runner-image=" + runnerImage,
 		fmt.Sprintf("--metrics-bind-address=127.0.0.1:%d", metricsPort), "--metrics-secure=false",
+		fmt.Sprintf("--pprof-bind-address=127.0.0.1:%d", pprofPort),
 		"--recheck-interval=" + s.recheck.String(),
 	}, s.managerArgs...)
-	m := &manager{metricsURL: fmt.Sprintf("http://127.0.0.1:%d/metrics", metricsPort)}
-	kubeconfig := env.Kubeconfig(t)
+	m := &manager{
+		metricsURL: fmt.Sprintf("http://127.0.0.1:%d/metrics", metricsPort),
+		pprofURL:   fmt.Sprintf("http://127.0.0.1:%d/debug/pprof", pprofPort),
+		bin:        managertest.Build(t, "../.."), kubeconfig: env.Kubeconfig(t), args: args,
+	}
 	if s.breakdown {
 		m.proxy = faultproxy.Start(t, env.Config)
-		kubeconfig = m.proxy.Kubeconfig(t)
+		m.kubeconfig = m.proxy.Kubeconfig(t)
 	}
-	m.Manager = managertest.Start(t, managertest.Build(t, "../.."), kubeconfig, args...)
+	m.Manager = managertest.Start(t, m.bin, m.kubeconfig, args...)
 	return m
 }
 
