@@ -285,6 +285,15 @@ func TestHeapGroupOf(t *testing.T) {
 			"maps.Clone",
 			"github.com/captf/captf/internal/controller/engine.(*secretFiller).fill",
 		}, "Secret data the manager keeps (the Secrets it reads whole)"},
+		{"a Job as the cache's transform keeps it", []string{
+			"github.com/captf/captf/internal/controller/engine.stripJob",
+			"k8s.io/client-go/tools/cache.(*RealFIFO).addToItems_locked",
+		}, "Job (decoded from protobuf into the cache)"},
+		{"an object's outer struct, decoded from protobuf", []string{
+			"reflect.New",
+			"k8s.io/apimachinery/pkg/runtime.(*Scheme).New",
+			"k8s.io/apimachinery/pkg/runtime/serializer/protobuf.unmarshalToObject",
+		}, "built-in kinds decoded from protobuf, each object's outer struct (before its kind's code runs)"},
 		{"a package variable", []string{"k8s.io/api/core/v1.init", "runtime.doInit1", "runtime.doInit (inline)"}, "package variables (made at start)"},
 		{"nothing known", []string{"main.f"}, "other"},
 	}

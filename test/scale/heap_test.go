@@ -117,7 +117,8 @@ var typedDecode = regexp.MustCompile(`^k8s\.io/api/[a-z0-9]+/v[0-9a-z]+\.\(\*([A
 // kind, the unstructured copies of Clusters by the unstructured decoder.
 var heapGroups = []heapGroup{
 	{"Secret data the manager keeps (the Secrets it reads whole)", []string{"engine.(*secretFiller)"}},
-	{"CRD kinds, decoded from JSON into the cache (captf's and Cluster API's)", []string{"sigs.k8s.io/json.", "encoding/json."}},
+	{"CRD kinds, decoded from JSON into the cache (captf's and Cluster API's)", []string{"sigs.k8s.io/json.", "encoding/json.", "serializer/json."}},
+	{"built-in kinds decoded from protobuf, each object's outer struct (before its kind's code runs)", []string{"serializer/protobuf."}},
 	{"unstructured copies (Cluster API Clusters, owners)", []string{"unstructured.(*unstructuredJSONScheme)", "unstructured.(*Unstructured)"}},
 	{"the caches' stores and indexes", []string{"k8s.io/client-go/tools/cache."}},
 	{"work queues", []string{"util/workqueue.", "controller/priorityqueue."}},
@@ -138,6 +139,15 @@ func groupHeap(traces []trace) map[string]int64 {
 }
 
 func heapGroupOf(frames []string) string {
+	for _, f := range frames {
+		// What the cache's transforms keep of a Job or a pod.
+		switch {
+		case strings.Contains(f, "engine.stripJob"):
+			return "Job (decoded from protobuf into the cache)"
+		case strings.Contains(f, "engine.stripPod"):
+			return "Pod (decoded from protobuf into the cache)"
+		}
+	}
 	for i := len(frames) - 1; i >= 0; i-- {
 		if m := typedDecode.FindStringSubmatch(strings.TrimSuffix(frames[i], " (inline)")); m != nil {
 			return m[1] + " (decoded from protobuf into the cache)"
@@ -252,7 +262,7 @@ func heapPhase(t *testing.T, s settings, mgr *manager) []string {
 		fmt.Sprintf("scale: N=%d heap in use by the profile %.1f MB (%s): %s", s.n, mb(total), path, sortedGroups(groups)),
 		fmt.Sprintf("scale: N=%d the manager's cache by kind (a cache with its options, filled one kind after another in a process of its own): %s", s.n, strings.Join(byKind, "; ")),
 		fmt.Sprintf("scale: N=%d the cache against the profile: CRD kinds %.2f MB in the cache, %.2f MB in the profile (decoded from JSON: %.2f MB, unstructured: %.2f MB); %s",
-			s.n, mb(crd), mb(groups[heapGroups[1].name]+groups[heapGroups[2].name]), mb(groups[heapGroups[1].name]), mb(groups[heapGroups[2].name]), strings.Join(profiled, "; ")),
+			s.n, mb(crd), mb(groups[heapGroups[1].name]+groups[heapGroups[3].name]), mb(groups[heapGroups[1].name]), mb(groups[heapGroups[3].name]), strings.Join(profiled, "; ")),
 	}
 }
 
