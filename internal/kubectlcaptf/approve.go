@@ -101,7 +101,7 @@ func approveMachine(ctx context.Context, c client.Client, ns, name, hash string)
 	case p.PlanHash != hash:
 		return fmt.Errorf("TerraformMachine %s/%s waits with plan hash %s, not %s: nothing approved", ns, name, p.PlanHash, hash)
 	}
-	patch, err := json.Marshal(map[string]any{"metadata": map[string]any{"annotations": map[string]string{machineApproval(&m): hash}}})
+	patch, err := json.Marshal(map[string]any{"metadata": map[string]any{"annotations": map[string]string{approvalAnnotation(&m): hash}}})
 	if err != nil {
 		return err
 	}

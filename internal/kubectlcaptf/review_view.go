@@ -295,10 +295,9 @@ type machinePage struct {
 	InputsHash string
 	resourceTable
 	Command string
-	// Annotation is the one that approves the waiting plan; Approvable is
-	// set while it does not name the plan's hash yet: the page offers
-	// Approve. Status says where the waiting plan is.
-	Annotation string
+	// Approvable is set while the annotation that approves the waiting
+	// plan does not name its hash yet: the page offers Approve. Status
+	// says where the waiting plan is.
 	Approvable bool
 	Status     string
 	// Apply says how the apply of the approved plan stands, "" when none
@@ -313,7 +312,7 @@ func newMachinePage(m *infrav1.TerraformMachine, now time.Time) machinePage {
 		return machinePage{Row: waitingRow{Namespace: m.Namespace, Name: m.Name, Kind: "TerraformMachine", Target: m.Name,
 			Path: machinePath(m.Namespace, m.Name)}, Status: "No plan waits for an approval now."}
 	}
-	annotation := machineApproval(m)
+	annotation := approvalAnnotation(m)
 	approved := m.Annotations[annotation] == p.PlanHash
 	status := "Waiting for an approval."
 	if approved {
@@ -324,17 +323,16 @@ func newMachinePage(m *infrav1.TerraformMachine, now time.Time) machinePage {
 		Row:     machineRow(m, now), PlanHash: p.PlanHash, InputsHash: p.InputsHash,
 		resourceTable: resourceTable{Resources: parseResources(p.Resources), Truncated: p.Truncated},
 		Command:       fmt.Sprintf("kubectl annotate terraformmachine %s -n %s %s=%s --overwrite", m.Name, m.Namespace, annotation, p.PlanHash),
-		Annotation:    annotation,
 		Approvable:    !approved,
 		Status:        status,
 		PlanLog:       jobLogView{Test: "plan-log", Command: kubectlLogs(m.Namespace, p.Job)},
 	}
 }
 
-// machineApproval is the annotation that approves the plan waiting in
+// approvalAnnotation is the annotation that approves the plan waiting in
 // m's status: the destructive-plan guard's own for a plan it stopped,
 // captf.io/approve-plan for any other.
-func machineApproval(m *infrav1.TerraformMachine) string {
+func approvalAnnotation(m *infrav1.TerraformMachine) string {
 	if m.Status.Plan != nil && m.Status.Plan.Reason == infrav1.ReasonDestructive {
 		return infrav1.AnnotationApproveDestructivePlan
 	}
