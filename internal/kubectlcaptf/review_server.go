@@ -519,7 +519,7 @@ func (s *reviewServer) machineApproval(r *http.Request) approval {
 	ns, name := r.PathValue("namespace"), r.PathValue("name")
 	return approval{
 		title: "Approve the plan of TerraformMachine " + ns + "/" + name,
-		read:  func(ctx context.Context) (any, error) { return s.machineState(ctx, ns, name) },
+		read:  func(ctx context.Context) (any, error) { return s.machineState(ctx, ns, name, nil) },
 		approve: func(ctx context.Context, hash string) error {
 			return approveMachine(ctx, s.c, ns, name, hash)
 		},
@@ -568,7 +568,10 @@ func (s *reviewServer) approve(w http.ResponseWriter, r *http.Request, a approva
 // shows: the plan that waits in its status, with its plan Job's log, and
 // the apply of an approved plan with its log: the manager's apply Job
 // that carries it (captf.io/approved-plan).
-func (s *reviewServer) machineState(ctx context.Context, ns, name string) (machinePage, error) {
+// A live page passes the plan log it read last (known, nil for none): a
+// plan in status names a plan Job that has ended, whose log no longer
+// changes, so it is read once per plan, not at every update.
+func (s *reviewServer) machineState(ctx context.Context, ns, name string, known *machinePlanLog) (machinePage, error) {
 	var m infrav1.TerraformMachine
 	if err := s.c.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, &m); err != nil {
 		return machinePage{}, fmt.Errorf("TerraformMachine %s/%s: %w", ns, name, err)
@@ -576,7 +579,14 @@ func (s *reviewServer) machineState(ctx context.Context, ns, name string) (machi
 	title := "TerraformMachine " + ns + "/" + name
 	pg := newMachinePage(&m, s.now())
 	if p := m.Status.Plan; p != nil {
-		s.readPlanLog(ctx, s.jobLogOf(ns, p.Job, "plan", title), &pg.PlanLog, &pg.resourceTable)
+		if known != nil && known.job == p.Job {
+			pg.PlanLog, pg.resourceTable = known.log, known.table
+		} else {
+			s.readPlanLog(ctx, s.jobLogOf(ns, p.Job, "plan", title), &pg.PlanLog, &pg.resourceTable)
+			if known != nil && pg.PlanLog.Error == "" {
+				*known = machinePlanLog{job: p.Job, log: pg.PlanLog, table: pg.resourceTable}
+			}
+		}
 	}
 	if job, hash := s.machineApply(ctx, &m); job != "" {
 		pg.Apply = applyStatus(&m, job, hash)
@@ -586,11 +596,19 @@ func (s *reviewServer) machineState(ctx context.Context, ns, name string) (machi
 	return pg, nil
 }
 
+// machinePlanLog is a plan Job's log as a machine's page read it, with
+// the resources table its closing section filled.
+type machinePlanLog struct {
+	job   string
+	log   jobLogView
+	table resourceTable
+}
+
 // machinePage shows a TerraformMachine's plan, its approval and its apply.
 func (s *reviewServer) machinePage(w http.ResponseWriter, r *http.Request) {
 	ns, name := r.PathValue("namespace"), r.PathValue("name")
 	title := "TerraformMachine " + ns + "/" + name
-	pg, err := s.machineState(r.Context(), ns, name)
+	pg, err := s.machineState(r.Context(), ns, name, nil)
 	if err != nil {
 		s.fail(w, title, err)
 		return
@@ -603,8 +621,9 @@ func (s *reviewServer) machinePage(w http.ResponseWriter, r *http.Request) {
 func (s *reviewServer) machineEvents(w http.ResponseWriter, r *http.Request) {
 	ns, name := r.PathValue("namespace"), r.PathValue("name")
 	changed := s.watch(r.Context(), &infrav1.TerraformMachineList{}, client.InNamespace(ns), client.MatchingFields{"metadata.name": name})
+	var known machinePlanLog
 	s.stream(w, r, func(ctx context.Context) (any, error) {
-		pg, err := s.machineState(ctx, ns, name)
+		pg, err := s.machineState(ctx, ns, name, &known)
 		if err != nil {
 			return nil, err
 		}
