@@ -56,6 +56,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return nil
 	})
 	fs.IntVar(&j.ReviewedDestroy, "reviewed-destroy", -1, "with --allow-deletes-hash: how many resources the approved plan deletes or replaces in all")
+	fs.StringVar(&j.StateLineage, "state-lineage", "", "the lineage of the state the manager read when it started the Job: a plan of a state of another lineage applies nothing")
 	fs.StringVar(&j.BackupDigests, "backup-digests", "", "restore: the backup's chunk digests (its captf.io/state-chunk-sha256 annotation)")
 	fs.StringVar(&j.MessagePath, "termination-message-path", "/dev/termination-log", "where the report for the manager goes")
 	showVersion := fs.Bool("version", false, "print the version and exit")

@@ -45,7 +45,7 @@ func (r *Runner) Drift(ctx context.Context) (*Changes, error) {
 	if err := r.prepareUnplanned(ctx); err != nil {
 		return nil, err
 	}
-	if err := r.TF.ApplyRefreshOnly(ctx); err != nil {
+	if err := r.ApplyRefreshOnly(ctx); err != nil {
 		return nil, err
 	}
 	p, err := r.countedPlan(ctx, "-refresh=false")
@@ -121,6 +121,10 @@ func (r *Runner) countedPlan(ctx context.Context, extra ...string) (*counted, er
 	held := r.holdPlan()
 	defer held.release()
 	if err := r.TF.Plan(ctx, c.file, extra...); err != nil {
+		c.Close()
+		return nil, err
+	}
+	if err := r.checkLineage(c.file); err != nil {
 		c.Close()
 		return nil, err
 	}

@@ -58,6 +58,13 @@ type Job struct {
 	// address, beyond the count the summary leaves unlisted.
 	ReviewedDeletes []string
 	ReviewedDestroy int
+	// StateLineage is the lineage of the state the manager read when it
+	// decided on this Job: a plan of a state of another lineage (one
+	// deleted or replaced since) applies nothing (ErrStateReplaced); the
+	// operations that run without a saved plan run with one when it is
+	// set. Empty: no state was read, or none is expected (a first apply,
+	// a restore).
+	StateLineage string
 	// BackupDigests are the chunks' digests of the backup a restore Job
 	// pushes (the backup's tfstate.AnnotationDigests); empty: unchecked.
 	BackupDigests string
@@ -181,6 +188,7 @@ func (j *Job) run(ctx context.Context, log *redact.Log) (Message, error) {
 		Hasher:   hasher,
 		Progress: log.Stderr,
 		Log:      log,
+		Lineage:  j.StateLineage,
 	}
 	switch {
 	case j.Operation == "plan":
@@ -214,7 +222,7 @@ func (j *Job) run(ctx context.Context, log *redact.Log) (Message, error) {
 		if err := r.prepareUnplanned(ctx); err != nil {
 			return msg, err
 		}
-		if err := r.TF.ApplyRefreshOnly(ctx); err != nil {
+		if err := r.ApplyRefreshOnly(ctx); err != nil {
 			return msg, err
 		}
 		msg.Outcome = OutcomeRefreshed
@@ -224,7 +232,7 @@ func (j *Job) run(ctx context.Context, log *redact.Log) (Message, error) {
 		if err := r.prepareUnplanned(ctx); err != nil {
 			return msg, err
 		}
-		if err := r.TF.Destroy(ctx); err != nil {
+		if err := r.Destroy(ctx); err != nil {
 			return msg, err
 		}
 		msg.Outcome = OutcomeDestroyed
@@ -269,7 +277,7 @@ func (j *Job) run(ctx context.Context, log *redact.Log) (Message, error) {
 		if err := r.prepareUnplanned(ctx); err != nil {
 			return msg, err
 		}
-		if err := r.TF.ApplyAuto(ctx); err != nil {
+		if err := r.ApplyAuto(ctx); err != nil {
 			return msg, err
 		}
 		msg.Outcome = OutcomeApplied

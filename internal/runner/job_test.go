@@ -79,11 +79,18 @@ func (f *jobFixture) vars(size string) {
 
 func (f *jobFixture) run(op, expect string) (int, Message, string) {
 	f.t.Helper()
+	return f.runWith(op, expect, func(*Job) {})
+}
+
+// runWith is run with the Job edited first.
+func (f *jobFixture) runWith(op, expect string, edit func(*Job)) (int, Message, string) {
+	f.t.Helper()
 	// One log for both streams, as a container's: written from two
 	// goroutines (terraform's stdout and stderr), so under a lock.
 	var out lockedBuffer
 	j := &Job{Operation: op, Inputs: f.inputs, Module: f.module, Workdir: f.work, Runtime: f.runtime, KeyFile: f.key,
 		ExpectPlan: expect, MessagePath: f.message, Stdout: &out, Stderr: &out}
+	edit(j)
 	code := j.Run(context.Background())
 	raw, err := os.ReadFile(f.message)
 	if err != nil {

@@ -7,6 +7,7 @@ package runner
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -17,6 +18,7 @@ import (
 	"github.com/captf/captf/internal/planconfig"
 	"github.com/captf/captf/internal/redact"
 	"github.com/captf/captf/internal/tfexec"
+	"github.com/captf/captf/internal/tfplan"
 	"github.com/captf/captf/pkg/fingerprint"
 )
 
@@ -57,6 +59,85 @@ type Runner struct {
 	// with them hidden, as is all that follows. A plan is then read with
 	// show -json, not with Schemas.
 	Log *redact.Log
+	// Lineage, when set, is the lineage of the state the run must plan
+	// from: a plan made from a state of another lineage (the state was
+	// deleted, or replaced, after the run was decided on) is applied
+	// nowhere, and the error wraps ErrStateReplaced.
+	Lineage string
+}
+
+// ErrStateReplaced says the state a run planned from is not of the
+// lineage it was started for; nothing was applied.
+var ErrStateReplaced = errors.New("the state is not the one this run was started for")
+
+// checkLineage returns an error wrapping ErrStateReplaced when r.Lineage
+// is set and the saved plan at file was made from a state of another
+// lineage. terraform itself refuses to apply the file once the state
+// changes after it (tfexec.ErrStalePlan), so a plan that passes here is
+// applied to the state the run was started for, or not at all.
+func (r *Runner) checkLineage(file string) error {
+	if r.Lineage == "" {
+		return nil
+	}
+	prior, err := tfplan.PriorState(file)
+	if err != nil {
+		return fmt.Errorf("the state the plan was made from: %w", err)
+	}
+	if prior.Lineage != r.Lineage {
+		what := "another state's"
+		if prior.Lineage == "" {
+			what = "no state (the backend held none)"
+		}
+		return fmt.Errorf("%w: the plan was made from %s, not from the state the manager read when it started the run: the state was deleted or replaced since; nothing was applied", ErrStateReplaced, what)
+	}
+	return nil
+}
+
+// applyPlanned plans into a private file, with extra flags (-destroy,
+// -refresh-only), and applies exactly that file once checkLineage passed:
+// what a destroy, a refresh or an ungated apply runs when the run must
+// show that it plans from the state it was started for (r.Lineage).
+func (r *Runner) applyPlanned(ctx context.Context, extra ...string) error {
+	dir, err := os.MkdirTemp(r.TempDir, "captf-plan-*")
+	if err != nil {
+		return fmt.Errorf("plan: %w", err)
+	}
+	defer os.RemoveAll(dir)
+	file := filepath.Join(dir, "plan.tfplan")
+	if err := r.TF.Plan(ctx, file, extra...); err != nil {
+		return err
+	}
+	if err := r.checkLineage(file); err != nil {
+		return err
+	}
+	return r.TF.Apply(ctx, file)
+}
+
+// ApplyAuto is an ungated apply: in one step, or planned first and
+// applied as planned when r.Lineage is set (applyPlanned).
+func (r *Runner) ApplyAuto(ctx context.Context) error {
+	if r.Lineage == "" {
+		return r.TF.ApplyAuto(ctx)
+	}
+	return r.applyPlanned(ctx)
+}
+
+// ApplyRefreshOnly records in the state what every resource really is and
+// changes no infrastructure; planned first when r.Lineage is set.
+func (r *Runner) ApplyRefreshOnly(ctx context.Context) error {
+	if r.Lineage == "" {
+		return r.TF.ApplyRefreshOnly(ctx)
+	}
+	return r.applyPlanned(ctx, "-refresh-only")
+}
+
+// Destroy destroys everything the state holds; planned first when
+// r.Lineage is set.
+func (r *Runner) Destroy(ctx context.Context) error {
+	if r.Lineage == "" {
+		return r.TF.Destroy(ctx)
+	}
+	return r.applyPlanned(ctx, "-destroy")
 }
 
 // Planned is a fingerprinted plan and its saved plan file. Close removes the
@@ -110,6 +191,10 @@ func (r *Runner) Plan(ctx context.Context) (*Planned, error) {
 	if info, err := os.Stat(p.file); err != nil || !info.Mode().IsRegular() {
 		p.Close()
 		return nil, fmt.Errorf("%s plan succeeded but wrote no plan file; is %s terraform or tofu?", r.TF.Bin, r.TF.Bin)
+	}
+	if err := r.checkLineage(p.file); err != nil {
+		p.Close()
+		return nil, err
 	}
 	var providers map[string]string
 	if cache != nil {

@@ -76,7 +76,7 @@ func (j *Job) applyUnapproved(ctx context.Context, r *Runner) (*Changes, error) 
 	if err := r.prepareUnplanned(ctx); err != nil {
 		return nil, err
 	}
-	if err := r.TF.ApplyRefreshOnly(ctx); err != nil {
+	if err := r.ApplyRefreshOnly(ctx); err != nil {
 		return nil, err
 	}
 	p, err := r.countedPlan(ctx, "-refresh=false")

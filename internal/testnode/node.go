@@ -95,6 +95,18 @@ type Node struct {
 	// root holds the pods' folders. Its owner removes it after the node
 	// stopped and every process it ran ended, even with Jobs in flight.
 	root string
+	// before runs before each Job starts (BeforeRun).
+	before func(ctx context.Context, job *batchv1.Job)
+}
+
+// BeforeRun has f called with each Job the node is about to start, before
+// anything of it runs: for tests that act in the moment between a Job's
+// creation and its run, where a race with the manager's decision lies.
+// nil removes it.
+func (n *Node) BeforeRun(f func(ctx context.Context, job *batchv1.Job)) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	n.before = f
 }
 
 // Root is the folder of the pods' folders, each with its volumes as the
@@ -202,6 +214,12 @@ func (n *Node) stopWhenDeleted(ctx context.Context, job *batchv1.Job, stop func(
 }
 
 func (n *Node) play(ctx context.Context, job *batchv1.Job) error {
+	n.mu.Lock()
+	before := n.before
+	n.mu.Unlock()
+	if before != nil {
+		before(ctx, job)
+	}
 	start := metav1.Now()
 	job.Status.StartTime = &start
 	if err := n.Client.Status().Update(ctx, job); err != nil {

@@ -17,8 +17,8 @@ import (
 // reconcileManual runs the Manual flow once an apply is due: plan first,
 // then wait for an approval of the plan hash, then apply with
 // --expect-plan on the image digest the plan Job ran.
-// stateHash is the inputs hash the state records.
-func (r *Reconciler) reconcileManual(ctx context.Context, obj Object, root *render.Root, stateHash string, exportsChange bool) (ctrl.Result, error) {
+// state is the state the decision read.
+func (r *Reconciler) reconcileManual(ctx context.Context, obj Object, root *render.Root, state *stateRead, exportsChange bool) (ctrl.Result, error) {
 	p := obj.GetRunnerStatus().Plan
 	oldScheme := p != nil && !strings.HasPrefix(p.PlanHash, fingerprint.Prefix)
 	if p != nil && (p.InputsHash != root.InputsHash || oldScheme || planPredatesDrift(obj, p)) {
@@ -39,11 +39,11 @@ func (r *Reconciler) reconcileManual(ctx context.Context, obj Object, root *rend
 			}
 		}
 		if plan == nil {
-			return ctrl.Result{}, r.startJob(ctx, obj, root, jobRequest{op: infrav1.OperationPlan, exportsChange: exportsChange})
+			return ctrl.Result{}, r.startJob(ctx, obj, root, jobRequest{op: infrav1.OperationPlan, exportsChange: exportsChange, lineage: state.lineage()})
 		}
 		p = plan
 	}
-	req := jobRequest{op: infrav1.OperationApply, expect: p.PlanHash, digest: p.ImageDigest}
+	req := jobRequest{op: infrav1.OperationApply, expect: p.PlanHash, digest: p.ImageDigest, lineage: state.lineage()}
 	if p.PlanHash != fingerprint.EmptyPlanHash {
 		if obj.GetRunnerStatus().PendingPlanRef == nil {
 			// The reference to the live plan was lost: find it again
@@ -62,11 +62,11 @@ func (r *Reconciler) reconcileManual(ctx context.Context, obj Object, root *rend
 		if by == "" {
 			// Drift checks continue while a plan waits, on the inputs the
 			// state records; after failed applies there are none to check.
-			return r.idleJobs(ctx, obj, func() (*appliedRun, error) {
+			return r.idleJobs(ctx, obj, state, func() (*appliedRun, error) {
 				if obj.GetRunnerStatus().Failures > 0 {
 					return nil, nil
 				}
-				return r.appliedInputs(ctx, r.Client, obj, stateHash)
+				return r.appliedInputs(ctx, r.Client, obj, state.InputsHash())
 			})
 		}
 		req.approved = true

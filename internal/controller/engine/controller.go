@@ -304,11 +304,11 @@ func (r *Reconciler) reconcileDue(ctx context.Context, s *scope, key []byte, roo
 		if err := r.checkIdentity(ctx, obj); err != nil {
 			return ctrl.Result{}, err
 		}
-		return r.idleJobs(ctx, obj, func() (*appliedRun, error) { return r.appliedOrCurrent(ctx, obj, root) })
+		return r.idleJobs(ctx, obj, state, func() (*appliedRun, error) { return r.appliedOrCurrent(ctx, obj, root) })
 	}
 	if upToDate && capRemediation(obj) {
 		obj.GetRunnerStatus().Plan = nil
-		return r.idleJobs(ctx, obj, func() (*appliedRun, error) { return r.appliedOrCurrent(ctx, obj, root) })
+		return r.idleJobs(ctx, obj, state, func() (*appliedRun, error) { return r.appliedOrCurrent(ctx, obj, root) })
 	}
 	if !upToDate {
 		liftRemediationStop(obj)
@@ -356,7 +356,7 @@ func (r *Reconciler) reconcileDue(ctx context.Context, s *scope, key []byte, roo
 	// A change of the kind's held variable (a pool's exports) that
 	// deletes or replaces waits as an ExportsChange plan, under either
 	// policy (held.go).
-	res, handled, exportsChange, err := r.reconcileHeld(ctx, obj, key, root, stateHash)
+	res, handled, exportsChange, err := r.reconcileHeld(ctx, obj, key, root, state)
 	if err != nil || handled {
 		return res, err
 	}
@@ -372,7 +372,7 @@ func (r *Reconciler) reconcileDue(ctx context.Context, s *scope, key []byte, roo
 		}
 		if unapproved {
 			obj.GetRunnerStatus().Plan = nil
-			return ctrl.Result{}, r.startJob(ctx, obj, root, jobRequest{op: infrav1.OperationApply, guard: true, unapproved: root.Unapproved})
+			return ctrl.Result{}, r.startJob(ctx, obj, root, jobRequest{op: infrav1.OperationApply, guard: true, unapproved: root.Unapproved, lineage: state.lineage()})
 		}
 	}
 	if !manual {
@@ -380,19 +380,19 @@ func (r *Reconciler) reconcileDue(ctx context.Context, s *scope, key []byte, roo
 		if guard && (blocked(obj.GetRunnerStatus().LastRun) || WaitsDestructive(obj)) {
 			// The guard stopped a plan that deletes or replaces: a plan
 			// of it waits for approval, as under Manual.
-			return r.reconcileManual(ctx, obj, root, stateHash, exportsChange)
+			return r.reconcileManual(ctx, obj, root, state, exportsChange)
 		}
 		// Switching to Automatic applies what waited and clears the plan.
 		obj.GetRunnerStatus().Plan = nil
-		return ctrl.Result{}, r.startJob(ctx, obj, root, jobRequest{op: infrav1.OperationApply, guard: guard})
+		return ctrl.Result{}, r.startJob(ctx, obj, root, jobRequest{op: infrav1.OperationApply, guard: guard, lineage: state.lineage()})
 	}
 	if first {
 		// The first apply of a new object is not gated: there is no state
 		// yet to damage.
 		obj.GetRunnerStatus().Plan = nil
-		return ctrl.Result{}, r.startJob(ctx, obj, root, jobRequest{op: infrav1.OperationApply})
+		return ctrl.Result{}, r.startJob(ctx, obj, root, jobRequest{op: infrav1.OperationApply, lineage: state.lineage()})
 	}
-	return r.reconcileManual(ctx, obj, root, stateHash, exportsChange)
+	return r.reconcileManual(ctx, obj, root, state, exportsChange)
 }
 
 // unapprovedChangeOnly reports whether root differs from what the last

@@ -107,9 +107,10 @@ func (r *Reconciler) reconcileDelete(ctx context.Context, s *scope) (ctrl.Result
 	if err != nil {
 		return ctrl.Result{}, err
 	}
-	if state == nil {
+	if state.InputsHash() == "" {
 		// Nothing to destroy, unless the object applied before and its
-		// state is lost: then what exists would be left behind unseen.
+		// state is lost (gone, or made again empty): then what exists
+		// would be left behind unseen.
 		past, err := r.readHistory(ctx, obj, &freshState{state: state})
 		if err != nil {
 			return ctrl.Result{}, err
@@ -117,7 +118,11 @@ func (r *Reconciler) reconcileDelete(ctx context.Context, s *scope) (ctrl.Result
 		if stop, err := r.guardLostState(ctx, obj, past); err != nil || stop {
 			return ctrl.Result{RequeueAfter: r.recheck()}, err
 		}
-		return ctrl.Result{}, r.cleanup(ctx, obj, PlanKeyName(r.kind().Short(), obj.GetName()), InputsName(r.kind().Short(), obj.GetName()), StateSecretName(r.kind().Short(), obj.GetName()))
+		if state == nil || past.lost() {
+			// Lost and accepted (captf.io/accept-empty-state): released
+			// without a destroy.
+			return ctrl.Result{}, r.cleanup(ctx, obj, PlanKeyName(r.kind().Short(), obj.GetName()), InputsName(r.kind().Short(), obj.GetName()), StateSecretName(r.kind().Short(), obj.GetName()))
+		}
 	}
 	// The state the destroy takes down is backed up first, as every
 	// serial is: a reconcile cut short (a kill) between the last apply
@@ -132,7 +137,7 @@ func (r *Reconciler) reconcileDelete(ctx context.Context, s *scope) (ctrl.Result
 		return ctrl.Result{}, err
 	}
 	if applied != nil {
-		return ctrl.Result{}, r.startJob(ctx, obj, applied.root, jobRequest{op: infrav1.OperationDestroy, applied: applied})
+		return ctrl.Result{}, r.startJob(ctx, obj, applied.root, jobRequest{op: infrav1.OperationDestroy, applied: applied, lineage: state.lineage()})
 	}
 	if obj.GetAnnotations()[infrav1.AnnotationDestroyWithCurrentInputs] != "true" {
 		msg := fmt.Sprintf("The terraform state was applied with inputs %q, and the durable inputs Secret %s holds none that hash to it (an apply of other inputs started since, or the Secret is gone); nothing is destroyed and the object is kept, since a destroy with other inputs may find nothing and leave the infrastructure behind. Restore inputs that hash to it, or annotate the object %s=true to destroy with the inputs it renders now.",
@@ -165,7 +170,7 @@ func (r *Reconciler) reconcileDelete(ctx context.Context, s *scope) (ctrl.Result
 	if err != nil {
 		return ctrl.Result{}, err
 	}
-	return ctrl.Result{}, r.startJob(ctx, obj, root, jobRequest{op: infrav1.OperationDestroy})
+	return ctrl.Result{}, r.startJob(ctx, obj, root, jobRequest{op: infrav1.OperationDestroy, lineage: state.lineage()})
 }
 
 // cleanup deletes the named Secrets of the object (plan key, durable

@@ -125,7 +125,7 @@ func planPredatesDrift(obj Object, p *infrav1.PlanStatus) bool {
 // checkDrift starts a drift Job of an idle object when one is due, with
 // what the last successful apply ran (what applied gives; nil: it is not
 // at hand, no check runs), and otherwise says when to look again.
-func (r *Reconciler) checkDrift(ctx context.Context, obj Object, applied func() (*appliedRun, error)) (ctrl.Result, error) {
+func (r *Reconciler) checkDrift(ctx context.Context, obj Object, state *stateRead, applied func() (*appliedRun, error)) (ctrl.Result, error) {
 	interval := r.driftInterval(obj)
 	if interval <= 0 {
 		setCondition(obj, infrav1.ConditionDriftDetected, unknown, infrav1.ReasonDriftNotChecked, "Drift checks are off (spec.drift.intervalSeconds is 0, or the manager's --drift-interval).")
@@ -141,7 +141,7 @@ func (r *Reconciler) checkDrift(ctx context.Context, obj Object, applied func() 
 	if err != nil || run == nil {
 		return ctrl.Result{RequeueAfter: r.recheck()}, err
 	}
-	return ctrl.Result{}, r.startJob(ctx, obj, run.root, jobRequest{op: infrav1.OperationDrift, applied: run})
+	return ctrl.Result{}, r.startJob(ctx, obj, run.root, jobRequest{op: infrav1.OperationDrift, applied: run, lineage: state.lineage()})
 }
 
 // decideDrift is what a finished drift Job implies. It never counts as a

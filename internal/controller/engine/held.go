@@ -61,7 +61,8 @@ func (r *Reconciler) heldChange(ctx context.Context, obj Object, root *render.Ro
 // says so (handled). Otherwise it drops an ExportsChange plan that is
 // moot, and reports whether the held variable changed (a plan of these
 // inputs is then an ExportsChange plan if it deletes or replaces).
-func (r *Reconciler) reconcileHeld(ctx context.Context, obj Object, key []byte, root *render.Root, stateHash string) (res ctrl.Result, handled, changed bool, err error) {
+func (r *Reconciler) reconcileHeld(ctx context.Context, obj Object, key []byte, root *render.Root, state *stateRead) (res ctrl.Result, handled, changed bool, err error) {
+	stateHash := state.InputsHash()
 	change, err := r.heldChange(ctx, obj, root, stateHash)
 	if err != nil {
 		return ctrl.Result{}, false, false, err
@@ -90,7 +91,7 @@ func (r *Reconciler) reconcileHeld(ctx context.Context, obj Object, key []byte, 
 	}
 	if by != "" {
 		req := jobRequest{op: infrav1.OperationApply, guard: true, approved: true, approvedHash: p.PlanHash, allowDeletes: p.InputsHash, digest: p.ImageDigest,
-			reviewedDeletes: reviewedDeletes(p), reviewedDestroy: p.Destroy}
+			reviewedDeletes: reviewedDeletes(p), reviewedDestroy: p.Destroy, lineage: state.lineage()}
 		if ref := st.PendingPlanRef; ref != nil {
 			req.plan = ref.Name
 		}
@@ -106,10 +107,10 @@ func (r *Reconciler) reconcileHeld(ctx context.Context, obj Object, key []byte, 
 	}
 	idle := func() (*appliedRun, error) { return change.applied, nil }
 	if heldRoot.InputsHash == stateHash || policy(obj) == infrav1.ApplyManual || blocked(st.LastRun) {
-		res, err := r.idleJobs(ctx, obj, idle)
+		res, err := r.idleJobs(ctx, obj, state, idle)
 		return res, true, true, err
 	}
-	return ctrl.Result{}, true, true, r.startJob(ctx, obj, heldRoot, jobRequest{op: infrav1.OperationApply, guard: !obj.GetRunnerSpec().AllowDestructivePlans})
+	return ctrl.Result{}, true, true, r.startJob(ctx, obj, heldRoot, jobRequest{op: infrav1.OperationApply, guard: !obj.GetRunnerSpec().AllowDestructivePlans, lineage: state.lineage()})
 }
 
 // renderHeld renders obj with the kind's held variable set to value, what

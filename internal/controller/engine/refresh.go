@@ -59,8 +59,8 @@ func (r *Reconciler) refreshDueIn(ctx context.Context, obj Object, now time.Time
 // idleJobs starts what an idle object runs with what the last successful
 // apply ran (applied gives it; nil: not at hand): a refresh Job when one
 // is due, else a drift check when one is due; otherwise it says when to
-// look again.
-func (r *Reconciler) idleJobs(ctx context.Context, obj Object, applied func() (*appliedRun, error)) (ctrl.Result, error) {
+// look again. state is the state the decision read.
+func (r *Reconciler) idleJobs(ctx context.Context, obj Object, state *stateRead, applied func() (*appliedRun, error)) (ctrl.Result, error) {
 	wait, refreshes, err := r.refreshDueIn(ctx, obj, time.Now())
 	if err != nil {
 		return ctrl.Result{}, err
@@ -70,9 +70,9 @@ func (r *Reconciler) idleJobs(ctx context.Context, obj Object, applied func() (*
 		if err != nil || run == nil {
 			return ctrl.Result{RequeueAfter: r.recheck()}, err
 		}
-		return ctrl.Result{}, r.startJob(ctx, obj, run.root, jobRequest{op: infrav1.OperationRefresh, applied: run})
+		return ctrl.Result{}, r.startJob(ctx, obj, run.root, jobRequest{op: infrav1.OperationRefresh, applied: run, lineage: state.lineage()})
 	}
-	res, err := r.checkDrift(ctx, obj, applied)
+	res, err := r.checkDrift(ctx, obj, state, applied)
 	if refreshes && err == nil && res.RequeueAfter > wait {
 		res.RequeueAfter = wait
 	}

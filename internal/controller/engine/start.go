@@ -69,6 +69,11 @@ type jobRequest struct {
 	// exportsChange marks a plan Job of inputs whose held variable
 	// changed (annotationExportsChange).
 	exportsChange bool
+	// lineage is the lineage of the state the decision to start the Job
+	// read (empty: none): the Job applies nothing planned from another
+	// state, such as an empty one made after the state was deleted in the
+	// meantime (--state-lineage).
+	lineage string
 	// backup is the state backup a restore Job pushes back.
 	backup *backup
 	// applied: the Job runs what the last successful apply ran (its
@@ -207,6 +212,10 @@ func (r *Reconciler) startJob(ctx context.Context, obj Object, root *render.Root
 			withApplied(job, InputsName(r.kind().Short(), obj.GetName()))
 			c.Command = append(c.Command, "--applied-inputs="+path.Join(infrav1.PathInputs, appliedDir), "--unapproved-vars="+strings.Join(req.unapproved, ","))
 		}
+	}
+	if req.lineage != "" && req.op != infrav1.OperationRestore {
+		c := &job.Spec.Template.Spec.Containers[0]
+		c.Command = append(c.Command, "--state-lineage="+req.lineage)
 	}
 	if req.exportsChange {
 		job.Annotations[annotationExportsChange] = root.ApprovalHash

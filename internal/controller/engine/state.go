@@ -36,6 +36,9 @@ type history struct {
 	// endpoint, a TerraformPlan of the object, a run cut short by a move.
 	signs []string
 	state bool
+	// applied: the applied marker is set, which the manager sets only
+	// once it read a state that records an inputs hash.
+	applied bool
 	// backup is the newest backed-up serial, -1 when there is none.
 	backup int64
 }
@@ -50,8 +53,11 @@ func (h history) past() bool { return len(h.signs) > 0 }
 func (h history) first() bool { return !h.past() && !h.state }
 
 // lost reports whether the object may have applied before and its state
-// Secret is gone.
-func (h history) lost() bool { return h.past() && !h.state }
+// Secret is gone, or holds a state that records no inputs hash although
+// the applied marker says one did: deleted and made again empty (a runner
+// Job's terraform makes an empty state where it finds none), or replaced.
+// history is read only for a state that records no inputs hash.
+func (h history) lost() bool { return h.past() && (!h.state || h.applied) }
 
 // readHistory reads obj's history from the API server itself. fresh is
 // its state as just read from the API server, when it was (nil when it
@@ -64,6 +70,7 @@ func (r *Reconciler) readHistory(ctx context.Context, obj Object, fresh *freshSt
 	case err == nil:
 		if s.Annotations[infrav1.AnnotationApplied] == "true" {
 			h.signs = append(h.signs, "the applied marker on Secret "+s.Name)
+			h.applied = true
 		}
 		if s.Annotations[infrav1.AnnotationImageDigest] != "" {
 			h.signs = append(h.signs, "an image digest pinned on Secret "+s.Name)
@@ -118,11 +125,15 @@ func (r *Reconciler) guardLostState(ctx context.Context, obj Object, past histor
 	if past.backup >= 0 {
 		restore = fmt.Sprintf("Restore a backup (annotate the object %s=%d for the newest; status.stateBackups lists them all)", infrav1.AnnotationRestoreState, past.backup)
 	}
-	key, msg := "state-lost", fmt.Sprintf("The object applied before (%s) and its terraform state Secret %s is gone; nothing runs, since an apply would create everything a second time. %s, or annotate the object %s=true to start again from an empty state (under applyPolicy Manual its apply still waits for an approval).",
-		strings.Join(past.signs, ", "), StateSecretName(r.kind().Short(), obj.GetName()), restore, infrav1.AnnotationAcceptEmptyState)
+	gone := "is gone"
+	if past.state {
+		gone = "holds a state that records no inputs hash, so not the one captf applied (it was deleted and made again empty, or replaced)"
+	}
+	key, msg := "state-lost", fmt.Sprintf("The object applied before (%s) and its terraform state Secret %s %s; nothing runs, since an apply would create everything a second time. %s, or annotate the object %s=true to start again from an empty state (under applyPolicy Manual its apply still waits for an approval).",
+		strings.Join(past.signs, ", "), StateSecretName(r.kind().Short(), obj.GetName()), gone, restore, infrav1.AnnotationAcceptEmptyState)
 	if !obj.GetDeletionTimestamp().IsZero() {
-		key, msg = "state-lost-delete", fmt.Sprintf("The object is deleted; it applied before (%s) and its terraform state Secret %s is gone, so no destroy can find what it made. Nothing is destroyed and the object is kept. %s to destroy it, or annotate the object %s=true to release it without a destroy (what it made stays).",
-			strings.Join(past.signs, ", "), StateSecretName(r.kind().Short(), obj.GetName()), restore, infrav1.AnnotationAcceptEmptyState)
+		key, msg = "state-lost-delete", fmt.Sprintf("The object is deleted; it applied before (%s) and its terraform state Secret %s %s, so no destroy can find what it made. Nothing is destroyed and the object is kept. %s to destroy it, or annotate the object %s=true to release it without a destroy (what it made stays).",
+			strings.Join(past.signs, ", "), StateSecretName(r.kind().Short(), obj.GetName()), gone, restore, infrav1.AnnotationAcceptEmptyState)
 	}
 	if c := condition(obj, infrav1.ConditionApplyJobSucceeded); c == nil || c.Reason != ReasonStateLost {
 		stateLostTotal.WithLabelValues(r.kind().Name()).Inc()
@@ -219,6 +230,14 @@ func (r *Reconciler) cachedState(ctx context.Context, f *secretFiller, obj Objec
 	r.remember(obj, st)
 	st.fromAPI = true
 	return st, nil
+}
+
+// lineage is s's lineage; empty for nil.
+func (s *stateRead) lineage() string {
+	if s == nil {
+		return ""
+	}
+	return s.Lineage
 }
 
 // readFromAPI reports whether s is a state cachedState took from a read of

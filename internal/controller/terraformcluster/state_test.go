@@ -3,10 +3,13 @@ package terraformcluster
 import (
 	"context"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
+	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -69,6 +72,71 @@ func TestStateLost(t *testing.T) {
 			})
 			if err := h.c.Get(ctx, client.ObjectKey{Namespace: "default", Name: engine.StateSecretName("tfc", name)}, &corev1.Secret{}); err != nil {
 				t.Errorf("no state after the apply from an empty state: %v", err)
+			}
+		})
+	}
+}
+
+// TestStateLostAsJobStarts: a state Secret deleted between the manager's
+// decision to start a Job and the Job's run (the manager read the state a
+// moment before; the Job's terraform then finds none, and would plan to
+// create everything again) applies nothing and plans nothing to approve:
+// the Job refuses the state it finds, and the object then says StateLost,
+// under Automatic and under Manual.
+func TestStateLostAsJobStarts(t *testing.T) {
+	h := start(t)
+	ctx := context.Background()
+	t.Cleanup(func() { h.node.BeforeRun(nil) })
+	for _, policy := range []infrav1.ApplyPolicy{infrav1.ApplyAutomatic, infrav1.ApplyManual} {
+		t.Run(string(policy), func(t *testing.T) {
+			name := "lost-as-job-starts-" + strings.ToLower(string(policy))
+			tc := h.create(name, policy, "small")
+			h.wait(tc, "first apply", ready)
+			before := map[string]bool{}
+			for _, j := range h.jobs(tc) {
+				before[j.Name] = true
+			}
+			var once sync.Once
+			deleted := make(chan error, 1)
+			h.node.BeforeRun(func(ctx context.Context, job *batchv1.Job) {
+				if job.Labels[infrav1.LabelOwnerName] != engine.NameLabel(name) {
+					return
+				}
+				once.Do(func() {
+					err := h.c.Delete(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: engine.StateSecretName("tfc", name)}})
+					deleted <- err
+				})
+			})
+			h.setSize(tc, "large")
+			if err := <-deleted; err != nil && !apierrors.IsNotFound(err) {
+				t.Fatal(err)
+			}
+			h.wait(tc, "the lost state guarded", stateLostWith)
+			h.node.BeforeRun(nil)
+			raced := 0
+			for _, j := range h.jobs(tc) {
+				if before[j.Name] {
+					continue
+				}
+				raced++
+				if j.Status.Succeeded > 0 {
+					t.Errorf("Job %s (%s) succeeded on the state terraform found after the deletion", j.Name, j.Labels[engine.LabelOperation])
+				}
+			}
+			if raced == 0 {
+				t.Fatal("no Job ran after the change: nothing raced the deletion")
+			}
+			if tc.Status.Plan != nil {
+				t.Errorf("a plan waits for approval after the state was lost: %+v", tc.Status.Plan)
+			}
+			var plans infrav1.TerraformPlanList
+			if err := h.c.List(ctx, &plans, client.InNamespace("default")); err != nil {
+				t.Fatal(err)
+			}
+			for _, p := range plans.Items {
+				if strings.HasPrefix(p.Name, name) && p.Spec.Summary.Create > 0 {
+					t.Errorf("TerraformPlan %s plans to create %d again", p.Name, p.Spec.Summary.Create)
+				}
 			}
 		})
 	}
