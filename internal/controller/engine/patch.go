@@ -129,6 +129,12 @@ type ownWrites struct {
 	// last is what the last write of an object of the kind answered with
 	// (without managed fields), until the cache shows it (readObject).
 	last Object
+	// read is the resourceVersion of readObject's last read of the object
+	// from the API server: it holds every write made before it, the
+	// manager's too (those of a process before a restart, or one that
+	// failed on its way back but landed), so a cache copy at least as new
+	// holds them as well (caughtUp).
+	read string
 }
 
 // wrote records the resourceVersion a write of obj answered with, and
@@ -173,16 +179,32 @@ func (r *Reconciler) forget(obj client.Object) {
 }
 
 // caughtUp reports whether obj is at least as new as what the manager's
-// last write of it answered with, so that it holds that write. The
+// last write of it answered with, and as its last read of it from the API
+// server, so that it holds that write. The
 // resourceVersions of one resource's objects compare as integers (the API
 // server's comparable resource versions); one that does not parse is not
 // taken as caught up.
 func (r *Reconciler) caughtUp(obj client.Object) bool {
 	return r.wroteAs(obj, func(w *ownWrites) bool {
-		last := w.rvs[(w.next+keptWrites-1)%keptWrites]
-		c, err := resourceversion.CompareResourceVersion(obj.GetResourceVersion(), last)
-		return err == nil && c >= 0
+		// As new as the last write and the last read, of those recorded.
+		floors := slices.DeleteFunc([]string{w.rvs[(w.next+keptWrites-1)%keptWrites], w.read}, func(rv string) bool { return rv == "" })
+		for _, rv := range floors {
+			if c, err := resourceversion.CompareResourceVersion(obj.GetResourceVersion(), rv); err != nil || c < 0 {
+				return false
+			}
+		}
+		return len(floors) > 0
 	})
+}
+
+// readFromAPI records the resourceVersion of a read of obj from the API
+// server (ownWrites.read).
+func (r *Reconciler) readFromAPI(obj client.Object) {
+	v, _ := r.written.LoadOrStore(writeKeyOf(obj), &ownWrites{})
+	w := v.(*ownWrites)
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.read = obj.GetResourceVersion()
 }
 
 // ownWrite reports whether obj is what one of the manager's last writes
@@ -214,7 +236,9 @@ func (r *Reconciler) wroteAs(obj client.Object, is func(*ownWrites) bool) bool {
 // the status written at the start). A write of someone else's that the
 // cache does not show yet brings its own event, and with it a reconcile
 // that reads it. Nothing is recorded of an object after the manager
-// started, or after a write of it failed: it is read from the API server.
+// started, or after a write of it failed: it is read from the API server
+// once, and the cache's copy is taken from then on once it is at least as
+// new as that read (which holds every write made before it).
 func (r *Reconciler) readObject(ctx context.Context, key types.NamespacedName) (Object, error) {
 	obj := r.kind().New()
 	if err := r.Client.Get(ctx, key, obj); err == nil {
@@ -227,7 +251,11 @@ func (r *Reconciler) readObject(ctx context.Context, key types.NamespacedName) (
 		}
 	}
 	obj = r.kind().New()
-	return obj, r.Reader.Get(ctx, key, obj)
+	if err := r.Reader.Get(ctx, key, obj); err != nil {
+		return obj, err
+	}
+	r.readFromAPI(obj)
+	return obj, nil
 }
 
 // echoes lets through every event but an update that is the echo of the

@@ -4,8 +4,10 @@ import (
 	"context"
 	"strings"
 	"testing"
+	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 
@@ -143,5 +145,68 @@ func TestCaughtUp(t *testing.T) {
 	r.forget(at("10"))
 	if r.caughtUp(at("11")) {
 		t.Error("caught up after the failed write forgot the record")
+	}
+}
+
+// TestReadObjectAfterRestart: a manager with no record of its writes of
+// an object (a new process after a restart, or after a write of it
+// failed) reads the object from the API server once, and from then on
+// takes the cache's copy as soon as it is at least as new as that read:
+// an idle object's later re-checks send no request. A write of someone
+// else's after the read still reaches the reconcile (the cache shows it
+// once it is newer).
+func TestReadObjectAfterRestart(t *testing.T) {
+	ctx := context.Background()
+	cch, c, direct := cachedEnv(t)
+	reader, gets := recordGets(direct)
+	r := &Reconciler{Kind: theTestKind, Client: c, Reader: reader, RunnerImage: runnerImage}
+	tc := &infrav1.TerraformCluster{
+		ObjectMeta: metav1.ObjectMeta{Name: "restarted", Namespace: "default"},
+		Spec:       infrav1.TerraformClusterSpec{RunnerSpec: infrav1.RunnerSpec{Image: moduleImage}},
+	}
+	if err := direct.Create(ctx, tc); err != nil {
+		t.Fatal(err)
+	}
+	key := client.ObjectKeyFromObject(tc)
+	inCache := func(rv string) {
+		t.Helper()
+		if err := wait.PollUntilContextTimeout(ctx, 20*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
+			var got infrav1.TerraformCluster
+			return cch.Get(ctx, key, &got) == nil && got.ResourceVersion == rv, nil
+		}); err != nil {
+			t.Fatalf("the cache does not show resourceVersion %s", rv)
+		}
+	}
+	inCache(tc.ResourceVersion)
+	for i := range 3 {
+		obj, err := r.readObject(ctx, key)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if obj.GetResourceVersion() != tc.ResourceVersion {
+			t.Fatalf("read %d: resourceVersion %s, want %s", i, obj.GetResourceVersion(), tc.ResourceVersion)
+		}
+	}
+	if n := len(gets()); n != 1 {
+		t.Errorf("three re-checks of an idle object after a restart read it from the API server %d times, want once", n)
+	}
+
+	// Someone else's write: the cache shows it, and the re-check reads it
+	// there.
+	before := tc.DeepCopy()
+	tc.Annotations = map[string]string{"example.com/note": "x"}
+	if err := direct.Patch(ctx, tc, client.MergeFrom(before)); err != nil {
+		t.Fatal(err)
+	}
+	inCache(tc.ResourceVersion)
+	obj, err := r.readObject(ctx, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if obj.GetAnnotations()["example.com/note"] != "x" {
+		t.Error("the re-check after someone else's write does not see it")
+	}
+	if n := len(gets()); n != 0 {
+		t.Errorf("the re-check after someone else's write read the API server %d times, want none (the cache shows it)", n)
 	}
 }
