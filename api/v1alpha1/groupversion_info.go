@@ -29,6 +29,7 @@ func addKnownTypes(s *runtime.Scheme) error {
 		&TerraformMachineTemplate{}, &TerraformMachineTemplateList{},
 		&TerraformMachinePool{}, &TerraformMachinePoolList{},
 		&TerraformMachinePoolTemplate{}, &TerraformMachinePoolTemplateList{},
+		&TerraformMachinePoolMachine{}, &TerraformMachinePoolMachineList{},
 		&TerraformClusterIdentity{}, &TerraformClusterIdentityList{},
 	)
 	metav1.AddToGroupVersion(s, GroupVersion)

@@ -74,6 +74,13 @@ type TerraformMachinePoolStatus struct {
 	// pool's state that differ from those it had published.
 	// +optional
 	MembershipChangedAt *metav1.Time `json:"membershipChangedAt,omitempty"`
+
+	// InfrastructureMachineKind is TerraformMachinePoolMachine once the
+	// pool is provisioned: the manager makes one such object for each of
+	// its members, and Cluster API's MachinePool controller a Machine for
+	// each of those.
+	// +optional
+	InfrastructureMachineKind string `json:"infrastructureMachineKind,omitempty"`
 }
 
 // TerraformMachinePool is a Cluster API infrastructure machine pool: one

@@ -32,6 +32,7 @@ import (
 	"github.com/captf/captf/internal/controller/terraformcluster"
 	"github.com/captf/captf/internal/controller/terraformmachine"
 	"github.com/captf/captf/internal/controller/terraformmachinepool"
+	"github.com/captf/captf/internal/controller/terraformmachinepoolmachine"
 	"github.com/captf/captf/internal/version"
 	"github.com/captf/captf/internal/webhook/providerid"
 	"github.com/captf/captf/internal/webhook/templates"
@@ -164,10 +165,12 @@ func run(args []string, stdout io.Writer) error {
 	} else {
 		ctrl.Log.Info("Cluster API's Machine (v1beta2) is not served: TerraformMachines are not reconciled", "error", err.Error())
 	}
-	if err := terraformmachinepool.Served(mgr.GetRESTMapper()); err == nil {
+	poolsErr := terraformmachinepool.Served(mgr.GetRESTMapper())
+	pools := poolsErr == nil
+	if pools {
 		kinds = append(kinds, terraformmachinepool.Kind)
 	} else {
-		ctrl.Log.Info("Cluster API's MachinePool (v1beta2) is not served: TerraformMachinePools are not reconciled", "error", err.Error())
+		ctrl.Log.Info("Cluster API's MachinePool (v1beta2) is not served: TerraformMachinePools are not reconciled", "error", poolsErr.Error())
 	}
 	// What the reconcilers of every kind know of the Jobs they started.
 	jobs := &engine.JobRecord{}
@@ -189,6 +192,12 @@ func run(args []string, stdout io.Writer) error {
 		}
 		if err := r.SetupWithManager(mgr, controller.Options{MaxConcurrentReconciles: *workers}); err != nil {
 			return fmt.Errorf("%s controller: %w", k.Name(), err)
+		}
+	}
+	if pools {
+		members := &terraformmachinepoolmachine.Reconciler{Client: mgr.GetClient(), WatchFilter: *watchFilter}
+		if err := members.SetupWithManager(mgr, controller.Options{MaxConcurrentReconciles: *workers}); err != nil {
+			return fmt.Errorf("TerraformMachinePoolMachine controller: %w", err)
 		}
 	}
 	if *webhooks {

@@ -86,6 +86,7 @@ func TestComponentsKeepContractLabels(t *testing.T) {
 		"terraformmachinetemplates.infrastructure.cluster.x-k8s.io":     contract,
 		"terraformmachinepools.infrastructure.cluster.x-k8s.io":         contract,
 		"terraformmachinepooltemplates.infrastructure.cluster.x-k8s.io": contract,
+		"terraformmachinepoolmachines.infrastructure.cluster.x-k8s.io":  contract,
 		"terraformclusteridentities.infrastructure.cluster.x-k8s.io":    {clusterctlv1.ClusterctlLabel: "", clusterctlv1.ClusterctlMoveHierarchyLabel: "true"},
 		"terraformplans.infrastructure.cluster.x-k8s.io":                {clusterctlv1.ClusterctlLabel: ""},
 	}
@@ -220,6 +221,7 @@ func checkComponents(t *testing.T, objs []unstructured.Unstructured, recheck str
 		"CustomResourceDefinition/terraformmachinetemplates.infrastructure.cluster.x-k8s.io",
 		"CustomResourceDefinition/terraformmachinepools.infrastructure.cluster.x-k8s.io",
 		"CustomResourceDefinition/terraformmachinepooltemplates.infrastructure.cluster.x-k8s.io",
+		"CustomResourceDefinition/terraformmachinepoolmachines.infrastructure.cluster.x-k8s.io",
 		"CustomResourceDefinition/terraformclusteridentities.infrastructure.cluster.x-k8s.io",
 		"CustomResourceDefinition/terraformplans.infrastructure.cluster.x-k8s.io",
 		"ServiceAccount/captf-manager",
@@ -299,8 +301,8 @@ func applyComponents(ctx context.Context, t *testing.T, env *testenv.Env, objs [
 	}
 	vwc := get("admissionregistration.k8s.io/v1", "ValidatingWebhookConfiguration", "", "captf-validating-webhook-configuration")
 	hooks, _, _ := unstructured.NestedSlice(vwc.Object, "webhooks")
-	if len(hooks) != 5 {
-		t.Fatalf("webhooks = %d, want 5 (TerraformPlan, TerraformMachine, TerraformMachinePool, TerraformMachineTemplate, TerraformMachinePoolTemplate)", len(hooks))
+	if len(hooks) != 6 {
+		t.Fatalf("webhooks = %d, want 6 (TerraformPlan, TerraformMachine, TerraformMachinePool, TerraformMachinePoolMachine, TerraformMachineTemplate, TerraformMachinePoolTemplate)", len(hooks))
 	}
 	for _, h := range hooks {
 		if ns, _, _ := unstructured.NestedString(h.(map[string]any), "clientConfig", "service", "namespace"); ns != targetNamespace {

@@ -41,6 +41,7 @@ func TestDefaultInstalls(t *testing.T) {
 		"CustomResourceDefinition/terraformmachinetemplates.infrastructure.cluster.x-k8s.io",
 		"CustomResourceDefinition/terraformmachinepools.infrastructure.cluster.x-k8s.io",
 		"CustomResourceDefinition/terraformmachinepooltemplates.infrastructure.cluster.x-k8s.io",
+		"CustomResourceDefinition/terraformmachinepoolmachines.infrastructure.cluster.x-k8s.io",
 		"CustomResourceDefinition/terraformplans.infrastructure.cluster.x-k8s.io",
 		"ValidatingWebhookConfiguration/captf-validating-webhook-configuration",
 		"Service/captf-webhook-service",
@@ -127,6 +128,7 @@ func checkWebhookWiring(t *testing.T, objs []*unstructured.Unstructured) {
 	}
 	slices.Sort(names)
 	if want := []string{"validation.terraformmachine.infrastructure.cluster.x-k8s.io", "validation.terraformmachinepool.infrastructure.cluster.x-k8s.io",
+		"validation.terraformmachinepoolmachine.infrastructure.cluster.x-k8s.io",
 		"validation.terraformmachinepooltemplate.infrastructure.cluster.x-k8s.io", "validation.terraformmachinetemplate.infrastructure.cluster.x-k8s.io",
 		"validation.terraformplan.infrastructure.cluster.x-k8s.io"}; !slices.Equal(names, want) {
 		t.Fatalf("webhooks %v, want %v", names, want)

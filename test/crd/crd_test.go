@@ -103,9 +103,9 @@ func TestProviderLabels(t *testing.T) {
 	env := testenv.Start(t, "../..")
 	ctx := context.Background()
 	contract := map[string]bool{"terraformclusters": true, "terraformclustertemplates": true, "terraformmachines": true, "terraformmachinetemplates": true,
-		"terraformmachinepools": true, "terraformmachinepooltemplates": true}
+		"terraformmachinepools": true, "terraformmachinepooltemplates": true, "terraformmachinepoolmachines": true}
 	for _, plural := range []string{"terraformclusters", "terraformclustertemplates", "terraformmachines", "terraformmachinetemplates",
-		"terraformmachinepools", "terraformmachinepooltemplates", "terraformclusteridentities", "terraformplans"} {
+		"terraformmachinepools", "terraformmachinepooltemplates", "terraformmachinepoolmachines", "terraformclusteridentities", "terraformplans"} {
 		var crd apiextensionsv1.CustomResourceDefinition
 		if err := env.Client.Get(ctx, client.ObjectKey{Name: plural + "." + infrav1.GroupVersion.Group}, &crd); err != nil {
 			t.Fatal(err)

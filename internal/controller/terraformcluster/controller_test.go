@@ -32,6 +32,7 @@ import (
 	"github.com/captf/captf/internal/controller/engine"
 	"github.com/captf/captf/internal/controller/terraformmachine"
 	"github.com/captf/captf/internal/controller/terraformmachinepool"
+	"github.com/captf/captf/internal/controller/terraformmachinepoolmachine"
 	"github.com/captf/captf/internal/render"
 	"github.com/captf/captf/internal/testenv"
 	"github.com/captf/captf/internal/testnode"
@@ -170,6 +171,11 @@ func startScoped(t *testing.T, env *testenv.Env, cfg *rest.Config, scope manager
 	}
 	if terraformmachinepool.Served(mgr.GetRESTMapper()) == nil {
 		kinds = append(kinds, terraformmachinepool.Kind)
+		members := &terraformmachinepoolmachine.Reconciler{Client: mgr.GetClient(), WatchFilter: scope.watchFilter}
+		skip := true
+		if err := members.SetupWithManager(mgr, controller.Options{SkipNameValidation: &skip}); err != nil {
+			t.Fatal(err)
+		}
 	}
 	jobs := &engine.JobRecord{} // shared by the kinds, as the manager does
 	for _, k := range kinds {

@@ -39,6 +39,7 @@ import (
 // The paths below are controller-runtime's for the types, where
 // SetupWithManager registers the webhooks.
 // +kubebuilder:webhook:path=/validate-infrastructure-cluster-x-k8s-io-v1alpha1-terraformmachine,mutating=false,failurePolicy=fail,sideEffects=None,groups=infrastructure.cluster.x-k8s.io,resources=terraformmachines,verbs=create;update,versions=v1alpha1,name=validation.terraformmachine.infrastructure.cluster.x-k8s.io,admissionReviewVersions=v1,timeoutSeconds=10
+// +kubebuilder:webhook:path=/validate-infrastructure-cluster-x-k8s-io-v1alpha1-terraformmachinepoolmachine,mutating=false,failurePolicy=fail,sideEffects=None,groups=infrastructure.cluster.x-k8s.io,resources=terraformmachinepoolmachines,verbs=create;update,versions=v1alpha1,name=validation.terraformmachinepoolmachine.infrastructure.cluster.x-k8s.io,admissionReviewVersions=v1,timeoutSeconds=10
 // +kubebuilder:webhook:path=/validate-infrastructure-cluster-x-k8s-io-v1alpha1-terraformmachinepool,mutating=false,failurePolicy=fail,sideEffects=None,groups=infrastructure.cluster.x-k8s.io,resources=terraformmachinepools,verbs=create;update,versions=v1alpha1,name=validation.terraformmachinepool.infrastructure.cluster.x-k8s.io,admissionReviewVersions=v1,timeoutSeconds=10
 
 // SetupWithManager registers the webhooks of both kinds on mgr's webhook
@@ -55,7 +56,36 @@ func SetupWithManager(mgr ctrl.Manager, managerUsername string) error {
 		return err
 	}
 	pools := &validator[*infrav1.TerraformMachinePool]{kind: "TerraformMachinePool", manager: managerUsername, reader: reader, changed: poolChanged, created: poolCreated}
-	return ctrl.NewWebhookManagedBy(mgr, &infrav1.TerraformMachinePool{}).WithValidator(pools).Complete()
+	if err := ctrl.NewWebhookManagedBy(mgr, &infrav1.TerraformMachinePool{}).WithValidator(pools).Complete(); err != nil {
+		return err
+	}
+	members := &validator[*infrav1.TerraformMachinePoolMachine]{kind: "TerraformMachinePoolMachine", manager: managerUsername, reader: reader, changed: memberChanged, created: memberCreated}
+	return ctrl.NewWebhookManagedBy(mgr, &infrav1.TerraformMachinePoolMachine{}).WithValidator(members).Complete()
+}
+
+// memberChanged is the published field an update of a pool's member
+// object changes (the CRD's CEL rule refuses it too, for everyone).
+func memberChanged(old, m *infrav1.TerraformMachinePoolMachine) *field.Error {
+	if old.Spec.ProviderID != m.Spec.ProviderID {
+		return field.Forbidden(field.NewPath("spec", "providerID"), "it never changes")
+	}
+	return nil
+}
+
+// memberCreated refuses a pool's member object made by anyone but the
+// manager, whose provider ID its Machine does not already hold: Cluster
+// API's MachinePool controller would make a Machine for it and bind it to
+// that Node.
+func memberCreated(ctx context.Context, c client.Reader, m *infrav1.TerraformMachinePoolMachine) (*field.Error, error) {
+	path := field.NewPath("spec", "providerID")
+	owner, refused, err := controllingOwner(ctx, c, m, "Machine", path)
+	if refused != nil || err != nil {
+		return refused, err
+	}
+	if id, _, _ := unstructured.NestedString(owner.Object, "spec", "providerID"); id != m.Spec.ProviderID {
+		return field.Forbidden(path, "only the manager makes a pool's member objects, from the members of the pool's state; a new one may be made by another only when its Machine already holds the same ID (clusterctl move)"), nil
+	}
+	return nil, nil
 }
 
 // machineChanged is the published field an update of a machine changes.

@@ -86,8 +86,8 @@ func TestByTheManagerOnly(t *testing.T) {
 }
 
 // TestCreateCarriesOnlyWhatTheOwnerHolds: through the real API server, a
-// user may not create a machine or a pool that already names provider
-// IDs, unless its controlling owner Machine or MachinePool is there (by
+// user may not create a machine, a pool or a pool's member object that
+// already names provider IDs, unless its controlling owner Machine or MachinePool is there (by
 // UID) and holds the same IDs, as when clusterctl move creates it on its
 // new management cluster (TestMoveMachines moves one with clusterctl's
 // mover); the manager may.
@@ -124,6 +124,10 @@ func TestCreateCarriesOnlyWhatTheOwnerHolds(t *testing.T) {
 		return &infrav1.TerraformMachine{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "default", OwnerReferences: owners},
 			Spec: infrav1.TerraformMachineSpec{RunnerSpec: runner, ProviderID: id}}
 	}
+	member := func(name, id string, owners []metav1.OwnerReference) client.Object {
+		return &infrav1.TerraformMachinePoolMachine{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "default", OwnerReferences: owners},
+			Spec: infrav1.TerraformMachinePoolMachineSpec{ProviderID: id}}
+	}
 	members := func(name, id string, list []string, owners []metav1.OwnerReference) client.Object {
 		return &infrav1.TerraformMachinePool{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "default", OwnerReferences: owners},
 			Spec: infrav1.TerraformMachinePoolSpec{RunnerSpec: runner, ProviderID: id, ProviderIDList: list}}
@@ -140,6 +144,11 @@ func TestCreateCarriesOnlyWhatTheOwnerHolds(t *testing.T) {
 		{"a pool with members and no owner", "spec.providerIDList: Forbidden", members("p-1", "", []string{victim}, nil)},
 		{"a pool with its own ID and no owner", "spec.providerID: Forbidden", members("p-2", "asg-1", nil, nil)},
 		{"a pool with a member its MachinePool does not hold", "spec.providerIDList: Forbidden", members("p-3", "", []string{victim, "aws:///us-east-1a/i-other"}, ownedBy(pool, pool.GetUID()))},
+		// A pool's member object names a Node for Cluster API's
+		// MachinePool controller, which makes a Machine for it.
+		{"a pool's member object with no owner", "spec.providerID: Forbidden", member("pm-1", victim, nil)},
+		{"a pool's member object whose owner Machine holds another ID", "spec.providerID: Forbidden", member("pm-2", "aws:///us-east-1a/i-other", ownedBy(holding, holding.GetUID()))},
+		{"a pool's member object owned by the MachinePool", "spec.providerID: Forbidden", member("pm-3", victim, ownedBy(pool, pool.GetUID()))},
 	}
 	for _, tc := range refused {
 		if err := alice.Create(ctx, tc.obj); !apierrors.IsInvalid(err) || !strings.Contains(err.Error(), tc.want) {
@@ -157,6 +166,8 @@ func TestCreateCarriesOnlyWhatTheOwnerHolds(t *testing.T) {
 		{"a pool whose owner MachinePool holds its members (clusterctl move)", alice, members("p-4", "asg-1", []string{victim}, ownedBy(pool, pool.GetUID()))},
 		{"a machine the manager creates with an ID", mgr, machine("m-7", victim, nil)},
 		{"a pool the manager creates with members", mgr, members("p-5", "asg-1", []string{victim}, nil)},
+		{"a pool's member object whose owner Machine holds its ID (clusterctl move)", alice, member("pm-4", victim, ownedBy(holding, holding.GetUID()))},
+		{"a pool's member object the manager creates", mgr, member("pm-5", victim, nil)},
 	}
 	for _, tc := range allowed {
 		if err := tc.as.Create(ctx, tc.obj); err != nil {
