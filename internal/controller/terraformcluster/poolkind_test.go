@@ -74,6 +74,38 @@ func bootstrapFor(mp *clusterv1.MachinePool, name, value string) *corev1.Secret 
 	}
 }
 
+// startPool makes the Cluster cluster (its workload cluster reachable),
+// its TerraformCluster of the exports module in zone-a, a MachinePool
+// <cluster>-pool of replicas with its bootstrap data (the canary), and the
+// TerraformMachinePool it controller-owns, of the pool module writing
+// under the directory <cluster>, drift checks off; spec changes its
+// runner spec before it is created.
+func (h *driftHarness) startPool(cluster string, replicas int32, spec func(*infrav1.TerraformMachinePoolSpec)) (*clusterv1.MachinePool, *infrav1.TerraformMachinePool) {
+	h.t.Helper()
+	ctx := context.Background()
+	u := h.cluster(cluster, false)
+	h.env.WorkloadKubeconfig(h.t, "default", cluster)
+	mp := h.capiMachinePool(cluster+"-pool", cluster, cluster+"-pool-bootstrap", replicas)
+	h.exportsCluster(u, "zone-a")
+	if err := h.c.Create(ctx, bootstrapFor(mp, cluster+"-pool-bootstrap", bootstrapCanary)); err != nil {
+		h.t.Fatal(err)
+	}
+	p := &infrav1.TerraformMachinePool{
+		ObjectMeta: metav1.ObjectMeta{Name: cluster + "-pool", Namespace: "default", Labels: map[string]string{clusterv1.ClusterNameLabel: cluster},
+			OwnerReferences: []metav1.OwnerReference{{APIVersion: clusterv1.GroupVersion.String(), Kind: "MachinePool", Name: mp.Name, UID: mp.UID, Controller: ptr.To(true)}}},
+		Spec: infrav1.TerraformMachinePoolSpec{RunnerSpec: infrav1.RunnerSpec{
+			Image:     poolImage,
+			Variables: []infrav1.Variable{{Name: "dir", Value: &apiextensionsv1.JSON{Raw: []byte(`"` + cluster + `"`)}}},
+			Drift:     infrav1.DriftSpec{IntervalSeconds: ptr.To(int32(0))},
+		}},
+	}
+	spec(&p.Spec)
+	if err := h.c.Create(ctx, p); err != nil {
+		h.t.Fatal(err)
+	}
+	return mp, p
+}
+
 // waitPool polls a TerraformMachinePool until cond holds.
 func (h *driftHarness) waitPool(p *infrav1.TerraformMachinePool, what string, cond func(*infrav1.TerraformMachinePool) bool) {
 	h.t.Helper()

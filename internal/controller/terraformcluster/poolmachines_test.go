@@ -6,7 +6,6 @@ import (
 	"slices"
 	"testing"
 
-	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
@@ -25,28 +24,11 @@ import (
 func TestPoolMembersAsMachines(t *testing.T) {
 	h := startMachines(t)
 	ctx := context.Background()
-	u := h.cluster("fleet", false)
-	h.env.WorkloadKubeconfig(t, "default", "fleet")
-	mp := h.capiMachinePool("fleet-pool", "fleet", "fleet-pool-bootstrap", 2)
-	h.exportsCluster(u, "zone-a")
-	if err := h.c.Create(ctx, bootstrapFor(mp, "fleet-pool-bootstrap", bootstrapCanary)); err != nil {
-		t.Fatal(err)
-	}
-	p := &infrav1.TerraformMachinePool{
-		ObjectMeta: metav1.ObjectMeta{Name: "fleet-pool", Namespace: "default", Labels: map[string]string{clusterv1.ClusterNameLabel: "fleet"},
-			OwnerReferences: []metav1.OwnerReference{{APIVersion: clusterv1.GroupVersion.String(), Kind: "MachinePool", Name: mp.Name, UID: mp.UID, Controller: ptr.To(true)}}},
-		Spec: infrav1.TerraformMachinePoolSpec{RunnerSpec: infrav1.RunnerSpec{
-			Image:     poolImage,
-			Variables: []infrav1.Variable{{Name: "dir", Value: &apiextensionsv1.JSON{Raw: []byte(`"fleet"`)}}},
-			Drift:     infrav1.DriftSpec{IntervalSeconds: ptr.To(int32(0))},
-			// The scale-down below deletes a member: no guard, so it
-			// applies as it would once approved.
-			AllowDestructivePlans: true,
-		}},
-	}
-	if err := h.c.Create(ctx, p); err != nil {
-		t.Fatal(err)
-	}
+	mp, p := h.startPool("fleet", 2, func(s *infrav1.TerraformMachinePoolSpec) {
+		// The scale-down below deletes a member: no guard, so it applies
+		// as it would once approved.
+		s.AllowDestructivePlans = true
+	})
 	h.waitPool(p, "provisioned with 2 members, each as a member object", func(p *infrav1.TerraformMachinePool) bool {
 		return p.Status.Ready && len(p.Spec.ProviderIDList) == 2 && p.Status.InfrastructureMachineKind == infrav1.InfrastructureMachineKindPool
 	})

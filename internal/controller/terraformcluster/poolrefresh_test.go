@@ -9,8 +9,6 @@ import (
 	"time"
 
 	batchv1 "k8s.io/api/batch/v1"
-	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -27,28 +25,9 @@ import (
 func TestPoolRefreshBacksOff(t *testing.T) {
 	h := startMachines(t)
 	ctx := context.Background()
-	u := h.cluster("calm", false)
-	h.env.WorkloadKubeconfig(t, "default", "calm")
-	mp := h.capiMachinePool("calm-pool", "calm", "calm-pool-bootstrap", 2)
-	h.exportsCluster(u, "zone-a")
-	if err := h.c.Create(ctx, bootstrapFor(mp, "calm-pool-bootstrap", bootstrapCanary)); err != nil {
-		t.Fatal(err)
-	}
-	p := &infrav1.TerraformMachinePool{
-		ObjectMeta: metav1.ObjectMeta{Name: "calm-pool", Namespace: "default", Labels: map[string]string{clusterv1.ClusterNameLabel: "calm"},
-			OwnerReferences: []metav1.OwnerReference{{APIVersion: clusterv1.GroupVersion.String(), Kind: "MachinePool", Name: mp.Name, UID: mp.UID, Controller: ptr.To(true)}}},
-		Spec: infrav1.TerraformMachinePoolSpec{
-			RunnerSpec: infrav1.RunnerSpec{
-				Image:     poolImage,
-				Variables: []infrav1.Variable{{Name: "dir", Value: &apiextensionsv1.JSON{Raw: []byte(`"calm"`)}}},
-				Drift:     infrav1.DriftSpec{IntervalSeconds: ptr.To(int32(0))},
-			},
-			Membership: infrav1.MembershipSpec{IntervalSeconds: ptr.To(int32(10)), MaxIntervalSeconds: ptr.To(int32(40))},
-		},
-	}
-	if err := h.c.Create(ctx, p); err != nil {
-		t.Fatal(err)
-	}
+	mp, p := h.startPool("calm", 2, func(s *infrav1.TerraformMachinePoolSpec) {
+		s.Membership = infrav1.MembershipSpec{IntervalSeconds: ptr.To(int32(10)), MaxIntervalSeconds: ptr.To(int32(40))}
+	})
 	h.waitPool(p, "provisioned with 2 members", func(p *infrav1.TerraformMachinePool) bool {
 		return p.Status.Ready && len(p.Spec.ProviderIDList) == 2 && p.Status.StateSerial != nil && p.Status.LastMembershipRefresh != nil
 	})
