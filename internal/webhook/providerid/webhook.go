@@ -1,6 +1,7 @@
 // Package providerid is the validating admission webhook of the fields a
-// TerraformMachine and a TerraformMachinePool publish for Cluster API:
-// spec.providerID (both) and spec.providerIDList (a pool) are the
+// TerraformMachine, a TerraformMachinePool and a pool's member object (a
+// TerraformMachinePoolMachine) publish for Cluster API: spec.providerID
+// (all three) and spec.providerIDList (a pool) are the
 // manager's to set, from the module's provider_id and provider_ids
 // outputs in the object's own state, and nobody else may set or change
 // them — Cluster API binds a Node to the provider ID a Machine's
@@ -42,7 +43,7 @@ import (
 // +kubebuilder:webhook:path=/validate-infrastructure-cluster-x-k8s-io-v1alpha1-terraformmachinepoolmachine,mutating=false,failurePolicy=fail,sideEffects=None,groups=infrastructure.cluster.x-k8s.io,resources=terraformmachinepoolmachines,verbs=create;update,versions=v1alpha1,name=validation.terraformmachinepoolmachine.infrastructure.cluster.x-k8s.io,admissionReviewVersions=v1,timeoutSeconds=10
 // +kubebuilder:webhook:path=/validate-infrastructure-cluster-x-k8s-io-v1alpha1-terraformmachinepool,mutating=false,failurePolicy=fail,sideEffects=None,groups=infrastructure.cluster.x-k8s.io,resources=terraformmachinepools,verbs=create;update,versions=v1alpha1,name=validation.terraformmachinepool.infrastructure.cluster.x-k8s.io,admissionReviewVersions=v1,timeoutSeconds=10
 
-// SetupWithManager registers the webhooks of both kinds on mgr's webhook
+// SetupWithManager registers the webhooks of the three kinds on mgr's webhook
 // server. managerUsername is the username the manager's requests carry,
 // for a ServiceAccount "system:serviceaccount:<namespace>:<name>": only
 // they set the published fields.
