@@ -78,13 +78,21 @@ func memberChanged(old, m *infrav1.TerraformMachinePoolMachine) *field.Error {
 // API's MachinePool controller would make a Machine for it and bind it to
 // that Node.
 func memberCreated(ctx context.Context, c client.Reader, m *infrav1.TerraformMachinePoolMachine) (*field.Error, error) {
+	return heldByMachine(ctx, c, m, m.Spec.ProviderID,
+		"only the manager makes a pool's member objects, from the members of the pool's state; a new one may be made by another only when its Machine already holds the same ID (clusterctl move)")
+}
+
+// heldByMachine is the error, saying refusal, that refuses the
+// spec.providerID id of a new obj unless obj's controlling owner Machine
+// is there (by UID) and already holds id; nil when it does.
+func heldByMachine(ctx context.Context, c client.Reader, obj client.Object, id, refusal string) (*field.Error, error) {
 	path := field.NewPath("spec", "providerID")
-	owner, refused, err := controllingOwner(ctx, c, m, "Machine", path)
+	owner, refused, err := controllingOwner(ctx, c, obj, "Machine", path)
 	if refused != nil || err != nil {
 		return refused, err
 	}
-	if id, _, _ := unstructured.NestedString(owner.Object, "spec", "providerID"); id != m.Spec.ProviderID {
-		return field.Forbidden(path, "only the manager makes a pool's member objects, from the members of the pool's state; a new one may be made by another only when its Machine already holds the same ID (clusterctl move)"), nil
+	if held, _, _ := unstructured.NestedString(owner.Object, "spec", "providerID"); held != id {
+		return field.Forbidden(path, refusal), nil
 	}
 	return nil, nil
 }
@@ -114,15 +122,8 @@ func machineCreated(ctx context.Context, c client.Reader, m *infrav1.TerraformMa
 	if m.Spec.ProviderID == "" {
 		return nil, nil
 	}
-	path := field.NewPath("spec", "providerID")
-	owner, refused, err := controllingOwner(ctx, c, m, "Machine", path)
-	if refused != nil || err != nil {
-		return refused, err
-	}
-	if id, _, _ := unstructured.NestedString(owner.Object, "spec", "providerID"); id != m.Spec.ProviderID {
-		return field.Forbidden(path, "only the manager sets it, from the module's provider_id output in the machine's state; a new machine may carry it only when its Machine already holds the same ID (clusterctl move)"), nil
-	}
-	return nil, nil
+	return heldByMachine(ctx, c, m, m.Spec.ProviderID,
+		"only the manager sets it, from the module's provider_id output in the machine's state; a new machine may carry it only when its Machine already holds the same ID (clusterctl move)")
 }
 
 // poolCreated is the published field a new pool sets that its owner
