@@ -5,8 +5,10 @@ import (
 	"fmt"
 	"slices"
 	"testing"
+	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -20,7 +22,8 @@ import (
 // Cluster API's own MachinePool controller makes a Machine for each, named
 // as it and its controller; a member that leaves the pool's state (a
 // scale-down) has its Machine deleted, and its object goes; a member
-// whose Machine is deleted stays, and gets a new Machine.
+// whose Machine is deleted stays, and gets a new Machine; while the pool
+// is paused, no member object is made.
 func TestPoolMembersAsMachines(t *testing.T) {
 	h := startMachines(t)
 	ctx := context.Background()
@@ -135,4 +138,35 @@ func TestPoolMembersAsMachines(t *testing.T) {
 	if !slices.Equal(p.Spec.ProviderIDList, kept) {
 		t.Errorf("members %v after a Machine's deletion, want %v", p.Spec.ProviderIDList, kept)
 	}
+
+	// Paused (as clusterctl move pauses it), the pool's member objects are
+	// neither made nor deleted: a Machine deleted meanwhile takes its
+	// object with it, which comes back once the pause is lifted.
+	pause := func(paused bool) {
+		patch := []byte(`{"metadata":{"annotations":{"cluster.x-k8s.io/paused":""}}}`)
+		if !paused {
+			patch = []byte(`{"metadata":{"annotations":{"cluster.x-k8s.io/paused":null}}}`)
+		}
+		if err := h.c.Patch(ctx, p, client.RawPatch(types.MergePatchType, patch)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	pause(true)
+	_, machines = members()
+	for _, m := range machines {
+		old = m
+	}
+	if err := h.c.Delete(ctx, &old); err != nil {
+		t.Fatal(err)
+	}
+	h.waitPool(p, "the Machine and its object gone while paused", func(*infrav1.TerraformMachinePool) bool {
+		objs, machines := members()
+		return len(objs) == 0 && len(machines) == 0
+	})
+	time.Sleep(10 * time.Second)
+	if objs, _ := members(); len(objs) != 0 {
+		t.Errorf("%d member objects made while the pool is paused", len(objs))
+	}
+	pause(false)
+	h.waitPool(p, "the member object and a Machine again once the pause is lifted", func(*infrav1.TerraformMachinePool) bool { return bound(kept) })
 }

@@ -20,6 +20,7 @@ import (
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
@@ -49,10 +50,6 @@ type Reconciler struct {
 	WatchFilter string
 }
 
-// labelWatchFilter is Cluster API's label that assigns an object to one of
-// several managers.
-const labelWatchFilter = "cluster.x-k8s.io/watch-filter"
-
 // SetupWithManager reconciles pools as they or their member objects change.
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, opts controller.Options) error {
 	return ctrl.NewControllerManagedBy(mgr).Named("terraformmachinepoolmachine").
@@ -65,7 +62,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, opts controller.Options)
 
 // watched: the pools of this manager (WatchFilter).
 func (r *Reconciler) watched(obj client.Object) bool {
-	return r.WatchFilter == "" || obj.GetLabels()[labelWatchFilter] == r.WatchFilter
+	return r.WatchFilter == "" || obj.GetLabels()[clusterv1.WatchLabel] == r.WatchFilter
 }
 
 // Reconcile makes the pool's member objects match its published members.
@@ -186,14 +183,18 @@ func (r *Reconciler) paused(ctx context.Context, pool *infrav1.TerraformMachineP
 	if name == "" {
 		return false, nil
 	}
-	cluster := &clusterv1.Cluster{}
+	// Read as the run engine reads it (unstructured), from the same
+	// cache.
+	cluster := &unstructured.Unstructured{}
+	cluster.SetGroupVersionKind(clusterv1.GroupVersion.WithKind("Cluster"))
 	switch err := r.Client.Get(ctx, client.ObjectKey{Namespace: pool.Namespace, Name: name}, cluster); {
 	case apierrors.IsNotFound(err):
 		return false, nil
 	case err != nil:
 		return false, fmt.Errorf("cluster %s: %w", name, err)
 	}
-	return ptr.Deref(cluster.Spec.Paused, false), nil
+	p, _, _ := unstructured.NestedBool(cluster.Object, "spec", "paused")
+	return p, nil
 }
 
 // members are the member objects the manager made for pool: in its
@@ -252,8 +253,8 @@ func (r *Reconciler) create(ctx context.Context, pool *infrav1.TerraformMachineP
 		},
 		Spec: infrav1.TerraformMachinePoolMachineSpec{ProviderID: id},
 	}
-	if f := pool.Labels[labelWatchFilter]; f != "" {
-		m.Labels[labelWatchFilter] = f
+	if f := pool.Labels[clusterv1.WatchLabel]; f != "" {
+		m.Labels[clusterv1.WatchLabel] = f
 	}
 	// A create that finds the name taken (this member not yet in the
 	// cache) fails, and the next reconcile sees it.
