@@ -71,7 +71,8 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	err := r.Client.Get(ctx, req.NamespacedName, pool)
 	switch {
 	case apierrors.IsNotFound(err):
-		// Gone: garbage collection deletes what it owned alone.
+		// Gone: the run engine's finalizer held it while it was being
+		// deleted, when release deleted its members.
 		return reconcile.Result{}, nil
 	case err != nil:
 		return reconcile.Result{}, err
