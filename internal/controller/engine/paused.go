@@ -53,17 +53,25 @@ const (
 
 // paused says why obj is paused, or "" when it is not.
 func (r *Reconciler) paused(ctx context.Context, obj Object) (string, error) {
+	return WhyPaused(ctx, r.Client, obj)
+}
+
+// WhyPaused says why obj is paused, or "" when it is not: Cluster API's pause
+// marker on obj, or spec.paused of its Cluster, read through c (the
+// manager's cache). A controller beside the engine that writes what
+// belongs to obj (a pool's member objects) pauses with it.
+func WhyPaused(ctx context.Context, c client.Client, obj client.Object) (string, error) {
 	if _, ok := obj.GetAnnotations()[AnnotationPaused]; ok {
 		return "the object has the annotation " + AnnotationPaused, nil
 	}
-	apiVersion, name, err := r.clusterOf(obj)
+	apiVersion, name, err := clusterOf(c, obj)
 	if err != nil || name == "" {
 		return "", err
 	}
 	u := &unstructured.Unstructured{}
 	u.SetAPIVersion(apiVersion)
 	u.SetKind(ClusterGroupKind.Kind)
-	err = r.Client.Get(ctx, client.ObjectKey{Namespace: obj.GetNamespace(), Name: name}, u)
+	err = c.Get(ctx, client.ObjectKey{Namespace: obj.GetNamespace(), Name: name}, u)
 	if apierrors.IsNotFound(err) || meta.IsNoMatchError(err) {
 		return "", nil
 	}
@@ -82,7 +90,7 @@ func (r *Reconciler) paused(ctx context.Context, obj Object) (string, error) {
 // Machine the only owner of an infrastructure machine and labels it, and
 // pauses a cluster (clusterctl move too) by the Cluster's spec.paused
 // alone. "" when there is none, or Cluster API is not served.
-func (r *Reconciler) clusterOf(obj Object) (apiVersion, name string, err error) {
+func clusterOf(c client.Client, obj client.Object) (apiVersion, name string, err error) {
 	if ref := OwnerCluster(obj); ref != nil {
 		return ref.APIVersion, ref.Name, nil
 	}
@@ -90,7 +98,7 @@ func (r *Reconciler) clusterOf(obj Object) (apiVersion, name string, err error) 
 	if name == "" {
 		return "", "", nil
 	}
-	m, err := r.Client.RESTMapper().RESTMapping(ClusterGroupKind)
+	m, err := c.RESTMapper().RESTMapping(ClusterGroupKind)
 	if meta.IsNoMatchError(err) {
 		return "", "", nil
 	}

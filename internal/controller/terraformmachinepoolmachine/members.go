@@ -19,8 +19,8 @@ import (
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
@@ -36,6 +36,7 @@ import (
 
 	infrav1 "github.com/captf/captf/api/v1alpha1"
 	"github.com/captf/captf/internal/controller/capi"
+	"github.com/captf/captf/internal/controller/engine"
 )
 
 // +kubebuilder:rbac:groups=infrastructure.cluster.x-k8s.io,resources=terraformmachinepoolmachines,verbs=get;list;watch;create;update;patch;delete
@@ -88,7 +89,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		// the MachinePool's Machines with it.
 		return reconcile.Result{}, r.release(ctx, members)
 	}
-	if paused, err := r.paused(ctx, pool); err != nil || paused {
+	// Paused as the pool is (clusterctl move pauses it while it copies
+	// the objects): nothing is made or deleted.
+	if why, err := engine.WhyPaused(ctx, r.Client, pool); err != nil || why != "" {
 		return reconcile.Result{}, err
 	}
 	if !provisioned(pool) {
@@ -174,30 +177,6 @@ func provisioned(p *infrav1.TerraformMachinePool) bool {
 	return i != nil && ptr.Deref(i.Provisioned, false)
 }
 
-// paused: Cluster API's pause of the pool or of its Cluster (clusterctl
-// move pauses both while it copies them): nothing is made or deleted.
-func (r *Reconciler) paused(ctx context.Context, pool *infrav1.TerraformMachinePool) (bool, error) {
-	if _, ok := pool.Annotations[clusterv1.PausedAnnotation]; ok {
-		return true, nil
-	}
-	name := pool.Labels[clusterv1.ClusterNameLabel]
-	if name == "" {
-		return false, nil
-	}
-	// Read as the run engine reads it (unstructured), from the same
-	// cache.
-	cluster := &unstructured.Unstructured{}
-	cluster.SetGroupVersionKind(clusterv1.GroupVersion.WithKind("Cluster"))
-	switch err := r.Client.Get(ctx, client.ObjectKey{Namespace: pool.Namespace, Name: name}, cluster); {
-	case apierrors.IsNotFound(err):
-		return false, nil
-	case err != nil:
-		return false, fmt.Errorf("cluster %s: %w", name, err)
-	}
-	p, _, _ := unstructured.NestedBool(cluster.Object, "spec", "paused")
-	return p, nil
-}
-
 // members are the member objects the manager made for pool: in its
 // namespace and owned by it, by UID. An object made by anyone else names
 // no member of it.
@@ -274,27 +253,12 @@ func (r *Reconciler) report(ctx context.Context, m *infrav1.TerraformMachinePool
 	patch := client.MergeFrom(m.DeepCopy())
 	m.Status.Ready = true
 	m.Status.Initialization = &infrav1.Initialization{Provisioned: ptr.To(true)}
-	setReady(m, metav1.ConditionTrue, "Provisioned", "The member is in its pool's state.")
+	meta.SetStatusCondition(&m.Status.Conditions, metav1.Condition{Type: infrav1.ConditionReady, Status: metav1.ConditionTrue,
+		Reason: "Provisioned", Message: "The member is in its pool's state.", ObservedGeneration: m.Generation})
 	if err := r.Client.Status().Patch(ctx, m, patch); err != nil {
 		return fmt.Errorf("member %s status: %w", m.Name, err)
 	}
 	return nil
-}
-
-// setReady sets the member's Ready condition.
-func setReady(m *infrav1.TerraformMachinePoolMachine, status metav1.ConditionStatus, reason, message string) {
-	for i := range m.Status.Conditions {
-		if m.Status.Conditions[i].Type == infrav1.ConditionReady {
-			c := &m.Status.Conditions[i]
-			if c.Status != status {
-				c.LastTransitionTime = metav1.Now()
-			}
-			c.Status, c.Reason, c.Message, c.ObservedGeneration = status, reason, message, m.Generation
-			return
-		}
-	}
-	m.Status.Conditions = append(m.Status.Conditions, metav1.Condition{Type: infrav1.ConditionReady, Status: status,
-		Reason: reason, Message: message, ObservedGeneration: m.Generation, LastTransitionTime: metav1.Now()})
 }
 
 // gone handles a member whose ID left the pool's state (a scale-down, a
