@@ -59,7 +59,7 @@ func owner[T any, P interface {
 		return nil, &engine.Wait{Reason: infrav1.ReasonWaitingForOwner, Message: "The object has no " + clusterv1.ClusterNameLabel + " label yet; Cluster API's " + kind + " controller sets it."}, nil
 	}
 	ref := metav1.GetControllerOf(obj)
-	if ref == nil || ref.Kind != kind || groupOf(ref.APIVersion) != clusterv1.GroupVersion.Group {
+	if ref == nil || ref.Kind != kind || GroupOf(ref.APIVersion) != clusterv1.GroupVersion.Group {
 		return nil, &engine.Wait{Reason: infrav1.ReasonWaitingForOwner, Message: "No Cluster API " + kind + " is the object's controller owner yet."}, nil
 	}
 	into := P(new(T))
@@ -82,9 +82,9 @@ func Served(mapper meta.RESTMapper, kind string) error {
 	return err
 }
 
-// groupOf is the API group of apiVersion ("" for the core group or one
+// GroupOf is the API group of apiVersion ("" for the core group or one
 // that does not parse).
-func groupOf(apiVersion string) string {
+func GroupOf(apiVersion string) string {
 	gv, err := schema.ParseGroupVersion(apiVersion)
 	if err != nil {
 		return ""

@@ -158,7 +158,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if w := (*errWait)(nil); errors.As(err, &w) {
 		// A Job of related state runs; the kind's watches bring the
 		// object back when it ended. A provisioned object stays Ready.
-		if !provisioned(obj) || !obj.GetDeletionTimestamp().IsZero() {
+		if !IsProvisioned(obj) || !obj.GetDeletionTimestamp().IsZero() {
 			setCondition(obj, infrav1.ConditionReady, false, w.Reason, w.Message)
 		}
 		res, err = ctrl.Result{RequeueAfter: r.recheck()}, nil
@@ -243,7 +243,7 @@ func (r *Reconciler) reconcileNormal(ctx context.Context, s *scope) (ctrl.Result
 		// What a provisioned object runs stays Ready (a pool whose
 		// MachinePool names new bootstrap data not there yet): its next
 		// apply waits.
-		if provisioned(obj) {
+		if IsProvisioned(obj) {
 			setCondition(obj, infrav1.ConditionApplyJobSucceeded, unknown, wait.Reason, wait.Message)
 		} else {
 			setCondition(obj, infrav1.ConditionReady, false, wait.Reason, wait.Message)

@@ -182,7 +182,7 @@ func decideRun(k Kind, obj Object, o outcome, now metav1.Time) (Object, []Step) 
 			// write has nothing left to send. Of an object not provisioned
 			// yet, only the Job's success: whether it is now, the end
 			// decides.
-			if provisioned(view) {
+			if IsProvisioned(view) {
 				setProvisioned(view)
 			} else {
 				setCondition(view, infrav1.ConditionApplyJobSucceeded, true, ReasonApplied, appliedMessage)
@@ -380,7 +380,7 @@ func failed(obj Object, run *infrav1.RunStatus) {
 		typ = infrav1.ConditionReady
 	}
 	setCondition(obj, typ, false, reason, msg)
-	if typ != infrav1.ConditionReady && !provisioned(obj) && obj.GetDeletionTimestamp() == nil {
+	if typ != infrav1.ConditionReady && !IsProvisioned(obj) && obj.GetDeletionTimestamp() == nil {
 		// The first apply failed: Ready says so (Cluster API shows its
 		// reason as a Machine's InfrastructureReady), not that it runs.
 		setCondition(obj, infrav1.ConditionReady, false, reason, msg)

@@ -23,7 +23,7 @@ type Publisher interface {
 // reported provisioned yet (Publisher); nil when it may, or once it was.
 func (r *Reconciler) unpublished(ctx context.Context, obj Object, st *stateRead) (*Wait, error) {
 	p, ok := r.kind().(Publisher)
-	if !ok || provisioned(obj) {
+	if !ok || IsProvisioned(obj) {
 		return nil, nil
 	}
 	st, err := r.withChunks(ctx, obj, st)

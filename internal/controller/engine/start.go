@@ -335,7 +335,7 @@ func (r *Reconciler) activate(ctx context.Context, obj Object, job *batchv1.Job)
 		return err
 	}
 	obj.GetRunnerStatus().ActiveJob = &infrav1.ActiveJob{Name: job.Name, Operation: op}
-	if ready := condition(obj, infrav1.ConditionReady); op != infrav1.OperationDestroy && !provisioned(obj) &&
+	if ready := condition(obj, infrav1.ConditionReady); op != infrav1.OperationDestroy && !IsProvisioned(obj) &&
 		((ready != nil && ready.Status == metav1.ConditionFalse) || (ready == nil && op == infrav1.OperationApply)) {
 		// What the object waited for (its kind's inputs, a related Job)
 		// is there, its first apply failed, or it is new: Ready says the

@@ -70,9 +70,9 @@ func setProvisioned(obj Object) {
 // applied.
 const appliedMessage = "The inputs are applied."
 
-// provisioned reports whether obj's first apply succeeded
+// IsProvisioned reports whether obj's first apply succeeded
 // (status.initialization.provisioned).
-func provisioned(obj Object) bool {
+func IsProvisioned(obj Object) bool {
 	i := obj.GetRunnerStatus().Initialization
 	return i != nil && i.Provisioned != nil && *i.Provisioned
 }
@@ -104,7 +104,7 @@ func setHealth(obj Object, state string) {
 // healthReady makes Ready follow the health of provisioned infrastructure:
 // False while it is failed, back to True when it is no longer.
 func healthReady(obj Object) {
-	if !provisioned(obj) {
+	if !IsProvisioned(obj) {
 		return
 	}
 	h, ready := condition(obj, infrav1.ConditionInfrastructureHealthy), condition(obj, infrav1.ConditionReady)

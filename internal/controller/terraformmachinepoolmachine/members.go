@@ -21,7 +21,6 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
@@ -94,7 +93,10 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	if why, err := engine.WhyPaused(ctx, r.Client, pool); err != nil || why != "" {
 		return reconcile.Result{}, err
 	}
-	if !provisioned(pool) {
+	// Provisioned: its spec.providerIDList holds its own state's members
+	// (the manager reports a pool provisioned only then, and alone writes
+	// the list).
+	if !engine.IsProvisioned(pool) {
 		return reconcile.Result{}, nil
 	}
 	mp, wait, err := capi.OwnerMachinePool(ctx, r.Client, pool)
@@ -167,14 +169,6 @@ func (r *Reconciler) machineDeleting(ctx context.Context, namespace, name string
 		return false, fmt.Errorf("machine %s: %w", name, err)
 	}
 	return !machine.DeletionTimestamp.IsZero(), nil
-}
-
-// provisioned: the pool's spec.providerIDList holds its own state's
-// members (the manager reports a pool provisioned only then, and alone
-// writes the list).
-func provisioned(p *infrav1.TerraformMachinePool) bool {
-	i := p.Status.Initialization
-	return i != nil && ptr.Deref(i.Provisioned, false)
 }
 
 // members are the member objects the manager made for pool: in its
@@ -265,7 +259,7 @@ func (r *Reconciler) report(ctx context.Context, m *infrav1.TerraformMachinePool
 // replacement): its Machine is deleted, so that Cluster API drains its
 // Node and then deletes the object; without a Machine, the object itself.
 func (r *Reconciler) gone(ctx context.Context, m *infrav1.TerraformMachinePoolMachine) error {
-	if ref := metav1.GetControllerOf(m); ref != nil && ref.Kind == "Machine" && groupOf(ref.APIVersion) == clusterv1.GroupVersion.Group {
+	if ref := metav1.GetControllerOf(m); ref != nil && ref.Kind == "Machine" && capi.GroupOf(ref.APIVersion) == clusterv1.GroupVersion.Group {
 		machine := &clusterv1.Machine{}
 		err := r.Client.Get(ctx, client.ObjectKey{Namespace: m.Namespace, Name: ref.Name}, machine)
 		switch {
@@ -285,15 +279,6 @@ func (r *Reconciler) gone(ctx context.Context, m *infrav1.TerraformMachinePoolMa
 		return fmt.Errorf("member %s gone: %w", m.Name, err)
 	}
 	return nil
-}
-
-// groupOf is the API group of apiVersion; "" when it is not one.
-func groupOf(apiVersion string) string {
-	gv, err := schema.ParseGroupVersion(apiVersion)
-	if err != nil {
-		return ""
-	}
-	return gv.Group
 }
 
 // release deletes the member objects of a pool being deleted: its destroy
