@@ -337,6 +337,28 @@ const (
 	// could not be read; the message says which entry, never its value.
 	ReasonMembersInvalid = "MembersInvalid"
 
+	// ConditionMembersReplaceable says whether deleting a member's
+	// Machine replaces the member: the pool's state has a member_addresses
+	// output naming the resource of each member. While it is False, a
+	// deleted member's object and Machine are made again and nothing is
+	// replaced.
+	ConditionMembersReplaceable = "MembersReplaceable"
+	// ReasonMemberAddresses (True): the output names every member's
+	// resource.
+	ReasonMemberAddresses = "MemberAddresses"
+	// ReasonMemberAddressesMissing (False): the state has no
+	// member_addresses output.
+	ReasonMemberAddressesMissing = "MemberAddressesMissing"
+	// ReasonMemberAddressesInvalid (False): the output is not a map of
+	// strings, or names no resource for some members; the message counts
+	// them, never with a value.
+	ReasonMemberAddressesInvalid = "MemberAddressesInvalid"
+
+	// FinalizerMember holds a pool's member object, once its Machine is
+	// deleted, until an apply of the pool replaced the member (or the
+	// member left the pool's state, or its module cannot replace one).
+	FinalizerMember = "captf.io/member"
+
 	// MaxProviderIDs bounds a pool's spec.providerIDList.
 	MaxProviderIDs = 10000
 )

@@ -81,6 +81,14 @@ type TerraformMachinePoolStatus struct {
 	// each of those.
 	// +optional
 	InfrastructureMachineKind string `json:"infrastructureMachineKind,omitempty"`
+
+	// ReplacedMembers are the UIDs of the member objects whose members
+	// the last apply replaced, as its state records: their objects are
+	// then let go, and their Machines' deletion finishes.
+	// +optional
+	// +kubebuilder:validation:MaxItems=10000
+	// +listType=set
+	ReplacedMembers []string `json:"replacedMembers,omitempty"`
 }
 
 // TerraformMachinePool is a Cluster API infrastructure machine pool: one

@@ -57,6 +57,10 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	})
 	fs.IntVar(&j.ReviewedDestroy, "reviewed-destroy", -1, "with --allow-deletes-hash: how many resources the approved plan deletes or replaces in all")
 	fs.StringVar(&j.StateLineage, "state-lineage", "", "the lineage of the state the manager read when it started the Job: a plan of a state of another lineage applies nothing")
+	fs.Func("replace-member", "with a plan or an apply: the provider ID of a pool's member whose resource the plan replaces, as the state's member_addresses output names it (repeated)", func(v string) error {
+		j.ReplaceMembers = append(j.ReplaceMembers, v)
+		return nil
+	})
 	fs.StringVar(&j.BackupDigests, "backup-digests", "", "restore: the backup's chunk digests (its captf.io/state-chunk-sha256 annotation)")
 	fs.StringVar(&j.MessagePath, "termination-message-path", "/dev/termination-log", "where the report for the manager goes")
 	showVersion := fs.Bool("version", false, "print the version and exit")

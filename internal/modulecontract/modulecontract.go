@@ -30,6 +30,11 @@ const (
 	OutputAddresses      = "addresses"
 	OutputFailureDomain  = "failure_domain"
 	OutputProviderIDs    = "provider_ids"
+	// OutputMemberAddresses maps each of a pool's members' provider IDs
+	// to the address, in the module, of the resource that makes the
+	// member: what terraform replaces when the member's Machine is
+	// deleted.
+	OutputMemberAddresses = "member_addresses"
 )
 
 // Variables the manager sets.
@@ -199,6 +204,7 @@ var contracts = []Contract{
 		Outputs: []Output{
 			{Name: OutputProviderIDs, Kind: KindStringList, Required: true, ReadFor: "the pool's spec.providerIDList and status.replicas"},
 			{Name: OutputProviderID, Kind: KindString, ReadFor: "the pool's spec.providerID"},
+			{Name: OutputMemberAddresses, Kind: KindStringMap, ReadFor: "replacing the member whose Machine is deleted (the address of each member's resource, by provider ID)"},
 			health,
 		},
 		Variables: []Variable{

@@ -31,7 +31,7 @@ func TestContracts(t *testing.T) {
 		},
 		RolePool: {
 			Required: []string{OutputProviderIDs, VariablePoolName, VariableReplicas, VariableBootstrapData},
-			Optional: []string{OutputProviderID, OutputHealth, VariableExports, VariableFailureDomains, VariableNodeLabels, VariableNodeTaints, VariableKubernetesVersion},
+			Optional: []string{OutputProviderID, OutputMemberAddresses, OutputHealth, VariableExports, VariableFailureDomains, VariableNodeLabels, VariableNodeTaints, VariableKubernetesVersion},
 			Secret:   []string{VariableBootstrapData},
 		},
 	}

@@ -39,6 +39,15 @@ func judge(k modulecontract.Kind, v cty.Value) string {
 				return e.label + " is " + describe(e.v.Type())
 			}
 		}
+	case modulecontract.KindStringMap:
+		if !objectLike(t) {
+			return "the value is " + describe(t)
+		}
+		for _, e := range objectEntries(v, "entry") {
+			if !unjudged(e.v) && e.v.Type() != cty.String {
+				return e.label + " is " + describe(e.v.Type())
+			}
+		}
 	case modulecontract.KindHealth:
 		return health(v)
 	case modulecontract.KindFailureDomains:

@@ -52,6 +52,12 @@ func TestJudge(t *testing.T) {
 		{modulecontract.KindObject, `{ for k, v in var.m : k => v }`, ""},
 		{modulecontract.KindObject, `["a"]`, "the value is a list"},
 
+		{modulecontract.KindStringMap, `{ for i, n in aws_instance.n : n.id => "aws_instance.n[${i}]" }`, ""},
+		{modulecontract.KindStringMap, `{ "aws:///z/i-1" = "aws_instance.n[0]" }`, ""},
+		{modulecontract.KindStringMap, `var.a ? { a = "x" } : null`, ""},
+		{modulecontract.KindStringMap, `["aws_instance.n[0]"]`, "the value is a list"},
+		{modulecontract.KindStringMap, `{ a = 1 }`, `entry "a" is a number`},
+
 		{modulecontract.KindPort, `6443`, ""},
 		{modulecontract.KindPort, `"6443"`, ""},
 		{modulecontract.KindPort, `"${var.port}"`, ""},

@@ -12,6 +12,7 @@ package render
 
 import (
 	"bytes"
+	"cmp"
 	"crypto/hmac"
 	"crypto/sha256"
 	"encoding/hex"
@@ -20,6 +21,7 @@ import (
 	"fmt"
 	"regexp"
 	"slices"
+	"strings"
 )
 
 // HashPrefix starts every inputs hash.
@@ -32,6 +34,20 @@ const HashOutput = "captf_inputs_hash"
 // root whose approval hash is not its inputs hash: what a runner Job's
 // --allow-deletes-hash is checked against.
 const ApprovalOutput = "captf_approval_hash"
+
+// ReplacedOutput is the root output that records, in a root that asks
+// for members to be replaced (Request.Replace), the objects that asked:
+// the state of the apply that replaced them says so.
+const ReplacedOutput = "captf_replaced"
+
+// Replacement is a pool's member whose resource a run replaces: its
+// provider ID, which the runner finds in the state's member_addresses
+// output, and the object that asked (a member object's UID), which the
+// root records (ReplacedOutput).
+type Replacement struct {
+	ProviderID string `json:"providerID"`
+	Object     string `json:"object"`
+}
 
 // Variable is one input variable's value.
 type Variable struct {
@@ -62,6 +78,9 @@ type Request struct {
 	Variables map[string]Variable
 	// Image and Identity are bound by the inputs hash.
 	Image, Identity string
+	// Replace are members whose resources the run replaces, bound by the
+	// inputs hash (and the approval hash) when there are any.
+	Replace []Replacement
 }
 
 // Root is a rendered root module and its variables.
@@ -77,6 +96,9 @@ type Root struct {
 	// Unapproved names the variables whose values ApprovalHash leaves
 	// out, sorted; none when it is InputsHash.
 	Unapproved []string
+	// Replace are the provider IDs of the members whose resources the
+	// run replaces, sorted: the Job's --replace-member.
+	Replace []string
 }
 
 var namePattern = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_-]*$`)
@@ -153,12 +175,27 @@ func Render(key []byte, req Request) (*Root, error) {
 	if approval != hash {
 		outputs[ApprovalOutput] = map[string]any{"value": approval}
 	}
+	replace, objects := replacements(req.Replace)
+	if len(objects) > 0 {
+		outputs[ReplacedOutput] = map[string]any{"value": objects}
+	}
 	root["output"] = outputs
 	mainTF, err := marshal(root)
 	if err != nil {
 		return nil, err
 	}
-	return &Root{MainTF: mainTF, Vars: varsJSON, InputsHash: hash, ApprovalHash: approval, Unapproved: unapproved}, nil
+	return &Root{MainTF: mainTF, Vars: varsJSON, InputsHash: hash, ApprovalHash: approval, Unapproved: unapproved, Replace: replace}, nil
+}
+
+// replacements are the sorted, distinct provider IDs and objects of rs.
+func replacements(rs []Replacement) (ids, objects []string) {
+	for _, r := range rs {
+		ids = append(ids, r.ProviderID)
+		objects = append(objects, r.Object)
+	}
+	slices.Sort(ids)
+	slices.Sort(objects)
+	return slices.Compact(ids), slices.Compact(objects)
 }
 
 // inputsHash is the h2: hash of a root (without its output) and its
@@ -187,6 +224,19 @@ func inputsHash(key, root []byte, vars map[string]any, req Request, leftOut func
 			return "", err
 		}
 		parts = append(parts, names)
+	}
+	if len(req.Replace) > 0 {
+		// After the names left out, marked, so that no root without
+		// replacements hashes as one with them.
+		rs := slices.Clone(req.Replace)
+		slices.SortFunc(rs, func(a, b Replacement) int {
+			return cmp.Or(strings.Compare(a.ProviderID, b.ProviderID), strings.Compare(a.Object, b.Object))
+		})
+		replace, err := marshal(rs)
+		if err != nil {
+			return "", err
+		}
+		parts = append(parts, []byte("replace"), replace)
 	}
 	mac := hmac.New(sha256.New, key)
 	for _, part := range parts {

@@ -238,3 +238,49 @@ func TestBackendRoot(t *testing.T) {
 		t.Errorf("the root module's backend differs: %s", root.MainTF)
 	}
 }
+
+// TestReplace: members to replace are bound by both hashes (as a set: in
+// any order, the same), recorded in the root by the objects that asked,
+// and handed to the Job by provider ID; a root with none is the root and
+// hash of before (TestInputsHashKept), with no such output.
+func TestReplace(t *testing.T) {
+	plain := render(t, req(nil))
+	if bytes.Contains(plain.MainTF, []byte(ReplacedOutput)) || plain.Replace != nil {
+		t.Errorf("a root replacing nothing records %s or replaces %v", ReplacedOutput, plain.Replace)
+	}
+	a := Replacement{ProviderID: "aws:///z/i-1", Object: "uid-1"}
+	b := Replacement{ProviderID: "aws:///z/i-2", Object: "uid-2"}
+	one := render(t, req(func(r *Request) { r.Replace = []Replacement{a} }))
+	both := render(t, req(func(r *Request) { r.Replace = []Replacement{b, a} }))
+	again := render(t, req(func(r *Request) { r.Replace = []Replacement{a, b} }))
+	other := render(t, req(func(r *Request) { r.Replace = []Replacement{{ProviderID: a.ProviderID, Object: "uid-3"}} }))
+	hashes := map[string]string{"none": plain.InputsHash, "one": one.InputsHash, "both": both.InputsHash, "one asked by another object": other.InputsHash}
+	seen := map[string]string{}
+	for what, h := range hashes {
+		if was, ok := seen[h]; ok {
+			t.Errorf("%s and %s hash alike", what, was)
+		}
+		seen[h] = what
+	}
+	if both.InputsHash != again.InputsHash || both.ApprovalHash != both.InputsHash {
+		t.Errorf("the same members in another order hash %s, not %s (approval %s)", again.InputsHash, both.InputsHash, both.ApprovalHash)
+	}
+	if !slices.Equal(both.Replace, []string{a.ProviderID, b.ProviderID}) {
+		t.Errorf("Replace %v, want the provider IDs sorted", both.Replace)
+	}
+	var root struct {
+		Output map[string]struct {
+			Value json.RawMessage `json:"value"`
+		} `json:"output"`
+	}
+	var got []string
+	if err := json.Unmarshal(both.MainTF, &root); err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(root.Output[ReplacedOutput].Value, &got); err != nil || !slices.Equal(got, []string{"uid-1", "uid-2"}) {
+		t.Errorf("%s records %v, want the objects that asked, sorted", ReplacedOutput, got)
+	}
+	if !bytes.Equal(both.Vars, plain.Vars) {
+		t.Error("replacing members changed the variables")
+	}
+}

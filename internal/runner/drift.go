@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 
 	tfjson "github.com/hashicorp/terraform-json"
@@ -120,7 +121,7 @@ func (r *Runner) countedPlan(ctx context.Context, extra ...string) (*counted, er
 	c := &counted{dir: dir, file: filepath.Join(dir, "plan.tfplan")}
 	held := r.holdPlan()
 	defer held.release()
-	if err := r.TF.Plan(ctx, c.file, extra...); err != nil {
+	if err := r.TF.Plan(ctx, c.file, slices.Concat(extra, r.replace)...); err != nil {
 		c.Close()
 		return nil, err
 	}

@@ -46,8 +46,9 @@ const OutputProviderIDs = modulecontract.OutputProviderIDs
 
 // contractOutputs are the outputs the runner forwards, in order: the
 // cluster contract's, the exports, the machine contract's (machine.go),
-// a pool's members, and the module's health (health.go).
-var contractOutputs = []string{OutputEndpointHost, OutputEndpointPort, OutputFailureDomains, OutputExports, OutputProviderID, OutputAddresses, OutputFailureDomain, OutputProviderIDs, OutputHealth}
+// a pool's members and their resources' addresses (replace.go), and the
+// module's health (health.go).
+var contractOutputs = []string{OutputEndpointHost, OutputEndpointPort, OutputFailureDomains, OutputExports, OutputProviderID, OutputAddresses, OutputFailureDomain, OutputProviderIDs, OutputMemberAddresses, OutputHealth}
 
 // endpointFile is the root file that forwards the module's outputs.
 const endpointFile = "captf_endpoint.tf.json"

@@ -13,7 +13,7 @@ import (
 )
 
 func TestModuleOutputs(t *testing.T) {
-	none := map[string]moduleOutput{OutputEndpointHost: {}, OutputEndpointPort: {}, OutputFailureDomains: {}, OutputExports: {}, OutputProviderID: {}, OutputAddresses: {}, OutputFailureDomain: {}, OutputProviderIDs: {}, OutputHealth: {}}
+	none := map[string]moduleOutput{OutputEndpointHost: {}, OutputEndpointPort: {}, OutputFailureDomains: {}, OutputExports: {}, OutputProviderID: {}, OutputAddresses: {}, OutputFailureDomain: {}, OutputProviderIDs: {}, OutputMemberAddresses: {}, OutputHealth: {}}
 	with := func(set map[string]moduleOutput) map[string]moduleOutput {
 		out := maps.Clone(none)
 		maps.Copy(out, set)
@@ -41,6 +41,8 @@ func TestModuleOutputs(t *testing.T) {
 			with(map[string]moduleOutput{OutputExports: yes})},
 		{"a pool's members", map[string]string{"main.tf": "output \"provider_ids\" {\n  value = [\"a\"]\n}\n"},
 			with(map[string]moduleOutput{OutputProviderIDs: yes})},
+		{"a pool's members' addresses", map[string]string{"main.tf": "output \"member_addresses\" {\n  value = { a = \"x.y\" }\n}\n"},
+			with(map[string]moduleOutput{OutputMemberAddresses: yes})},
 		{"health, sensitive", map[string]string{"main.tf": "output \"health\" {\n  value     = { state = \"running\" }\n  sensitive = true\n}\n"},
 			with(map[string]moduleOutput{OutputHealth: {Declared: true, Sensitive: true}})},
 		{"sensitive, in hcl and in json", map[string]string{

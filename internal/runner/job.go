@@ -65,6 +65,10 @@ type Job struct {
 	// set. Empty: no state was read, or none is expected (a first apply,
 	// a restore).
 	StateLineage string
+	// ReplaceMembers, with a plan or an apply, are provider IDs of a
+	// pool's members whose resources the plan replaces: the addresses
+	// come from the state's member_addresses output (replaceFlags).
+	ReplaceMembers []string
 	// BackupDigests are the chunks' digests of the backup a restore Job
 	// pushes (the backup's tfstate.AnnotationDigests); empty: unchecked.
 	BackupDigests string
@@ -130,6 +134,12 @@ func (j *Job) run(ctx context.Context, log *redact.Log) (Message, error) {
 	if j.AppliedInputs != "" && (!j.Guard || j.AllowDeletesHash != "" || len(j.Unapproved) == 0) {
 		return msg, fmt.Errorf("%w: --applied-inputs is expected with --guard and --unapproved-vars, without --allow-deletes-hash", ErrBadInput)
 	}
+	if len(j.ReplaceMembers) > 0 && (j.Operation != "plan" && j.Operation != "apply" || j.AppliedInputs != "") {
+		return msg, fmt.Errorf("%w: --replace-member is for a plan or an apply, without --applied-inputs", ErrBadInput)
+	}
+	if len(j.ReplaceMembers) > maxReplaceMembers || slices.Contains(j.ReplaceMembers, "") {
+		return msg, fmt.Errorf("%w: --replace-member: up to %d provider IDs, none empty", ErrBadInput, maxReplaceMembers)
+	}
 	var key []byte
 	if gated || j.InputsDigest != "" {
 		var err error
@@ -146,8 +156,9 @@ func (j *Job) run(ctx context.Context, log *redact.Log) (Message, error) {
 		// The inputs hash is captf's record in the state, not a change of
 		// the module: it is neither counted, shown nor approved, and an
 		// apply whose plan changes only it still applies (Runner.Apply).
-		// So is the approval hash beside it.
-		hasher.IgnoreOutputs = []string{render.ApprovalOutput, render.HashOutput}
+		// So are the approval hash beside it and the record of the
+		// members a root replaces.
+		hasher.IgnoreOutputs = []string{render.ApprovalOutput, render.HashOutput, render.ReplacedOutput}
 	}
 	bin, err := j.binary()
 	if err != nil {
@@ -189,6 +200,15 @@ func (j *Job) run(ctx context.Context, log *redact.Log) (Message, error) {
 		Progress: log.Stderr,
 		Log:      log,
 		Lineage:  j.StateLineage,
+	}
+	if len(j.ReplaceMembers) > 0 {
+		call, err := moduleCall(filepath.Join(j.Workdir, "main.tf.json"))
+		if err != nil {
+			return msg, err
+		}
+		r.replaceWith = func(ctx context.Context) ([]string, error) {
+			return replaceFlags(ctx, r, j.Workdir, call, j.ReplaceMembers)
+		}
 	}
 	switch {
 	case j.Operation == "plan":

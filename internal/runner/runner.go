@@ -13,6 +13,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 
 	"github.com/captf/captf/internal/planconfig"
@@ -64,6 +65,11 @@ type Runner struct {
 	// deleted, or replaced, after the run was decided on) is applied
 	// nowhere, and the error wraps ErrStateReplaced.
 	Lineage string
+	// replaceWith, when set, gives the -replace flags of every plan the
+	// run makes, once init ran (a Job's --replace-member, read from the
+	// state); replace holds them then.
+	replaceWith func(context.Context) ([]string, error)
+	replace     []string
 }
 
 // ErrStateReplaced says the state a run planned from is not of the
@@ -104,7 +110,7 @@ func (r *Runner) applyPlanned(ctx context.Context, extra ...string) error {
 	}
 	defer os.RemoveAll(dir)
 	file := filepath.Join(dir, "plan.tfplan")
-	if err := r.TF.Plan(ctx, file, extra...); err != nil {
+	if err := r.TF.Plan(ctx, file, slices.Concat(extra, r.replace)...); err != nil {
 		return err
 	}
 	if err := r.checkLineage(file); err != nil {
@@ -116,7 +122,7 @@ func (r *Runner) applyPlanned(ctx context.Context, extra ...string) error {
 // ApplyAuto is an ungated apply: in one step, or planned first and
 // applied as planned when r.Lineage is set (applyPlanned).
 func (r *Runner) ApplyAuto(ctx context.Context) error {
-	if r.Lineage == "" {
+	if r.Lineage == "" && len(r.replace) == 0 {
 		return r.TF.ApplyAuto(ctx)
 	}
 	return r.applyPlanned(ctx)
@@ -176,10 +182,11 @@ func (r *Runner) Plan(ctx context.Context) (*Planned, error) {
 		cache = make(chan *cached, 1)
 		go func() { cache <- r.Schemas.read(r.TF) }()
 	}
-	args := make([]string, 0, len(r.VarFiles))
+	args := make([]string, 0, len(r.VarFiles)+len(r.replace))
 	for _, f := range r.VarFiles {
 		args = append(args, "-var-file="+f)
 	}
+	args = append(args, r.replace...)
 	if err := r.TF.Plan(ctx, p.file, args...); err != nil {
 		if r.Init != nil {
 			// Whatever made the plan fail, the next command inits first.
@@ -258,11 +265,15 @@ func (r *Runner) prepare(ctx context.Context) error {
 		r.progress(out.Bytes())
 		return err
 	}
-	if r.NoValidate {
-		return nil
+	if !r.NoValidate {
+		if err := tf.Validate(ctx); err != nil {
+			r.progress(out.Bytes())
+			return err
+		}
 	}
-	if err := tf.Validate(ctx); err != nil {
-		r.progress(out.Bytes())
+	if r.replaceWith != nil {
+		var err error
+		r.replace, err = r.replaceWith(ctx)
 		return err
 	}
 	return nil

@@ -150,6 +150,63 @@ type Output struct {
 	Value json.RawMessage
 }
 
+// ReadOutputs returns every root output of a decompressed state, by name,
+// in one pass; reading stops after the outputs.
+func ReadOutputs(state io.Reader) (map[string]Output, error) {
+	outs := map[string]Output{}
+	dec := json.NewDecoder(state)
+	err := members(dec, func(key string) error {
+		if key != "outputs" {
+			return skip(dec)
+		}
+		err := members(dec, func(name string) error {
+			out := Output{Found: true}
+			err := members(dec, func(field string) error {
+				switch field {
+				case "value":
+					return jsonError(dec.Decode(&out.Value))
+				case "sensitive":
+					return jsonError(dec.Decode(&out.Sensitive))
+				}
+				return skip(dec)
+			})
+			outs[name] = out
+			return err
+		})
+		if err != nil {
+			return err
+		}
+		return errStop
+	})
+	if err != nil && !errors.Is(err, errStop) {
+		return nil, err
+	}
+	return outs, nil
+}
+
+// OutputsOf is a reader of the root outputs of the state of chunks, by
+// name, as ReadOutput: the first call reads them all in one pass
+// (ReadOutputs), and later calls answer from what it read. Not for use
+// by several goroutines at once.
+func OutputsOf(chunks [][]byte) func(name string) (Output, error) {
+	var (
+		outs map[string]Output
+		err  error
+	)
+	return func(name string) (Output, error) {
+		if outs == nil && err == nil {
+			var state io.Reader
+			if state, err = Open(chunks); err == nil {
+				outs, err = ReadOutputs(state)
+			}
+		}
+		if err != nil {
+			return Output{}, err
+		}
+		return outs[name], nil
+	}
+}
+
 // ReadOutput returns the root output name of a decompressed state. Only
 // that output is decoded; reading stops after the outputs.
 func ReadOutput(state io.Reader, name string) (Output, error) {

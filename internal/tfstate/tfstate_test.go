@@ -423,3 +423,34 @@ func TestVerifyDigests(t *testing.T) {
 
 // byteEqual compares chunks whole: cmp would walk megabytes byte by byte.
 var byteEqual = cmp.Comparer(func(a, b []byte) bool { return bytes.Equal(a, b) })
+
+// TestOutputsOf: every output, read in one pass, answers as ReadOutput
+// does, a missing one included; a corrupt state is an error each time.
+func TestOutputsOf(t *testing.T) {
+	state := `{"version":4,"serial":1,"lineage":"l","outputs":{"a":{"value":"x","type":"string"},"b":{"value":[1,2],"type":["list","number"],"sensitive":true}},"resources":[]}`
+	chunks := split(gz(t, []byte(state)))
+	read := OutputsOf(chunks)
+	for _, name := range []string{"a", "b", "missing", "a"} {
+		got, err := read(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		st, err := Open(chunks)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want, err := ReadOutput(st, name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got.Found != want.Found || got.Sensitive != want.Sensitive || string(got.Value) != string(want.Value) {
+			t.Errorf("%s: %+v, want %+v", name, got, want)
+		}
+	}
+	bad := OutputsOf([][]byte{[]byte("not gzip")})
+	for range 2 {
+		if _, err := bad("a"); err == nil {
+			t.Error("a corrupt state read without an error")
+		}
+	}
+}

@@ -61,7 +61,9 @@ type jobRecord struct {
 	// pool's rotated bootstrap data), which shows in the Job that it is
 	// only that (--applied-inputs).
 	appliedInputs bool
-	created       uint64
+	// replaces: the Job replaces a pool's members (--replace-member).
+	replaces bool
+	created  uint64
 	// finished is when the Job was first seen succeeded or failed (or
 	// deleted); 0 while active.
 	finished  uint64
@@ -170,6 +172,7 @@ func (o *observer) job(typ watch.EventType, j *batchv1.Job) {
 					r.allowDeletes = v
 				}
 				r.appliedInputs = r.appliedInputs || strings.HasPrefix(a, "--applied-inputs=")
+				r.replaces = r.replaces || strings.HasPrefix(a, "--replace-member=")
 			}
 		}
 		// Jobs of two objects may run at once (a gate between them is an

@@ -106,6 +106,9 @@ type run struct {
 	// driftUndoneUnapproved: the drifted member was undone before any
 	// approval (pool-bootstrap-rotation).
 	driftUndoneUnapproved bool
+	// replacedUnapproved: the member's resource was replaced before any
+	// approval (pool-member-replace).
+	replacedUnapproved bool
 }
 
 type approval struct {

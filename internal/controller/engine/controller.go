@@ -176,7 +176,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		// just made): not a fault, and tried again at once on what it
 		// wrote, without a reconciler error in the log.
 		ctrl.LoggerFrom(ctx).V(1).Info("Conflict, retrying", "error", err.Error())
-		res, err, retry = ctrl.Result{RequeueAfter: conflictRetry}, nil, true
+		res, err, retry = ctrl.Result{RequeueAfter: ConflictRetry}, nil, true
 	}
 	if err == nil && !retry {
 		obj.GetRunnerStatus().ObservedGeneration = obj.GetGeneration()

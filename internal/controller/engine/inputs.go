@@ -61,9 +61,13 @@ func (r *Reconciler) renderWith(ctx context.Context, obj Object, key []byte, own
 		}
 		vars[name] = v
 	}
+	replace, err := r.kind().Replace(ctx, r.Client, obj)
+	if err != nil {
+		return nil, err
+	}
 	root, err := render.Render(key, render.Request{
 		StateSuffix: StateSuffix(r.kind().Short(), obj.GetName()), Namespace: obj.GetNamespace(),
-		Variables: vars, Image: obj.GetRunnerSpec().Image, Identity: identity(obj),
+		Variables: vars, Image: obj.GetRunnerSpec().Image, Identity: identity(obj), Replace: replace,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", errInputs, err)

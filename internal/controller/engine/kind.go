@@ -91,6 +91,11 @@ type Kind interface {
 	// infrastructure, bootstrap data), as the reason and message of
 	// Ready=False. A frozen object is not rendered once applied.
 	Inputs(ctx context.Context, c client.Reader, obj Object) (map[string]render.Variable, *Wait, error)
+	// Replace are the parts of obj whose resources its next run replaces
+	// on request (a pool's members whose Machines were deleted), read
+	// each time obj is rendered: bound by the inputs hash, so they plan
+	// and wait for approval as any change. Basics has none.
+	Replace(ctx context.Context, c client.Reader, obj Object) ([]render.Replacement, error)
 	// Gate says what a Job of obj waits for before it starts, a destroy
 	// too (a Job of related state that runs: a machine's cluster's apply);
 	// nil when nothing. c is the cache; jobs are the Jobs of obj's
@@ -151,6 +156,11 @@ func (b Basics) IndexedLabels() []string    { return slices.Clone(b.indexedBy) }
 
 func (b Basics) ListReading(ctx context.Context, c client.Reader, namespace, key string) ([]Object, error) {
 	return ListReading(ctx, c, b.NewList(), namespace, key)
+}
+
+// Replace: nothing is replaced on request.
+func (Basics) Replace(context.Context, client.Reader, Object) ([]render.Replacement, error) {
+	return nil, nil
 }
 
 // CopyStatus sets dst's Status field to a deep copy of src's.

@@ -33,9 +33,9 @@ func errorRetries() workqueue.TypedRateLimiter[reconcile.Request] {
 	)
 }
 
-// conflictRetry is how soon a reconcile whose write lost to another
+// ConflictRetry is how soon a reconcile whose write lost to another
 // writer's (a conflict) is tried again.
-const conflictRetry = 100 * time.Millisecond
+const ConflictRetry = 100 * time.Millisecond
 
 // pullRecheck is how often a Job stuck on its image is looked at again.
 const pullRecheck = time.Minute

@@ -213,6 +213,14 @@ func (r *Reconciler) startJob(ctx context.Context, obj Object, root *render.Root
 			c.Command = append(c.Command, "--applied-inputs="+path.Join(infrav1.PathInputs, appliedDir), "--unapproved-vars="+strings.Join(req.unapproved, ","))
 		}
 	}
+	if req.applied == nil && (req.op == infrav1.OperationPlan || req.op == infrav1.OperationApply) {
+		// The members the root replaces: the runner finds their
+		// resources in the state.
+		c := &job.Spec.Template.Spec.Containers[0]
+		for _, id := range root.Replace {
+			c.Command = append(c.Command, "--replace-member="+id)
+		}
+	}
 	if req.lineage != "" && req.op != infrav1.OperationRestore {
 		c := &job.Spec.Template.Spec.Containers[0]
 		c.Command = append(c.Command, "--state-lineage="+req.lineage)

@@ -172,6 +172,9 @@ type stateRead struct {
 	// approvalHash is the approval hash the state records (its inputs
 	// hash where the root leaves no value out of approvals).
 	approvalHash string
+	// outputs reads the root outputs of chunks (output), once they are
+	// asked for.
+	outputs func(name string) (tfstate.Output, error)
 	// version names the content of the Secrets read: their names and the
 	// digests of their data.
 	version string
@@ -268,7 +271,7 @@ func behind(cached []corev1.Secret, newest string) bool {
 // (behind).
 func (r *Reconciler) remember(obj Object, st *stateRead) {
 	kept := *st
-	kept.chunks = nil
+	kept.chunks, kept.outputs = nil, nil
 	r.states.Store(client.ObjectKeyFromObject(obj), kept)
 }
 
@@ -285,13 +288,14 @@ func (r *Reconciler) withChunks(ctx context.Context, obj Object, st *stateRead) 
 	return fresh, err
 }
 
-// output reads the root output name of the state.
+// output reads the root output name of the state: the first call reads
+// every output in one pass (a kind reads several), later ones answer from
+// that.
 func (s *stateRead) output(name string) (tfstate.Output, error) {
-	state, err := tfstate.Open(s.chunks)
-	if err != nil {
-		return tfstate.Output{}, err
+	if s.outputs == nil {
+		s.outputs = tfstate.OutputsOf(s.chunks)
 	}
-	return tfstate.ReadOutput(state, name)
+	return s.outputs(name)
 }
 
 // InputsHash is the inputs hash the state records, "" for no state.

@@ -10,8 +10,10 @@
 // replaces waits as an ExportsChange plan (Held); it publishes its own
 // provider ID once, and its members' provider IDs, read from its state at
 // each new serial (they do not fit a Job's report), which a membership
-// refresh Job renews on an interval (Refresh); and a Job of it waits
-// while its cluster's apply or destroy runs.
+// refresh Job renews on an interval (Refresh); it replaces the member of
+// a Machine that was deleted, through its plan, when its module names each
+// member's resource (Replace); and a Job of it waits while its cluster's
+// apply or destroy runs.
 package terraformmachinepool
 
 import (
@@ -31,6 +33,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
@@ -39,6 +42,7 @@ import (
 	infrav1 "github.com/captf/captf/api/v1alpha1"
 	"github.com/captf/captf/internal/controller/capi"
 	"github.com/captf/captf/internal/controller/engine"
+	members "github.com/captf/captf/internal/controller/terraformmachinepoolmachine"
 	"github.com/captf/captf/internal/modulecontract"
 	"github.com/captf/captf/internal/render"
 	"github.com/captf/captf/internal/runner"
@@ -139,6 +143,10 @@ func (pool) FromState(obj engine.Object, output func(name string) (tfstate.Outpu
 	}
 	meta.SetStatusCondition(&p.Status.Conditions, metav1.Condition{Type: infrav1.ConditionMembersPublished,
 		Status: status, Reason: reason, Message: msg, ObservedGeneration: p.Generation})
+	replaceable(p, ids, reason, output)
+	if replaced := readReplaced(output); !slices.Equal(p.Status.ReplacedMembers, replaced) {
+		p.Status.ReplacedMembers = replaced
+	}
 	var steps []engine.Step
 	if id, wait := capi.StateProviderID(output, false); wait == nil && id != "" && p.Spec.ProviderID == "" {
 		steps = append(steps, capi.PublishProviderID{ID: id, Field: providerID})
@@ -152,6 +160,83 @@ func (pool) FromState(obj engine.Object, output func(name string) (tfstate.Outpu
 	}
 	p.Status.MembershipChangedAt = ptr.To(metav1.Now())
 	return append(steps, publishMembers{IDs: ids})
+}
+
+// replaceable sets MembersReplaceable from the state's member_addresses
+// output: True when it maps every member of provider_ids to a resource
+// address (the runner checks each address it uses); never with a value.
+// ids and reason are what readMembers read of provider_ids.
+func replaceable(p *infrav1.TerraformMachinePool, ids []string, reason string, output func(name string) (tfstate.Output, error)) {
+	name := modulecontract.OutputMemberAddresses
+	c := metav1.Condition{Type: infrav1.ConditionMembersReplaceable, Status: metav1.ConditionFalse, ObservedGeneration: p.Generation}
+	out, err := output(name)
+	var addresses map[string]string
+	switch {
+	case err != nil:
+		c.Reason, c.Message = infrav1.ReasonMemberAddressesInvalid, fmt.Sprintf("The state's %s output could not be read: %v", name, err)
+	case !out.Found || string(out.Value) == "null":
+		c.Reason, c.Message = infrav1.ReasonMemberAddressesMissing, fmt.Sprintf(
+			"The module's state has no %s output: deleting a member's Machine replaces nothing, and the member's object and Machine are made again.", name)
+	case json.Unmarshal(out.Value, &addresses) != nil:
+		c.Reason, c.Message = infrav1.ReasonMemberAddressesInvalid, fmt.Sprintf("The module's %s output is not a map of strings.", name)
+	case reason != infrav1.ReasonMembersPublished:
+		c.Reason, c.Message = infrav1.ReasonMemberAddressesInvalid, fmt.Sprintf("The members are not published (%s), so their addresses are not read.", reason)
+	default:
+		missing := 0
+		for _, id := range ids {
+			if addresses[id] == "" {
+				missing++
+			}
+		}
+		if missing > 0 {
+			c.Reason, c.Message = infrav1.ReasonMemberAddressesInvalid, fmt.Sprintf(
+				"The module's %s output names no resource for %d of the %d members: deleting a member's Machine replaces nothing until it names every one.", name, missing, len(ids))
+			break
+		}
+		c.Status, c.Reason, c.Message = metav1.ConditionTrue, infrav1.ReasonMemberAddresses, fmt.Sprintf(
+			"The module's %s output names the resource of each of the %d members: deleting a member's Machine replaces that member through the pool's plan.", name, len(ids))
+	}
+	meta.SetStatusCondition(&p.Status.Conditions, c)
+}
+
+// readReplaced reads the member objects whose members the applied root
+// replaced (render.ReplacedOutput), sorted; none when it has none.
+func readReplaced(output func(name string) (tfstate.Output, error)) []string {
+	out, err := output(render.ReplacedOutput)
+	var uids []string
+	if err != nil || !out.Found || json.Unmarshal(out.Value, &uids) != nil {
+		return nil
+	}
+	slices.Sort(uids)
+	return slices.Compact(uids)
+}
+
+// Replace: the members whose Machines were deleted, while the module can
+// replace one (MembersReplaceable): each member object of the pool being
+// deleted that holds FinalizerMember and names a member of
+// spec.providerIDList, unless the last apply replaced it already. Only
+// objects the manager made count (the pool's UID in their owner
+// reference): a forged one names no member of it.
+func (pool) Replace(ctx context.Context, c client.Reader, obj engine.Object) ([]render.Replacement, error) {
+	p := obj.(*infrav1.TerraformMachinePool)
+	if !meta.IsStatusConditionTrue(p.Status.Conditions, infrav1.ConditionMembersReplaceable) || len(p.Spec.ProviderIDList) == 0 {
+		return nil, nil
+	}
+	// The cache's own objects, read only.
+	list := &infrav1.TerraformMachinePoolMachineList{}
+	if err := c.List(ctx, list, client.InNamespace(p.Namespace), client.UnsafeDisableDeepCopy); err != nil {
+		return nil, fmt.Errorf("members: %w", err)
+	}
+	var rs []render.Replacement
+	for i := range list.Items {
+		m := &list.Items[i]
+		if m.DeletionTimestamp.IsZero() || !controllerutil.ContainsFinalizer(m, infrav1.FinalizerMember) || !members.OwnedBy(m, p.UID) ||
+			!slices.Contains(p.Spec.ProviderIDList, m.Spec.ProviderID) || slices.Contains(p.Status.ReplacedMembers, string(m.UID)) {
+			continue
+		}
+		rs = append(rs, render.Replacement{ProviderID: m.Spec.ProviderID, Object: string(m.UID)})
+	}
+	return rs, nil
 }
 
 // Published: a pool is reported provisioned — and Cluster API reads its
@@ -364,6 +449,18 @@ func (pool) Watch(b *builder.Builder, mgr ctrl.Manager) (*builder.Builder, error
 	if err != nil {
 		return nil, err
 	}
+	// A member object being deleted (its Machine was) is a member to
+	// replace.
+	b = b.Watches(&infrav1.TerraformMachinePoolMachine{},
+		handler.EnqueueRequestForOwner(mgr.GetScheme(), mgr.GetRESTMapper(), &infrav1.TerraformMachinePool{}),
+		builder.WithPredicates(predicate.TypedFuncs[client.Object]{
+			CreateFunc: func(event.CreateEvent) bool { return false },
+			UpdateFunc: func(e event.UpdateEvent) bool {
+				return e.ObjectOld.GetDeletionTimestamp().IsZero() != e.ObjectNew.GetDeletionTimestamp().IsZero()
+			},
+			DeleteFunc:  func(event.DeleteEvent) bool { return true },
+			GenericFunc: func(event.GenericEvent) bool { return false },
+		}))
 	return capi.WatchClusters(b, mgr, func() client.ObjectList { return &infrav1.TerraformMachinePoolList{} })
 }
 

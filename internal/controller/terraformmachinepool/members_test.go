@@ -51,16 +51,10 @@ func bigState(t testing.TB, n, pad int) ([][]byte, int) {
 	return [][]byte{buf.Bytes()}, size
 }
 
-// readFrom is the output reader the engine hands FromState: the named root
-// output of the state of chunks, decoding that output alone.
+// readFrom is the output reader the engine hands FromState: the root
+// outputs of the state of chunks, read in one pass when first asked for.
 func readFrom(chunks [][]byte) func(string) (tfstate.Output, error) {
-	return func(name string) (tfstate.Output, error) {
-		state, err := tfstate.Open(chunks)
-		if err != nil {
-			return tfstate.Output{}, err
-		}
-		return tfstate.ReadOutput(state, name)
-	}
+	return tfstate.OutputsOf(chunks)
 }
 
 // TestMembersFromABigState: a pool of 10,000 members whose state is 40

@@ -5,9 +5,12 @@
 // no state: this package makes one per provider ID of the pool's
 // spec.providerIDList, which the manager alone writes and only from the
 // pool's own state, and deletes the Machine (or, without one, the object)
-// of an ID that left it. A member object deleted while its ID is still in
-// the pool's state is made again: a member is removed by the pool's
-// module, through the pool's plan and approval, never by a delete.
+// of an ID that left it. Each object carries FinalizerMember: once its
+// Machine is deleted (a health check's remediation), it stays while the
+// pool's inputs ask for the member's replacement, through the pool's plan
+// and approval, and goes once an apply replaced it; a pool whose module
+// cannot replace a member lets it go at once, and the object is made
+// again while its ID is in the pool's state.
 package terraformmachinepoolmachine
 
 import (
@@ -29,6 +32,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
@@ -66,14 +70,26 @@ func (r *Reconciler) watched(obj client.Object) bool {
 }
 
 // Reconcile makes the pool's member objects match its published members.
+// A write that lost to another's (a conflict: Cluster API's Machine
+// controller writes the objects too) is a quiet retry, not an error.
 func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
+	res, err := r.reconcile(ctx, req)
+	if apierrors.IsConflict(err) {
+		ctrl.LoggerFrom(ctx).V(1).Info("Conflict, retrying", "error", err.Error())
+		return reconcile.Result{RequeueAfter: engine.ConflictRetry}, nil
+	}
+	return res, err
+}
+
+func (r *Reconciler) reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
 	pool := &infrav1.TerraformMachinePool{}
 	err := r.Client.Get(ctx, req.NamespacedName, pool)
 	switch {
 	case apierrors.IsNotFound(err):
 		// Gone: the run engine's finalizer held it while it was being
-		// deleted, when release deleted its members.
-		return reconcile.Result{}, nil
+		// deleted, when release let its members go; any it left behind
+		// go now.
+		return reconcile.Result{}, r.orphans(ctx, req.NamespacedName)
 	case err != nil:
 		return reconcile.Result{}, err
 	case !r.watched(pool):
@@ -123,6 +139,11 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		have[m.Spec.ProviderID] = true
 		switch {
 		case !m.DeletionTimestamp.IsZero():
+			if replaced(pool, m, want) {
+				if err := r.letGo(ctx, m); err != nil {
+					return reconcile.Result{}, err
+				}
+			}
 		case want[m.Spec.ProviderID]:
 			if err := r.report(ctx, m); err != nil {
 				return reconcile.Result{}, err
@@ -155,6 +176,49 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	return result, nil
 }
 
+// replaced reports whether the member object m, being deleted (its
+// Machine was), may go: its member left the pool's state, or the pool's
+// last apply replaced it, or the pool's module cannot replace a member
+// (MembersReplaceable is not True: the object is then made again, as is
+// its Machine). Until then the pool's inputs ask for its replacement
+// (the pool kind's Replace), and Cluster API waits for the object.
+func replaced(pool *infrav1.TerraformMachinePool, m *infrav1.TerraformMachinePoolMachine, want map[string]bool) bool {
+	return !want[m.Spec.ProviderID] || slices.Contains(pool.Status.ReplacedMembers, string(m.UID)) ||
+		!meta.IsStatusConditionTrue(pool.Status.Conditions, infrav1.ConditionMembersReplaceable)
+}
+
+// letGo removes FinalizerMember from m.
+func (r *Reconciler) letGo(ctx context.Context, m *infrav1.TerraformMachinePoolMachine) error {
+	if !controllerutil.ContainsFinalizer(m, infrav1.FinalizerMember) {
+		return nil
+	}
+	patch := client.MergeFromWithOptions(m.DeepCopy(), client.MergeFromWithOptimisticLock{})
+	controllerutil.RemoveFinalizer(m, infrav1.FinalizerMember)
+	if err := r.Client.Patch(ctx, m, patch); err != nil && !apierrors.IsNotFound(err) {
+		return fmt.Errorf("member %s: %w", m.Name, err)
+	}
+	return nil
+}
+
+// orphans lets go and deletes the member objects of a pool that is gone
+// (named pool): those whose owner references name a pool of that name.
+func (r *Reconciler) orphans(ctx context.Context, pool types.NamespacedName) error {
+	list := &infrav1.TerraformMachinePoolMachineList{}
+	if err := r.Client.List(ctx, list, client.InNamespace(pool.Namespace)); err != nil {
+		return fmt.Errorf("members: %w", err)
+	}
+	var left []infrav1.TerraformMachinePoolMachine
+	for _, m := range list.Items {
+		for _, o := range m.OwnerReferences {
+			if o.Kind == "TerraformMachinePool" && o.Name == pool.Name {
+				left = append(left, m)
+				break
+			}
+		}
+	}
+	return r.release(ctx, left)
+}
+
 // machineGoneCheck is how often a member whose Machine is being deleted is
 // looked at again: Machines are not watched here.
 const machineGoneCheck = 5 * time.Second
@@ -180,12 +244,13 @@ func (r *Reconciler) members(ctx context.Context, pool *infrav1.TerraformMachine
 		return nil, fmt.Errorf("members: %w", err)
 	}
 	return slices.DeleteFunc(list.Items, func(m infrav1.TerraformMachinePoolMachine) bool {
-		return !ownedBy(&m, pool.UID)
+		return !OwnedBy(&m, pool.UID)
 	}), nil
 }
 
-// ownedBy reports whether obj has an owner reference to the pool of uid.
-func ownedBy(obj metav1.Object, uid types.UID) bool {
+// OwnedBy reports whether obj has an owner reference to the pool of uid:
+// a member object the manager made for it.
+func OwnedBy(obj metav1.Object, uid types.UID) bool {
 	for _, o := range obj.GetOwnerReferences() {
 		if o.Kind == "TerraformMachinePool" && o.UID == uid {
 			return true
@@ -227,6 +292,7 @@ func (r *Reconciler) create(ctx context.Context, pool *infrav1.TerraformMachineP
 		},
 		Spec: infrav1.TerraformMachinePoolMachineSpec{ProviderID: id},
 	}
+	controllerutil.AddFinalizer(m, infrav1.FinalizerMember)
 	if f := pool.Labels[clusterv1.WatchLabel]; f != "" {
 		m.Labels[clusterv1.WatchLabel] = f
 	}
@@ -241,6 +307,14 @@ func (r *Reconciler) create(ctx context.Context, pool *infrav1.TerraformMachineP
 // report sets the member's status: provisioned, as long as its ID is in
 // the pool's state.
 func (r *Reconciler) report(ctx context.Context, m *infrav1.TerraformMachinePoolMachine) error {
+	if !controllerutil.ContainsFinalizer(m, infrav1.FinalizerMember) {
+		// Made before members were replaced on a Machine's deletion.
+		patch := client.MergeFromWithOptions(m.DeepCopy(), client.MergeFromWithOptimisticLock{})
+		controllerutil.AddFinalizer(m, infrav1.FinalizerMember)
+		if err := r.Client.Patch(ctx, m, patch); err != nil {
+			return fmt.Errorf("member %s: %w", m.Name, err)
+		}
+	}
 	if m.Status.Ready && m.Status.Initialization != nil && ptr.Deref(m.Status.Initialization.Provisioned, false) {
 		return nil
 	}
@@ -287,6 +361,9 @@ func (r *Reconciler) gone(ctx context.Context, m *infrav1.TerraformMachinePoolMa
 func (r *Reconciler) release(ctx context.Context, members []infrav1.TerraformMachinePoolMachine) error {
 	for i := range members {
 		m := &members[i]
+		if err := r.letGo(ctx, m); err != nil {
+			return err
+		}
 		if !m.DeletionTimestamp.IsZero() {
 			continue
 		}

@@ -103,3 +103,15 @@ data "captftest_directory" "members" {
 output "provider_ids" {
   value = [for name in data.captftest_directory.members.names : "captftest:///${var.dir}/${name}"]
 }
+
+# member_addresses names each member's resource by its provider ID, so
+# that deleting a member's Machine replaces that resource; off, the output
+# is null and no member can be replaced.
+variable "member_addresses" {
+  type    = bool
+  default = false
+}
+
+output "member_addresses" {
+  value = var.member_addresses ? { for i, f in captftest_file.member : "captftest:///${var.dir}/${f.name}" => "captftest_file.member[${i}]" } : null
+}
