@@ -153,6 +153,13 @@ type Output struct {
 // ReadOutputs returns every root output of a decompressed state, by name,
 // in one pass; reading stops after the outputs.
 func ReadOutputs(state io.Reader) (map[string]Output, error) {
+	return readOutputs(state, func(string) bool { return true })
+}
+
+// readOutputs returns the root outputs of a decompressed state that
+// wanted names, by name; the others are not decoded, and reading stops
+// after the outputs.
+func readOutputs(state io.Reader, wanted func(name string) bool) (map[string]Output, error) {
 	outs := map[string]Output{}
 	dec := json.NewDecoder(state)
 	err := members(dec, func(key string) error {
@@ -160,6 +167,9 @@ func ReadOutputs(state io.Reader) (map[string]Output, error) {
 			return skip(dec)
 		}
 		err := members(dec, func(name string) error {
+			if !wanted(name) {
+				return skip(dec)
+			}
 			out := Output{Found: true}
 			err := members(dec, func(field string) error {
 				switch field {
@@ -210,36 +220,11 @@ func OutputsOf(chunks [][]byte) func(name string) (Output, error) {
 // ReadOutput returns the root output name of a decompressed state. Only
 // that output is decoded; reading stops after the outputs.
 func ReadOutput(state io.Reader, name string) (Output, error) {
-	var out Output
-	dec := json.NewDecoder(state)
-	err := members(dec, func(key string) error {
-		if key != "outputs" {
-			return skip(dec)
-		}
-		err := members(dec, func(output string) error {
-			if output != name {
-				return skip(dec)
-			}
-			out.Found = true
-			return members(dec, func(field string) error {
-				switch field {
-				case "value":
-					return jsonError(dec.Decode(&out.Value))
-				case "sensitive":
-					return jsonError(dec.Decode(&out.Sensitive))
-				}
-				return skip(dec)
-			})
-		})
-		if err != nil {
-			return err
-		}
-		return errStop
-	})
-	if err != nil && !errors.Is(err, errStop) {
+	outs, err := readOutputs(state, func(o string) bool { return o == name })
+	if err != nil {
 		return Output{}, err
 	}
-	return out, nil
+	return outs[name], nil
 }
 
 // OutputString returns the value of the root output name of a
