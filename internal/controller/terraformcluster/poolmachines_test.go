@@ -279,3 +279,47 @@ func TestPoolMemberReplaced(t *testing.T) {
 		t.Errorf("TerraformPlans %v, want only the approved one: letting the replaced member go needs no approval", names)
 	}
 }
+
+// TestPoolMemberReplacedAutomatic: under applyPolicy Automatic with
+// allowDestructivePlans, deleting a member's Machine replaces the member
+// with no TerraformPlan: the member's resource is made anew, the other's
+// is not, and a new Machine names the member.
+func TestPoolMemberReplacedAutomatic(t *testing.T) {
+	h := startMachines(t)
+	ctx := context.Background()
+	mp, p := h.startPool("heal", 2, func(s *infrav1.TerraformMachinePoolSpec) {
+		s.AllowDestructivePlans = true
+		s.Variables = append(s.Variables, infrav1.Variable{Name: "member_addresses", Value: &apiextensionsv1.JSON{Raw: []byte("true")}})
+	})
+	h.waitPool(p, "provisioned with 2 members, replaceable", func(p *infrav1.TerraformMachinePool) bool {
+		return p.Status.Ready && len(p.Spec.ProviderIDList) == 2 && meta.IsStatusConditionTrue(p.Status.Conditions, infrav1.ConditionMembersReplaceable)
+	})
+	ids := slices.Clone(p.Spec.ProviderIDList)
+	h.waitPool(p, "a member object and a Machine for each member", func(*infrav1.TerraformMachinePool) bool { return h.poolBound(mp, p, ids) })
+	files := map[string]time.Time{}
+	for _, n := range []string{"heal-pool-0.txt", "heal-pool-1.txt"} {
+		info, err := os.Stat(filepath.Join(h.files, "heal", n))
+		if err != nil {
+			t.Fatal(err)
+		}
+		files[n] = info.ModTime()
+	}
+	name := terraformmachinepoolmachine.Name(p.Name, ids[1])
+	_, machines := h.poolMembers(mp)
+	old := machines[name]
+	if err := h.c.Delete(ctx, &old); err != nil {
+		t.Fatal(err)
+	}
+	h.waitPool(p, "the member replaced: a new Machine for it, the pool settled", func(p *infrav1.TerraformMachinePool) bool {
+		_, machines := h.poolMembers(mp)
+		info, err := os.Stat(filepath.Join(h.files, "heal", "heal-pool-1.txt"))
+		return h.poolBound(mp, p, ids) && machines[name].UID != old.UID && err == nil && info.ModTime().After(files["heal-pool-1.txt"]) &&
+			p.Status.ActiveJob == nil && len(p.Status.ReplacedMembers) == 0 && p.Status.LastRun != nil && p.Status.LastRun.Succeeded
+	})
+	if info, err := os.Stat(filepath.Join(h.files, "heal", "heal-pool-0.txt")); err != nil || !info.ModTime().Equal(files["heal-pool-0.txt"]) {
+		t.Errorf("heal-pool-0.txt changed: only the deleted Machine's member is replaced (%v)", err)
+	}
+	if names := h.planNames(p); len(names) != 0 {
+		t.Errorf("TerraformPlans %v under Automatic with allowDestructivePlans, want none", names)
+	}
+}
