@@ -206,30 +206,16 @@ func (h *driftHarness) poolBound(mp *clusterv1.MachinePool, p *infrav1.Terraform
 func TestPoolMemberReplaced(t *testing.T) {
 	h := startMachines(t)
 	ctx := context.Background()
-	mp, p := h.startPool("mend", 2, func(s *infrav1.TerraformMachinePoolSpec) {
-		s.Variables = append(s.Variables, infrav1.Variable{Name: "member_addresses", Value: &apiextensionsv1.JSON{Raw: []byte("true")}})
-	})
-	h.waitPool(p, "provisioned with 2 members, replaceable", func(p *infrav1.TerraformMachinePool) bool {
-		return p.Status.Ready && len(p.Spec.ProviderIDList) == 2 && meta.IsStatusConditionTrue(p.Status.Conditions, infrav1.ConditionMembersReplaceable)
-	})
-	ids := slices.Clone(p.Spec.ProviderIDList)
-	h.waitPool(p, "a member object and a Machine for each member", func(*infrav1.TerraformMachinePool) bool { return h.poolBound(mp, p, ids) })
+	mp, p, ids := h.replaceablePool("mend", func(*infrav1.TerraformMachinePoolSpec) {})
 	manual := p.DeepCopy()
 	manual.Spec.ApplyPolicy = infrav1.ApplyManual
 	if err := h.c.Patch(ctx, manual, client.MergeFrom(p)); err != nil {
 		t.Fatal(err)
 	}
 
-	// The member of ids[0] is fleet file mend-pool-0.txt, made by
+	// The member of ids[0] is the file mend-pool-0.txt, made by
 	// captftest_file.member[0].
-	files := map[string]time.Time{}
-	for _, n := range []string{"mend-pool-0.txt", "mend-pool-1.txt"} {
-		info, err := os.Stat(filepath.Join(h.files, "mend", n))
-		if err != nil {
-			t.Fatal(err)
-		}
-		files[n] = info.ModTime()
-	}
+	files := h.fileTimes("mend", "mend-pool-0.txt", "mend-pool-1.txt")
 	name := terraformmachinepoolmachine.Name(p.Name, ids[0])
 	_, machines := h.poolMembers(mp)
 	old := machines[name]
@@ -287,23 +273,8 @@ func TestPoolMemberReplaced(t *testing.T) {
 func TestPoolMemberReplacedAutomatic(t *testing.T) {
 	h := startMachines(t)
 	ctx := context.Background()
-	mp, p := h.startPool("heal", 2, func(s *infrav1.TerraformMachinePoolSpec) {
-		s.AllowDestructivePlans = true
-		s.Variables = append(s.Variables, infrav1.Variable{Name: "member_addresses", Value: &apiextensionsv1.JSON{Raw: []byte("true")}})
-	})
-	h.waitPool(p, "provisioned with 2 members, replaceable", func(p *infrav1.TerraformMachinePool) bool {
-		return p.Status.Ready && len(p.Spec.ProviderIDList) == 2 && meta.IsStatusConditionTrue(p.Status.Conditions, infrav1.ConditionMembersReplaceable)
-	})
-	ids := slices.Clone(p.Spec.ProviderIDList)
-	h.waitPool(p, "a member object and a Machine for each member", func(*infrav1.TerraformMachinePool) bool { return h.poolBound(mp, p, ids) })
-	files := map[string]time.Time{}
-	for _, n := range []string{"heal-pool-0.txt", "heal-pool-1.txt"} {
-		info, err := os.Stat(filepath.Join(h.files, "heal", n))
-		if err != nil {
-			t.Fatal(err)
-		}
-		files[n] = info.ModTime()
-	}
+	mp, p, ids := h.replaceablePool("heal", func(s *infrav1.TerraformMachinePoolSpec) { s.AllowDestructivePlans = true })
+	files := h.fileTimes("heal", "heal-pool-0.txt", "heal-pool-1.txt")
 	name := terraformmachinepoolmachine.Name(p.Name, ids[1])
 	_, machines := h.poolMembers(mp)
 	old := machines[name]
@@ -322,4 +293,37 @@ func TestPoolMemberReplacedAutomatic(t *testing.T) {
 	if names := h.planNames(p); len(names) != 0 {
 		t.Errorf("TerraformPlans %v under Automatic with allowDestructivePlans, want none", names)
 	}
+}
+
+// replaceablePool starts a pool of two members in cluster whose module
+// names each member's resource (member_addresses), spec changing its
+// spec first, and waits until it is provisioned, MembersReplaceable, and
+// each member has its object and Machine. It returns the pool's members.
+func (h *driftHarness) replaceablePool(cluster string, spec func(*infrav1.TerraformMachinePoolSpec)) (*clusterv1.MachinePool, *infrav1.TerraformMachinePool, []string) {
+	h.t.Helper()
+	mp, p := h.startPool(cluster, 2, func(s *infrav1.TerraformMachinePoolSpec) {
+		spec(s)
+		s.Variables = append(s.Variables, infrav1.Variable{Name: "member_addresses", Value: &apiextensionsv1.JSON{Raw: []byte("true")}})
+	})
+	h.waitPool(p, "provisioned with 2 members, replaceable", func(p *infrav1.TerraformMachinePool) bool {
+		return p.Status.Ready && len(p.Spec.ProviderIDList) == 2 && meta.IsStatusConditionTrue(p.Status.Conditions, infrav1.ConditionMembersReplaceable)
+	})
+	ids := slices.Clone(p.Spec.ProviderIDList)
+	h.waitPool(p, "a member object and a Machine for each member", func(*infrav1.TerraformMachinePool) bool { return h.poolBound(mp, p, ids) })
+	return mp, p, ids
+}
+
+// fileTimes are the modification times of the files names that the pool
+// module made in dir, by name.
+func (h *driftHarness) fileTimes(dir string, names ...string) map[string]time.Time {
+	h.t.Helper()
+	times := map[string]time.Time{}
+	for _, n := range names {
+		info, err := os.Stat(filepath.Join(h.files, dir, n))
+		if err != nil {
+			h.t.Fatal(err)
+		}
+		times[n] = info.ModTime()
+	}
+	return times
 }
