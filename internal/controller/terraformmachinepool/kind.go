@@ -223,14 +223,14 @@ func (pool) Replace(ctx context.Context, c client.Reader, obj engine.Object) ([]
 		return nil, nil
 	}
 	// The cache's own objects, read only.
-	list := &infrav1.TerraformMachinePoolMachineList{}
-	if err := c.List(ctx, list, client.InNamespace(p.Namespace), client.UnsafeDisableDeepCopy); err != nil {
-		return nil, fmt.Errorf("members: %w", err)
+	objs, err := members.Members(ctx, c, p, client.UnsafeDisableDeepCopy)
+	if err != nil {
+		return nil, err
 	}
 	var rs []render.Replacement
-	for i := range list.Items {
-		m := &list.Items[i]
-		if m.DeletionTimestamp.IsZero() || !controllerutil.ContainsFinalizer(m, infrav1.FinalizerMember) || !members.OwnedBy(m, p.UID) ||
+	for i := range objs {
+		m := &objs[i]
+		if m.DeletionTimestamp.IsZero() || !controllerutil.ContainsFinalizer(m, infrav1.FinalizerMember) ||
 			!slices.Contains(p.Spec.ProviderIDList, m.Spec.ProviderID) || slices.Contains(p.Status.ReplacedMembers, string(m.UID)) {
 			continue
 		}

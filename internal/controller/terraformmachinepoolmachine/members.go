@@ -235,12 +235,17 @@ func (r *Reconciler) machineDeleting(ctx context.Context, namespace, name string
 	return !machine.DeletionTimestamp.IsZero(), nil
 }
 
-// members are the member objects the manager made for pool: in its
-// namespace and owned by it, by UID. An object made by anyone else names
-// no member of it.
+// members are the member objects the manager made for pool (Members).
 func (r *Reconciler) members(ctx context.Context, pool *infrav1.TerraformMachinePool) ([]infrav1.TerraformMachinePoolMachine, error) {
+	return Members(ctx, r.Client, pool)
+}
+
+// Members are the member objects the manager made for pool, read through
+// c with opts: in its namespace and owned by it, by UID. An object made by
+// anyone else names no member of it.
+func Members(ctx context.Context, c client.Reader, pool *infrav1.TerraformMachinePool, opts ...client.ListOption) ([]infrav1.TerraformMachinePoolMachine, error) {
 	list := &infrav1.TerraformMachinePoolMachineList{}
-	if err := r.Client.List(ctx, list, client.InNamespace(pool.Namespace)); err != nil {
+	if err := c.List(ctx, list, append(opts, client.InNamespace(pool.Namespace))...); err != nil {
 		return nil, fmt.Errorf("members: %w", err)
 	}
 	return slices.DeleteFunc(list.Items, func(m infrav1.TerraformMachinePoolMachine) bool {
